@@ -1,0 +1,193 @@
+"""Benchmark majordomus against git on large repositories (`make bench`).
+
+Builds (once, cached) repositories of 10,000 and 100,000 commits carrying
+majordomus notes, times each majordomus command against the git-only way to
+the same answer, prints Markdown tables and writes docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from corpus import shape_for
+from repo_cache import (
+    Fixture,
+    cache_root,
+    ensure_fixture,
+    graph_chunks,
+    scratch_clone,
+    set_commit_graph,
+)
+from report import SizeResult, describe_machine, document, size_section
+from suite import Row, Setup, checkpoint_row, cold_rows, reads, rev_list_answer, warm_rows
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GRAPH_VARIANTS: Mapping[str, int | None] = {
+    "none": None,
+    "generation v1": 1,
+    "generation v2 (git's default)": 2,
+}
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench/run.py", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small smoke run: 10k commits, 3 runs")
+    parser.add_argument("--sizes", help="commit counts, comma-separated (10k,100k)")
+    parser.add_argument("--runs", type=int, help="measured runs per command (default 10)")
+    parser.add_argument("--warmup", type=int, help="warm-up rounds per comparison (default 2)")
+    parser.add_argument("--cold-runs", type=int, help="write-then-read cycles (default 5)")
+    parser.add_argument("--output", type=Path, help="Markdown report (default docs/benchmarks.md)")
+    parser.add_argument("--no-write", action="store_true", help="print the report only")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
+    parser.add_argument(
+        "--majordomus",
+        type=Path,
+        default=Path(sys.executable).parent / "majordomus",
+        help="the console script to measure (default: the one beside this Python)",
+    )
+    return parser.parse_args(argv)
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = []
+    for item in text.split(","):
+        word = item.strip().lower()
+        scale = {"k": 1_000, "m": 1_000_000}.get(word[-1:], 1)
+        sizes.append(int(word.rstrip("km")) * scale)
+    return sizes
+
+
+def hermetic_env(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """Only what the commands need: no user or system git config, a fixed identity."""
+    for name in ("home", "config", "cache"):
+        (home / name).mkdir(parents=True, exist_ok=True)
+    return {
+        "PATH": environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home / "home"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Bench Runner",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "Bench Runner",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+        "GIT_EDITOR": "false",
+        "GIT_TERMINAL_PROMPT": "0",
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+        "NO_COLOR": "1",
+    }
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
+    """Every comparison against one cached repository, on scratch clones of it."""
+    expect = fixture.expectation
+    workdir.mkdir(parents=True)
+    read = scratch_clone(fixture, workdir / "read", setup.env)
+    plan = reads(setup, read, expect, fixture.handover_commit)
+    log("warm reads")
+    warm = warm_rows(setup, read, plan)
+    resume = next(row for row in warm if row.name == "resume --peek")
+    graph_rows, chunks = _graph_variants(fixture, setup, workdir / "graph")
+    write = scratch_clone(fixture, workdir / "write", setup.env)
+    log("checkpoint writes")
+    written = checkpoint_row(setup, write, expect, fixture.head)
+    log("cold reads (a checkpoint, then one read)")
+    cold = cold_rows(
+        setup, write, reads(setup, write, expect, fixture.handover_commit), expect, fixture.head
+    )
+    return SizeResult(
+        fixture=fixture,
+        rows=(*warm, written, *cold),
+        graph_rows=graph_rows,
+        graph_chunks=chunks,
+        git_answer=rev_list_answer(resume.baseline, expect),
+        substitutions=_substitutions(setup, workdir),
+    )
+
+
+def _graph_variants(
+    fixture: Fixture, setup: Setup, clone: Path
+) -> tuple[dict[str, tuple[Row, ...]], dict[str, tuple[str, ...]]]:
+    """Does the commit-graph (and its generation version) change the figures?"""
+    repo = scratch_clone(fixture, clone, setup.env)
+    quick = dataclasses.replace(setup, warmup=1, runs=max(3, setup.runs // 2))
+    plan = reads(quick, repo, fixture.expectation, fixture.handover_commit)
+    rows: dict[str, tuple[Row, ...]] = {}
+    chunks: dict[str, tuple[str, ...]] = {}
+    for variant, generation in GRAPH_VARIANTS.items():
+        log(f"commit-graph: {variant}")
+        set_commit_graph(repo, generation, setup.env)
+        chunks[variant] = graph_chunks(repo)
+        rows[variant] = tuple(warm_rows(quick, repo, plan, mode=variant))
+    return rows, chunks
+
+
+def _substitutions(setup: Setup, workdir: Path) -> dict[str, str]:
+    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph")}
+    for path, short in ((setup.majordomus, "majordomus"), (setup.python, "python")):
+        try:
+            names[str(path)] = str(path.relative_to(REPO_ROOT))
+        except ValueError:
+            names[str(path)] = short
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    started = time.monotonic()
+    sizes = parse_sizes(args.sizes or ("10k" if args.quick else "10k,100k"))
+    root = cache_root(os.environ)
+    root.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))  # same file system: hard links
+    try:
+        env = hermetic_env(workdir / "env", os.environ)
+        setup = Setup(
+            majordomus=args.majordomus,
+            python=Path(sys.executable),
+            env=env,
+            warmup=args.warmup if args.warmup is not None else (1 if args.quick else 2),
+            runs=args.runs or (3 if args.quick else 10),
+            cold_runs=args.cold_runs or (2 if args.quick else 5),
+        )
+        if not args.majordomus.exists():
+            log(f"{args.majordomus} does not exist: majordomus rows will show the failure")
+        results = []
+        for commits in sizes:
+            fixture = ensure_fixture(shape_for(commits), root, env, log, rebuild=args.rebuild)
+            log(f"measuring {commits:,} commits")
+            results.append(measure_size(fixture, setup, workdir / f"c{commits}"))
+            print(size_section(results[-1]) + "\n", flush=True)
+        elapsed = time.monotonic() - started
+        text = document(
+            describe_machine(setup),
+            results,
+            setup,
+            list(sys.argv[1:] if argv is None else argv),
+            elapsed,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    output = args.output or (None if args.quick else REPO_ROOT / "docs" / "benchmarks.md")
+    if output is not None and not args.no_write:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        log(f"wrote {output}")
+    log(f"done in {elapsed:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,329 @@
+"""The comparisons: each majordomus command against the git-only way to the same answer.
+
+Runs are interleaved (A B A B ...) after a warm-up so drift hits both sides alike;
+figures are medians. A failing majordomus command is reported, never raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from corpus import Expectation, Record, render_note
+from probe import Outcome, run_chain
+
+MIB = 1024
+MEMORY_LIMIT_MIB = 150.0
+CHECKPOINT_TEXT = "reproduced under 50 concurrent enqueues; the retry loop re-enters before the ack"
+
+Check = Callable[[bytes], str]  # stdout -> "" when the answer is right, else what differs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Command:
+    """One measured thing: a command, or a chain of commands that together give one answer."""
+
+    name: str
+    argvs: tuple[tuple[str, ...], ...]
+    ok: frozenset[int] = frozenset({0})
+
+    @property
+    def shell(self) -> str:
+        return " && ".join(" ".join(_quote(arg) for arg in argv) for argv in self.argvs)
+
+
+def _quote(arg: str) -> str:
+    plain = arg and all(c.isalnum() or c in "-_./=:@+," for c in arg)
+    return arg if plain else "'" + arg.replace("'", "'\\''") + "'"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Series:
+    """The recorded runs of one command."""
+
+    command: Command
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def failure(self) -> str | None:
+        for outcome in self.outcomes:
+            if outcome.exit_code not in self.command.ok:
+                message = outcome.stderr.strip() or outcome.stdout.decode("utf-8", "replace")
+                return f"exit {outcome.exit_code}: {message.strip() or '(no output)'}"
+        return None
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(o.seconds for o in self.outcomes) * 1000
+
+    @property
+    def peak_mib(self) -> float:
+        return max(o.peak_kib for o in self.outcomes) / MIB
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+    limit: float
+    aim: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the results table."""
+
+    name: str
+    mode: str
+    majordomus: Series
+    baseline: Series
+    target: Target
+    reference: Series | None = None  # shown for the record, not part of the ratio
+    answer: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.majordomus.failure or self.baseline.failure or not self.baseline.median_ms:
+            return None
+        return self.majordomus.median_ms / self.baseline.median_ms
+
+    @property
+    def verdict(self) -> str:
+        if self.majordomus.failure:
+            return "FAILED"
+        if self.ratio is None:
+            return "no baseline"
+        parts = [_time_verdict(self.ratio, self.target)]
+        if self.majordomus.peak_mib >= MEMORY_LIMIT_MIB:
+            parts.append("memory MISSED")
+        if self.answer:
+            parts.append("wrong answer")
+        return ", ".join(parts)
+
+
+def _time_verdict(ratio: float, target: Target) -> str:
+    if ratio > target.limit:
+        return "MISSED"
+    if target.aim is not None and ratio > target.aim:
+        return "met (aim missed)"
+    return "met" if target.aim is None else "met (aim met)"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Setup:
+    """What every comparison needs: the programs, a hermetic environment, run counts."""
+
+    majordomus: Path
+    python: Path
+    env: Mapping[str, str]
+    warmup: int
+    runs: int
+    cold_runs: int
+
+
+WARM = Target(limit=1.0, aim=0.5)
+COLD = Target(limit=2.0)
+WRITE = Target(limit=2.0, aim=1.3)
+
+
+def interleave(commands: Sequence[Command], setup: Setup, cwd: Path) -> list[Series]:
+    """Run the commands in turn, warm-up rounds first; keep the measured rounds."""
+    kept: list[list[Outcome]] = [[] for _ in commands]
+    for round_no in range(setup.warmup + setup.runs):
+        for command, outcomes in zip(commands, kept, strict=True):
+            outcome = run_chain(command.argvs, setup.env, cwd, command.ok)
+            if round_no >= setup.warmup:
+                outcomes.append(outcome)
+    return [Series(c, tuple(o)) for c, o in zip(commands, kept, strict=True)]
+
+
+def mj(setup: Setup, repo: Path, *args: str) -> tuple[str, ...]:
+    return (str(setup.majordomus), "-C", str(repo), *args)
+
+
+def git(repo: Path, *args: str) -> tuple[str, ...]:
+    return ("git", "-C", str(repo), *args)
+
+
+def git_log(repo: Path) -> tuple[str, ...]:
+    return git(repo, "log", "--notes=majordomus", "--format=%H %N")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reads:
+    """The three read comparisons against one repository."""
+
+    history: tuple[Command, Command, Check]
+    check: tuple[Command, Command, Check]
+    resume: tuple[Command, Command, Check]
+
+    def items(self) -> tuple[tuple[str, tuple[Command, Command, Check]], ...]:
+        return (("history", self.history), ("check", self.check), ("resume --peek", self.resume))
+
+
+def reads(setup: Setup, repo: Path, expect: Expectation, handover_commit: str) -> Reads:
+    task = expect.task
+    log = Command("git log", (git_log(repo),))
+    count = git(repo, "rev-list", "--left-right", "--count", f"HEAD...{handover_commit}")
+    return Reads(
+        history=(
+            Command("history", (mj(setup, repo, "history", "--task", task, "--json"),)),
+            log,
+            lambda out: _check_history(out, expect),
+        ),
+        check=(
+            Command(
+                "check", (mj(setup, repo, "check", "--task", task, "--json"),), frozenset({0, 1})
+            ),
+            log,
+            lambda out: _check_check(out, expect),
+        ),
+        resume=(
+            Command("resume", (mj(setup, repo, "resume", "--peek", "--task", task, "--json"),)),
+            Command("git log + rev-list", (git_log(repo), count)),
+            lambda out: _check_resume(out, expect),
+        ),
+    )
+
+
+def warm_rows(setup: Setup, repo: Path, plan: Reads, mode: str = "warm") -> list[Row]:
+    rows = []
+    for name, (mine, theirs, check) in plan.items():
+        ours, base = interleave((mine, theirs), setup, repo)
+        answer = "" if ours.failure else check(ours.outcomes[-1].stdout)
+        rows.append(Row(name, mode, ours, base, WARM, answer=answer))
+    return rows
+
+
+def rev_list_answer(series: Series, expect: Expectation) -> str:
+    """The git side must agree too: HEAD is `ahead` commits past the handover, 0 behind."""
+    if series.failure:
+        return series.failure
+    got = series.outcomes[-1].stdout.decode().split()
+    return "" if got == [str(expect.ahead), "0"] else f"rev-list said {' '.join(got)}"
+
+
+def checkpoint_row(setup: Setup, repo: Path, expect: Expectation, head: str) -> Row:
+    """checkpoint against the floor of starting the venv's Python and importing pygit2."""
+    stamp = _Stamp(head, expect.task)
+    mine = Command(
+        "checkpoint", (mj(setup, repo, "checkpoint", CHECKPOINT_TEXT, "--task", expect.task),)
+    )
+    floor = Command("import pygit2", ((str(setup.python), "-c", "import pygit2"),))
+    ours: list[Outcome] = []
+    base: list[Outcome] = []
+    ref: list[Outcome] = []
+    for round_no in range(setup.warmup + setup.runs):
+        appended = Command("git notes append", (stamp.git_append(repo),))
+        results = [run_chain(c.argvs, setup.env, repo, c.ok) for c in (mine, floor, appended)]
+        if round_no >= setup.warmup:
+            for kept, outcome in zip((ours, base, ref), results, strict=True):
+                kept.append(outcome)
+    shown = Command("git notes append", (stamp.git_append(repo, shown=True),))
+    return Row(
+        "checkpoint",
+        "write",
+        Series(mine, tuple(ours)),
+        Series(floor, tuple(base)),
+        WRITE,
+        reference=Series(shown, tuple(ref)),
+    )
+
+
+def cold_rows(setup: Setup, repo: Path, plan: Reads, expect: Expectation, head: str) -> list[Row]:
+    """The first read after a new record: write one, then time one read, on both sides."""
+    stamp = _Stamp(head, expect.task)
+    write = mj(setup, repo, "checkpoint", CHECKPOINT_TEXT, "--task", expect.task)
+    rows = []
+    for name, (mine, theirs, _) in plan.items():
+        ours: list[Outcome] = []
+        base: list[Outcome] = []
+        for _ in range(setup.cold_runs):
+            written = run_chain((write,), setup.env, repo, frozenset({0}))
+            read = run_chain(mine.argvs, setup.env, repo, mine.ok)
+            ours.append(read if written.exit_code == 0 else _write_failed(written))
+            run_chain((stamp.git_append(repo),), setup.env, repo, frozenset({0}))
+            base.append(run_chain(theirs.argvs, setup.env, repo, theirs.ok))
+        cold_mine = dataclasses.replace(mine, name=f"checkpoint, then {mine.name}")
+        rows.append(
+            Row(name, "cold", Series(cold_mine, tuple(ours)), Series(theirs, tuple(base)), COLD)
+        )
+    return rows
+
+
+def _write_failed(written: Outcome) -> Outcome:
+    message = f"the checkpoint written before the read failed (exit {written.exit_code}): "
+    return dataclasses.replace(written, exit_code=255, stderr=message + written.stderr)
+
+
+class _Stamp:
+    """Valid checkpoint records for `git notes append`, so the note stays one TOML document."""
+
+    def __init__(self, head: str, task: str) -> None:
+        self._head = head
+        self._task = task
+        self._serial = 0
+
+    def record(self) -> str:
+        self._serial += 1
+        fields: tuple[tuple[str, int | str | datetime.datetime], ...] = (
+            ("v", 1),
+            ("id", f"c-ffff{self._serial:012x}"),
+            ("task", self._task),
+            ("at", datetime.datetime.now(datetime.UTC).replace(microsecond=0)),
+            ("author", "Bench Runner <bench@example.com>"),
+            ("body", CHECKPOINT_TEXT),
+        )
+        return render_note([Record("checkpoint", fields)], self._head)
+
+    def git_append(self, repo: Path, *, shown: bool = False) -> tuple[str, ...]:
+        text = "[[checkpoint]] ..." if shown else self.record()
+        return git(repo, "notes", "--ref=majordomus", "append", "-m", text, "HEAD")
+
+
+def _json(stdout: bytes) -> Mapping[str, object] | None:
+    try:
+        value = json.loads(stdout)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _check_history(stdout: bytes, expect: Expectation) -> str:
+    document = _json(stdout)
+    records = document.get("records") if document else None
+    if not isinstance(records, list):
+        return "output is not the documented JSON"
+    if len(records) != expect.task_records:
+        return f"{len(records)} records, expected {expect.task_records}"
+    return ""
+
+
+def _check_check(stdout: bytes, expect: Expectation) -> str:
+    document = _json(stdout)
+    if document is None:
+        return "output is not JSON"
+    last = document.get("last_checkpoint")
+    last_id = last.get("id") if isinstance(last, dict) else None
+    if last_id != expect.last_checkpoint:
+        return f"last checkpoint {last_id}, expected {expect.last_checkpoint}"
+    if document.get("stale") is not True:
+        return "not reported stale"
+    return ""
+
+
+def _check_resume(stdout: bytes, expect: Expectation) -> str:
+    document = _json(stdout)
+    if document is None:
+        return "output is not JSON"
+    handover = document.get("handover")
+    got = (
+        handover.get("id") if isinstance(handover, dict) else None,
+        document.get("label"),
+        document.get("ahead"),
+        document.get("behind"),
+    )
+    wanted = (expect.open_handover, "advanced", expect.ahead, 0)
+    return "" if got == wanted else f"got {got}, expected {wanted}"

@@ -1,0 +1,469 @@
+"""The command line: parse with typer, call ops, render, and map errors to exit codes here only."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Annotated, Any
+
+import typer
+
+from majordomus import __version__, ops, render
+from majordomus.errors import ExitCode, MajordomusError, RefusedError
+from majordomus.store import StaleLock
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Terminal:
+    """The streams and facts about them that a command may use."""
+
+    stdin: IO[bytes]
+    stdout: IO[str]
+    stderr: IO[str]
+    is_tty: bool
+    colour: bool
+
+
+@dataclasses.dataclass(slots=True)
+class Session:
+    """What `run` hands to every command through typer's context."""
+
+    terminal: Terminal
+    environ: Mapping[str, str]
+    now: Callable[[], datetime.datetime]
+    sleep: Callable[[float], None]
+    cwd: str = "."
+    profile: str | None = None
+
+    def context(self) -> ops.Context:
+        return ops.Context(
+            cwd=self.cwd,
+            environ=self.environ,
+            profile_name=self.profile,
+            now=self.now,
+            sleep=self.sleep,
+        )
+
+    def out(self, text: str) -> None:
+        self.terminal.stdout.write(text + "\n")
+
+    def warn(self, text: str) -> None:
+        self.terminal.stderr.write(f"majordomus: warning: {text}\n")
+
+    def locks(self, locks: Sequence[StaleLock]) -> None:
+        for lock in locks:
+            self.warn(
+                f"{lock.path} is {lock.age_s} s old and held up the write; if no git or "
+                f"majordomus process is running, remove it (rm '{lock.path}')."
+            )
+
+
+def _session(ctx: typer.Context) -> Session:
+    session = ctx.find_root().obj
+    assert isinstance(session, Session)
+    return session
+
+
+def _exit(code: ExitCode | int) -> typer.Exit:
+    return typer.Exit(int(code))
+
+
+HELP = """\
+Checkpoints and handovers for debugging sessions, stored as git notes.
+
+Records are TOML notes on refs/notes/majordomus, attached to the commit they
+describe: `git log --notes=majordomus` shows them, and they travel with the code.
+
+  majordomus task new "queue drops acks under load"
+  majordomus checkpoint "reproduced with 50 concurrent enqueues"
+  majordomus handover --objective ... --state ... --next ...
+  majordomus resume          # in the next session
+  majordomus history         # the record, newest first
+
+Exit codes: 0 done, 1 a negative answer (stale, nothing open, unhealthy),
+2 refused input, 3 repository state, 4 remote failure.
+"""
+
+app = typer.Typer(
+    help=HELP,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+task_app = typer.Typer(
+    help="Create, list and pick tasks: the investigation records belong to.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(task_app, name="task")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        "-t",
+        metavar="TASK",
+        help="Task id or a unique prefix of 4+ hex digits (beats MAJORDOMUS_TASK and the "
+        "current task).",
+    ),
+]
+SessionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--session", metavar="TEXT", help="Free text naming the session (or MAJORDOMUS_SESSION)."
+    ),
+]
+FileOpt = Annotated[
+    str | None,
+    typer.Option("--file", "-F", metavar="FILE", help="Read the text from FILE, or - for stdin."),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"majordomus {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    directory: Annotated[
+        str | None,
+        typer.Option("-C", metavar="PATH", help="Run as if started in PATH, like git -C."),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile", metavar="NAME", help="Profile to use (beats MAJORDOMUS_PROFILE)."
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    session = _session(ctx)
+    if directory is not None:
+        session.cwd = os.path.join(session.cwd, directory)
+    session.profile = profile
+
+
+# ---- tasks -------------------------------------------------------------------------------
+
+
+@task_app.command("new")
+def task_new(
+    ctx: typer.Context,
+    title: Annotated[str, typer.Argument(help="What the investigation is about.")],
+    session_name: SessionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a task, record it on HEAD and make it current; prints its id."""
+    session = _session(ctx)
+    result = ops.task_new(session.context(), title, session_name)
+    session.locks(result.stale_locks)
+    session.out(render.task_created(result, as_json))
+
+
+@task_app.command("list")
+def task_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Tasks with title, last activity, checkpoint age and open handover (* = current)."""
+    session = _session(ctx)
+    tasks = ops.task_list(session.context())
+    session.out(render.task_list(tasks, session.now(), as_json))
+
+
+@task_app.command("use")
+def task_use(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(help="Task id or a unique prefix of 4+ hex digits.")],
+) -> None:
+    """Make a task current in this work tree."""
+    session = _session(ctx)
+    session.out(ops.task_use(session.context(), task))
+
+
+# ---- writing -----------------------------------------------------------------------------
+
+
+@app.command()
+def checkpoint(
+    ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(help="What is true right now.")] = None,
+    file: FileOpt = None,
+    task: TaskOpt = None,
+    session_name: SessionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record what is true right now on HEAD, for the current task.
+
+    The body is capped by the profile's checkpoint_max (400 characters by
+    default): an over-long body is refused, never truncated.
+    """
+    session = _session(ctx)
+    if (text is None) == (file is None):
+        raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
+    if file is not None:
+        text = ops.read_input_file(file, session.terminal.stdin, "checkpoint body", 2000)
+    assert text is not None
+    result = ops.checkpoint(session.context(), text, task, session_name)
+    session.locks(result.stale_locks)
+    session.out(render.checkpoint(result, as_json))
+
+
+@app.command()
+def handover(
+    ctx: typer.Context,
+    objective: Annotated[
+        str | None, typer.Option("--objective", "-o", help="What the work is for.")
+    ] = None,
+    state: Annotated[
+        str | None, typer.Option("--state", "-s", help="What is known and done now.")
+    ] = None,
+    next_action: Annotated[
+        str | None, typer.Option("--next", "-n", help="The next action to take.")
+    ] = None,
+    file: Annotated[
+        str | None,
+        typer.Option(
+            "--file",
+            "-F",
+            metavar="FILE",
+            help="A TOML table with objective, state and next (- for stdin).",
+        ),
+    ] = None,
+    task: TaskOpt = None,
+    session_name: SessionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record a handover on HEAD: objective, state and next action, all three required.
+
+    Each field is capped by the profile's handover_max. Warns (does not refuse)
+    when the work tree has uncommitted changes.
+    """
+    session = _session(ctx)
+    fields: dict[str, str | None] = {"objective": objective, "state": state, "next": next_action}
+    if file is not None:
+        if any(value is not None for value in fields.values()):
+            raise RefusedError(
+                "give the handover either with -F FILE or with the three flags, not both."
+            )
+        source = "standard input" if file == "-" else file
+        text = ops.read_input_file(file, session.terminal.stdin, "handover file", 2000)
+        fields = dict(ops.parse_handover_file(text, source))
+    result = ops.handover(session.context(), fields, task, session_name)
+    session.locks(result.stale_locks)
+    if result.dirty:
+        session.warn(
+            "the work tree has uncommitted changes; the handover is attached to "
+            f"{result.record.commit[:12]}, which does not contain them."
+        )
+    session.out(render.handover(result, as_json))
+
+
+@app.command()
+def resume(
+    ctx: typer.Context,
+    peek: Annotated[bool, typer.Option("--peek", help="Show it but record nothing.")] = False,
+    task: TaskOpt = None,
+    session_name: SessionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Pick up the newest open handover of the task and say how the code moved since.
+
+    Records a resume on HEAD that resolves it (and supersedes older open
+    handovers of the task). Exit 1 when nothing is open.
+    """
+    session = _session(ctx)
+    result = ops.resume(session.context(), task, peek, session_name)
+    session.locks(result.stale_locks)
+    if result.handover is None:
+        if as_json:
+            session.out(render.resume_json(result))
+        else:
+            session.terminal.stderr.write(
+                f"majordomus: no open handover for {result.task}; nothing to resume.\n"
+            )
+        raise _exit(ExitCode.NEGATIVE)
+    session.out(render.resume(result, session.now(), as_json))
+
+
+# ---- reading -----------------------------------------------------------------------------
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    rev: Annotated[str | None, typer.Argument(help="Read from this commit (default HEAD).")] = None,
+    include_all: Annotated[
+        bool, typer.Option("--all", help="Also records on commits not reachable from REV.")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", metavar="N", help="Show at most N records.")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", "-t", metavar="TASK", help="Only this task (default: every task)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Records on commits reachable from REV, newest first; handovers with their label."""
+    session = _session(ctx)
+    result = ops.history(session.context(), rev, task, include_all, limit)
+    session.out(render.history(result, as_json))
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    rev: Annotated[str | None, typer.Argument(help="The commit (default HEAD).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The records attached to one commit: what CI reads."""
+    session = _session(ctx)
+    session.out(render.show(ops.show(session.context(), rev), as_json))
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    all_tasks: Annotated[bool, typer.Option("--all", help="Every task, one line each.")] = False,
+    task: TaskOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
+    session = _session(ctx)
+    results = ops.check(session.context(), task, all_tasks)
+    session.out(render.check(results, as_json, session.terminal.colour))
+    if any(result.stale for result in results):
+        raise _exit(ExitCode.NEGATIVE)
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    every: Annotated[
+        float, typer.Option("--every", metavar="SECONDS", help="Seconds between looks.")
+    ] = 5.0,
+    count: Annotated[
+        int | None, typer.Option("--count", metavar="N", help="Stop after N reports.")
+    ] = None,
+    seconds: Annotated[
+        float | None, typer.Option("--seconds", metavar="S", help="Stop after about S seconds.")
+    ] = None,
+    task: TaskOpt = None,
+) -> None:
+    """Keep reporting what check reports; Ctrl-C stops (exit 0).
+
+    On a terminal the line is redrawn in place; otherwise a line is printed each
+    time the status, the last checkpoint or the open handover changes.
+    """
+    session = _session(ctx)
+    terminal = session.terminal
+
+    def emit(result: ops.CheckResult, changed: bool) -> None:
+        line = render.check_line(result, terminal.colour)
+        if terminal.is_tty:
+            terminal.stdout.write("\r\x1b[2K" + line)
+        elif changed:
+            terminal.stdout.write(line + "\n")
+        terminal.stdout.flush()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        ops.watch(session.context(), emit, task, every, count, seconds)
+    if terminal.is_tty:
+        terminal.stdout.write("\n")
+
+
+@app.command()
+def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Configuration, identity, lock files and invalid notes. Exit 0 healthy, 1 not."""
+    session = _session(ctx)
+    findings = ops.doctor(session.context())
+    session.out(render.doctor(findings, as_json))
+    if not all(finding.healthy for finding in findings):
+        raise _exit(ExitCode.NEGATIVE)
+
+
+@app.command("profile")
+def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The effective profile and where each value came from."""
+    session = _session(ctx)
+    session.out(render.profile(ops.profile_info(session.context()), as_json))
+
+
+# ---- the one place errors become exit codes ------------------------------------------------
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+    now: Callable[[], datetime.datetime] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    is_tty: bool | None = None,
+) -> int:
+    env = dict(os.environ if environ is None else environ)
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    tty = _is_tty(out) if is_tty is None else is_tty
+    terminal = Terminal(
+        stdin=stdin if stdin is not None else sys.stdin.buffer,
+        stdout=out,
+        stderr=err,
+        is_tty=tty,
+        colour=tty and "NO_COLOR" not in env and env.get("TERM") != "dumb",
+    )
+    session = Session(
+        terminal=terminal,
+        environ=env,
+        now=now or (lambda: datetime.datetime.now(datetime.UTC)),
+        sleep=sleep,
+    )
+    command = typer.main.get_command(app)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result: Any = command.main(
+                args=list(argv), prog_name="majordomus", standalone_mode=False, obj=session
+            )
+        return int(result) if isinstance(result, int) else 0
+    except MajordomusError as error:
+        err.write(f"majordomus: {error.message}\n")
+        return int(error.code)
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.TyperException as error:
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        if getattr(error, "exit_code", 2) == 0:
+            return 0
+        usage = getattr(error, "ctx", None)
+        hint = f" (see {usage.command_path} --help)" if usage is not None else ""
+        err.write(f"majordomus: {message}{hint}\n")
+        return int(ExitCode.REFUSED)
+    except KeyboardInterrupt:
+        err.write("majordomus: interrupted.\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    finally:
+        with contextlib.suppress(Exception):
+            out.flush()

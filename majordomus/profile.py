@@ -1,0 +1,172 @@
+"""Profiles: the repository's file over the personal file over built-in defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from majordomus.errors import RefusedError
+from majordomus.records import TEXT_CEILING
+
+DEFAULT_NAME = "default"
+BUILT_IN: Mapping[str, int] = {"interval": 20 * 60, "checkpoint_max": 400, "handover_max": 800}
+BUILT_IN_SOURCE = "built-in default"
+REPO_FILE = ".majordomus.toml"
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    interval_s: int
+    checkpoint_max: int
+    handover_max: int
+    sources: Mapping[str, str]  # "profile" and each key -> where its value came from
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """One parsed layer: its path, its default profile name and its profiles' values."""
+
+    path: str
+    profile: str | None
+    profiles: Mapping[str, Mapping[str, int]]
+
+
+def parse_duration(value: object, where: str) -> int:
+    """`90s`, `20m`, `1h30m`, or plain seconds (an integer or a string of digits)."""
+    seconds: int | None = None
+    if type(value) is int:
+        seconds = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            seconds = int(text)
+        else:
+            match = _DURATION.fullmatch(text)
+            if text and match:
+                hours, minutes, secs = (int(g) if g else 0 for g in match.groups())
+                seconds = hours * 3600 + minutes * 60 + secs
+    if seconds is None or seconds <= 0:
+        raise RefusedError(
+            f"{where} must be a positive duration such as 90s, 20m, 1h30m or plain seconds, "
+            f"not {value!r}."
+        )
+    return seconds
+
+
+def _parse_cap(value: object, where: str) -> int:
+    if type(value) is not int or not 1 <= value <= TEXT_CEILING:
+        raise RefusedError(
+            f"{where} must be a whole number from 1 to {TEXT_CEILING}, not {value!r}."
+        )
+    return value
+
+
+_PARSERS = {"interval": parse_duration, "checkpoint_max": _parse_cap, "handover_max": _parse_cap}
+
+
+def parse_config(text: str, path: str) -> ConfigFile:
+    """Parse one configuration file; anything malformed or unknown is refused with its path."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise RefusedError(f"{path} is not valid TOML ({error}); fix or remove it.") from None
+    profile: str | None = None
+    profiles: dict[str, Mapping[str, int]] = {}
+    for key, value in document.items():
+        if key == "profile":
+            if not isinstance(value, str) or not _NAME.fullmatch(value):
+                raise RefusedError(f"{path}: key 'profile' must be a profile name, not {value!r}.")
+            profile = value
+        elif key == "profiles" and isinstance(value, dict):
+            for name, table in value.items():
+                profiles[name] = _parse_profile_table(table, f"{path}: profiles.{name}")
+        else:
+            raise RefusedError(
+                f"{path}: unknown key '{key}' (known: profile, [profiles.NAME]); fix or remove it."
+            )
+    return ConfigFile(path, profile, profiles)
+
+
+def _parse_profile_table(table: object, where: str) -> Mapping[str, int]:
+    if not isinstance(table, dict):
+        raise RefusedError(f"{where} must be a table such as [profiles.NAME].")
+    values: dict[str, int] = {}
+    for key, value in table.items():
+        parser = _PARSERS.get(key)
+        if parser is None:
+            raise RefusedError(
+                f"{where}: unknown key '{key}' (known: interval, checkpoint_max, handover_max)."
+            )
+        values[key] = parser(value, f"{where}.{key}")
+    return values
+
+
+def read_config(path: Path) -> ConfigFile | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise RefusedError(f"{path} cannot be read ({error.strerror}).") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RefusedError(f"{path} is not UTF-8 text; fix or remove it.") from None
+    return parse_config(text, str(path))
+
+
+def user_config_path(environ: Mapping[str, str]) -> Path | None:
+    base = environ.get("XDG_CONFIG_HOME") or (
+        str(Path(environ["HOME"]) / ".config") if environ.get("HOME") else ""
+    )
+    return Path(base) / "majordomus" / "config.toml" if base else None
+
+
+def resolve(layers: list[ConfigFile], requested: str | None, environ: Mapping[str, str]) -> Profile:
+    """The effective profile; `layers` ordered from the highest (repository) down."""
+    sources: dict[str, str] = {}
+    if requested is not None:
+        name, sources["profile"] = requested, "--profile"
+    elif environ.get("MAJORDOMUS_PROFILE"):
+        name, sources["profile"] = environ["MAJORDOMUS_PROFILE"], "MAJORDOMUS_PROFILE"
+    else:
+        named = [layer for layer in layers if layer.profile is not None]
+        if named:
+            name, sources["profile"] = named[0].profile or DEFAULT_NAME, named[0].path
+        else:
+            name, sources["profile"] = DEFAULT_NAME, BUILT_IN_SOURCE
+    if name != DEFAULT_NAME and not any(name in layer.profiles for layer in layers):
+        known = sorted({DEFAULT_NAME, *(n for layer in layers for n in layer.profiles)})
+        raise RefusedError(
+            f"unknown profile '{name}' (from {sources['profile']}); known: {', '.join(known)}."
+        )
+    values: dict[str, int] = {}
+    for key, default in BUILT_IN.items():
+        values[key], sources[key] = default, BUILT_IN_SOURCE
+        for layer in layers:
+            if key in layer.profiles.get(name, {}):
+                values[key], sources[key] = layer.profiles[name][key], layer.path
+                break
+    return Profile(
+        name=name,
+        interval_s=values["interval"],
+        checkpoint_max=values["checkpoint_max"],
+        handover_max=values["handover_max"],
+        sources=sources,
+    )
+
+
+def load(workdir: Path | None, requested: str | None, environ: Mapping[str, str]) -> Profile:
+    layers: list[ConfigFile] = []
+    paths = [workdir / REPO_FILE if workdir else None, user_config_path(environ)]
+    for path in paths:
+        layer = read_config(path) if path else None
+        if layer is not None:
+            layers.append(layer)
+    return resolve(layers, requested, environ)

@@ -1,0 +1,331 @@
+"""The record model: text validation, records as TOML tables, notes parsed and written.
+
+Knows nothing of git: a note is bytes in, text out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+import tomllib
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import tomli_w
+
+from majordomus.errors import RefusedError
+
+FORMAT_VERSION = 1
+KINDS = ("task", "checkpoint", "handover", "resume")
+TEXT_CEILING = 2000  # no text field of any record may exceed this, whatever the profile
+NOTE_MAX_BYTES = 1 << 20  # a note blob larger than this is not parsed at all
+LABELS = ("current", "advanced", "behind", "diverged", "unrelated", "missing", "unknown")
+HANDOVER_FIELDS = ("objective", "state", "next")
+
+# Fields each kind must carry beside the common ones, all of them text.
+KIND_TEXT: Mapping[str, tuple[str, ...]] = {
+    "task": ("title",),
+    "checkpoint": ("body",),
+    "handover": HANDOVER_FIELDS,
+    "resume": (),
+}
+COMMON_ORDER = ("v", "id", "task", "head", "at", "author", "session")
+
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_BIDI = frozenset(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+
+
+def is_refused_char(char: str) -> bool:
+    """Control characters other than newline and tab, and bidi overrides/isolates."""
+    if char in "\n\t":
+        return False
+    return char in _BIDI or unicodedata.category(char) == "Cc"
+
+
+def _is_edge_space(char: str) -> bool:
+    # White space to strip at the edges; a control character that Python also
+    # calls white space (\x1c..\x1f, \x85) is not stripped, it is refused.
+    return char.isspace() and (char in "\t\n\r\x0b\x0c" or not is_refused_char(char))
+
+
+def normalise_text(raw: str) -> str:
+    """CRLF -> LF, NFC, edge white space stripped: the text as it is counted and stored."""
+    text = unicodedata.normalize("NFC", raw.replace("\r\n", "\n"))
+    start, end = 0, len(text)
+    while start < end and _is_edge_space(text[start]):
+        start += 1
+    while end > start and _is_edge_space(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def clean_text(field: str, raw: str, cap: int) -> str:
+    """Validate one text field against its cap; refuse, never truncate."""
+    text = normalise_text(raw)
+    if not text:
+        raise RefusedError(f"{field} is empty; nothing was recorded.")
+    for index, char in enumerate(text):
+        if is_refused_char(char):
+            raise RefusedError(
+                f"{field} contains the control character U+{ord(char):04X} at character "
+                f"{index + 1}; nothing was recorded (remove it and try again)."
+            )
+    if len(text) > cap:
+        raise RefusedError(
+            f"{field} is {len(text)} characters, over the cap of {cap}; nothing was recorded "
+            f"(shorten it: it is never truncated)."
+        )
+    return text
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Record:
+    """One valid record of a known kind; `table` holds every stored key, unknown ones too."""
+
+    kind: str
+    id: str
+    task: str
+    head: str
+    at: datetime.datetime
+    author: str
+    table: Mapping[str, Any] = dataclasses.field(compare=False, repr=False)
+
+    @property
+    def session(self) -> str | None:
+        value = self.table.get("session")
+        return value if isinstance(value, str) else None
+
+    def text(self, key: str) -> str:
+        value = self.table[key]
+        assert isinstance(value, str)
+        return value
+
+    def optional_int(self, key: str) -> int | None:
+        value = self.table.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def supersedes(self) -> tuple[str, ...]:
+        value = self.table.get("supersedes", ())
+        return tuple(v for v in value if isinstance(v, str))
+
+
+def new_record(
+    kind: str,
+    *,
+    record_id: str,
+    task: str,
+    head: str,
+    at: datetime.datetime,
+    author: str,
+    session: str | None,
+    fields: Mapping[str, Any],
+) -> Record:
+    """A new record with its table in canonical key order; `at` kept to whole seconds, UTC."""
+    at = at.astimezone(datetime.UTC).replace(microsecond=0)
+    table: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "id": record_id,
+        "task": task,
+        "head": head,
+        "at": at,
+        "author": author,
+    }
+    if session is not None:
+        table["session"] = session
+    table.update(fields)
+    record = _validate(kind, table)
+    assert record is not None, f"new {kind} record does not validate: {table}"
+    return record
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= TEXT_CEILING
+
+
+def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
+    """The record a table of a known kind describes, or None when it is invalid."""
+    common_ok = (
+        table.get("v") == FORMAT_VERSION
+        and type(table.get("v")) is int
+        and _is_text(table.get("id"))
+        and _is_text(table.get("task"))
+        and isinstance(table.get("head"), str)
+        and _HEX40.fullmatch(table["head"]) is not None
+        and isinstance(table.get("at"), datetime.datetime)
+        and table["at"].tzinfo is not None
+        and _is_text(table.get("author"))
+        and ("session" not in table or _is_text(table["session"]))
+    )
+    if not common_ok or not all(_is_text(table.get(key)) for key in KIND_TEXT[kind]):
+        return None
+    if kind == "resume" and not _valid_resume(table):
+        return None
+    return Record(
+        kind=kind,
+        id=table["id"],
+        task=table["task"],
+        head=table["head"],
+        at=table["at"],
+        author=table["author"],
+        table=table,
+    )
+
+
+def _valid_resume(table: Mapping[str, Any]) -> bool:
+    counts_ok = all(
+        key not in table or (type(table[key]) is int and table[key] >= 0)
+        for key in ("ahead", "behind")
+    )
+    supersedes = table.get("supersedes", [])
+    return (
+        _is_text(table.get("handover"))
+        and table.get("label") in LABELS
+        and counts_ok
+        and isinstance(supersedes, list)
+        and all(_is_text(item) for item in supersedes)
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Entry:
+    """One table of an array of tables in a note: a record, an invalid one, or an unknown kind."""
+
+    kind: str
+    table: Mapping[str, Any]
+    record: Record | None  # set for a valid record of a known kind
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity for de-duplication: the id where one can be trusted, else exact content."""
+        ident = self.table.get("id")
+        if isinstance(ident, str) and (self.record is not None or self.kind not in KINDS):
+            return ("id", ident)
+        return ("content", dump_tables([(self.kind, self.table)]))
+
+    @property
+    def invalid(self) -> bool:
+        return self.kind in KINDS and self.record is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Note:
+    """A parsed note: its entries in order, and any plain top-level keys a foreign writer left."""
+
+    entries: tuple[Entry, ...]
+    other: Mapping[str, Any]
+    invalid_plain: int  # known kinds stored as something other than an array of tables
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        return tuple(entry.record for entry in self.entries if entry.record is not None)
+
+    @property
+    def invalid(self) -> int:
+        return self.invalid_plain + sum(1 for entry in self.entries if entry.invalid)
+
+
+class NoteError(ValueError):
+    """A note that cannot be read at all: too large, not UTF-8, not TOML."""
+
+
+def parse_note(data: bytes) -> Note:
+    if len(data) > NOTE_MAX_BYTES:
+        raise NoteError(f"note is {len(data)} bytes, over the 1 MiB limit; not parsed")
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise NoteError(f"note is not UTF-8 text ({error.reason})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise NoteError(f"note is not valid TOML ({error})") from None
+    except RecursionError:
+        raise NoteError("note is nested too deeply to parse") from None
+    return note_from_document(document)
+
+
+def note_from_document(document: Mapping[str, Any]) -> Note:
+    entries: list[Entry] = []
+    other: dict[str, Any] = {}
+    invalid_plain = 0
+    for kind, value in document.items():
+        if isinstance(value, list) and value and all(isinstance(t, dict) for t in value):
+            for table in value:
+                record = _validate(kind, table) if kind in KINDS else None
+                entries.append(Entry(kind, table, record))
+        else:
+            other[kind] = value
+            invalid_plain += kind in KINDS
+    return Note(tuple(entries), other, invalid_plain)
+
+
+class _Timestamp(datetime.datetime):
+    """A date-time that TOML shows as RFC 3339 with `T` (and `Z` for UTC)."""
+
+    def __str__(self) -> str:
+        if self.utcoffset() != datetime.timedelta(0):
+            return self.isoformat()
+        fraction = f".{self.microsecond:06d}".rstrip("0") if self.microsecond else ""
+        return self.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
+def _for_toml(table: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key: _Timestamp.combine(value.date(), value.timetz())
+        if isinstance(value, datetime.datetime) and value.tzinfo is not None
+        else value
+        for key, value in table.items()
+    }
+
+
+def dump_tables(tables: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+    """Arrays of tables, grouped by kind in order of first appearance."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for kind, table in tables:
+        grouped.setdefault(kind, []).append(_for_toml(table))
+    return tomli_w.dumps(grouped)
+
+
+def dump_note(note: Note) -> str:
+    body = dump_tables((entry.kind, entry.table) for entry in note.entries)
+    if not note.other:
+        return body
+    # Plain keys must come before any table header to stay top-level.
+    return tomli_w.dumps(dict(note.other)) + "\n" + body
+
+
+def union(notes: Sequence[Note]) -> Note:
+    """Union by record identity: every entry of every note, each once, first copy kept."""
+    seen: set[tuple[str, str]] = set()
+    entries: list[Entry] = []
+    other: dict[str, Any] = {}
+    invalid_plain = 0
+    for note in notes:
+        for entry in note.entries:
+            if entry.key not in seen:
+                seen.add(entry.key)
+                entries.append(entry)
+        for key, value in note.other.items():
+            if key not in other:
+                other[key] = value
+                invalid_plain += key in KINDS
+    return Note(tuple(entries), other, invalid_plain)
+
+
+def append_text(existing: str | None, records: Sequence[Record]) -> str:
+    """The note text with `records` appended, the existing text kept byte for byte.
+
+    Raises NoteError when the existing note would not stay valid TOML with the
+    records appended (a foreign note that uses a kind's name for a plain key):
+    a write never destroys what it cannot read.
+    """
+    addition = dump_tables((record.kind, record.table) for record in records)
+    if existing is None or not existing.strip():
+        return addition
+    text = existing.rstrip("\n") + "\n\n" + addition
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise NoteError(f"the existing note cannot take more records ({error})") from None
+    return text
