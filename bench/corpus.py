@@ -12,7 +12,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 
 # Bump whenever the generated repository changes in any way: it keys the cache.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 EPOCH = datetime.datetime(2024, 1, 8, 9, 0, tzinfo=datetime.UTC)
 COMMIT_SPACING_S = 60  # one commit a minute; records land within their commit's minute
@@ -198,6 +198,8 @@ class _TaskWriter:
         # next note; after it the task only checkpoints, so exactly one stays open.
         if index == self._handover_index:
             return ("handover",)
+        if index > self._handover_index:
+            return ("checkpoint",)
         if self._open.get(self._bench_task):
             return ("resume", "checkpoint")
         before_handover = next_index is not None and next_index < self._handover_index

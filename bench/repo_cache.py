@@ -17,7 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from corpus import Expectation, Plan, PlannedNote, Shape, commit_time, plan, render_note
+from corpus import (
+    GENERATOR_VERSION,
+    Expectation,
+    Plan,
+    PlannedNote,
+    Shape,
+    commit_time,
+    plan,
+    render_note,
+)
 
 Log = Callable[[str], None]
 
@@ -50,6 +59,7 @@ def ensure_fixture(
 ) -> Fixture:
     """The cached repository for `shape`, built first when missing, stale or asked to."""
     target = root / shape.key
+    _prune_stale(root, log)
     if rebuild and target.exists():
         shutil.rmtree(target)
     if not (target / MANIFEST).is_file():
@@ -57,6 +67,15 @@ def ensure_fixture(
     fixture = _load(target, shape)
     _verify(fixture, env)
     return fixture
+
+
+def _prune_stale(root: Path, log: Log) -> None:
+    """Remove repositories an older generator built: they can never be used again."""
+    current = f"g{GENERATOR_VERSION}-"
+    for path in root.glob("g*-c*"):
+        if path.is_dir() and not path.name.startswith(current) and ".building-" not in path.name:
+            log(f"removing {path} (built by an older generator)")
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _git(args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:

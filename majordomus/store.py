@@ -72,7 +72,7 @@ class WriteReport:
 
 
 def _entry(tree: pygit2.Tree, name: str) -> pygit2.Object | None:
-    return tree[name] if name in tree else None
+    return tree[name] if name in tree else None  # noqa: SIM401 (pygit2.Tree has no get)
 
 
 def _is_note_path(name: str) -> bool:
