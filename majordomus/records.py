@@ -260,31 +260,60 @@ def note_from_document(document: Mapping[str, Any]) -> Note:
     return Note(tuple(entries), other, invalid_plain)
 
 
-class _Timestamp(datetime.datetime):
-    """A date-time that TOML shows as RFC 3339 with `T` (and `Z` for UTC)."""
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_ESCAPES = {
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+# Escaped in every string majordomus writes: what TOML requires, plus C1 controls
+# and bidi overrides, so that `git log --notes` never prints them raw.
+_STRING_ESCAPE = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]')
 
-    def __str__(self) -> str:
-        if self.utcoffset() != datetime.timedelta(0):
-            return self.isoformat()
-        fraction = f".{self.microsecond:06d}".rstrip("0") if self.microsecond else ""
-        return self.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+def _string(text: str) -> str:
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+    return '"' + _STRING_ESCAPE.sub(escape, text) + '"'
 
 
-def _for_toml(table: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        key: _Timestamp.combine(value.date(), value.timetz())
-        if isinstance(value, datetime.datetime) and value.tzinfo is not None
-        else value
-        for key, value in table.items()
-    }
+def _key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else _string(key)
+
+
+def _literal(value: Any) -> str:
+    """One TOML value, inline: nested tables become inline tables, so every
+    record stays a single `[[kind]]` table that can be concatenated safely."""
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, datetime.datetime) and value.utcoffset() == datetime.timedelta(0):
+        fraction = f".{value.microsecond:06d}".rstrip("0") if value.microsecond else ""
+        return value.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_key(k)} = {_literal(v)}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(item) for item in value) + "]"
+    # Numbers, booleans, local dates and times: tomli-w knows their TOML spelling.
+    return tomli_w.dumps({"v": value}).partition(" = ")[2].rstrip("\n")
 
 
 def dump_tables(tables: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
-    """Arrays of tables, grouped by kind in order of first appearance."""
-    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    """Each table as its own `[[kind]]` block, keys in their stored order."""
+    blocks = []
     for kind, table in tables:
-        grouped.setdefault(kind, []).append(_for_toml(table))
-    return tomli_w.dumps(grouped)
+        lines = [f"[[{_key(kind)}]]"]
+        lines += [f"{_key(key)} = {_literal(value)}" for key, value in table.items()]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
 
 
 def dump_note(note: Note) -> str:
@@ -292,7 +321,8 @@ def dump_note(note: Note) -> str:
     if not note.other:
         return body
     # Plain keys must come before any table header to stay top-level.
-    return tomli_w.dumps(dict(note.other)) + "\n" + body
+    plain = "".join(f"{_key(key)} = {_literal(value)}\n" for key, value in note.other.items())
+    return plain + "\n" + body
 
 
 def union(notes: Sequence[Note]) -> Note:

@@ -160,15 +160,16 @@ class Repo:
         )
         return Result(code, out.getvalue(), err.getvalue())
 
-    def spawn(self, *argv: str, stdin: bytes = b"", **kwargs: object) -> subprocess.Popen[bytes]:
-        """majordomus as a real process (real clock)."""
+    def spawn(
+        self, *argv: str, stdin: bool = False, environ: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """majordomus as a real process (real clock); stdin is a pipe when asked for."""
         return subprocess.Popen(
             [*MAJORDOMUS, "-C", str(self.path), *argv],
-            env=self.environ,
+            env={**self.environ, **(environ or {})},
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            **kwargs,  # type: ignore[call-overload]
         )
 
     def task(self, title: str = "queue drops acks under load") -> str:

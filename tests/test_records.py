@@ -1,0 +1,190 @@
+"""The record model: text rules, the note format, parsing, appending, union."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from majordomus.errors import RefusedError
+from majordomus.records import (
+    NoteError,
+    Record,
+    append_text,
+    clean_text,
+    dump_note,
+    new_record,
+    parse_note,
+    union,
+)
+
+AT = datetime.datetime(2026, 11, 30, 3, 12, 9, tzinfo=datetime.UTC)
+HEAD = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"
+
+
+def checkpoint(record_id: str = "c-5be1f07a9d3e4c21", body: str = "reproduced") -> Record:
+    return new_record(
+        "checkpoint",
+        record_id=record_id,
+        task="t-3f9ca4f1e2b0",
+        head=HEAD,
+        at=AT,
+        author="Ada Lovelace <ada@example.com>",
+        session=None,
+        fields={"body": body},
+    )
+
+
+def test_new_record_serialises_exactly_as_the_spec_shows() -> None:
+    record = checkpoint(
+        body="reproduced under 50 concurrent enqueues; the retry loop re-enters before the ack"
+    )
+    assert append_text(None, [record]) == (
+        "[[checkpoint]]\n"
+        "v = 1\n"
+        'id = "c-5be1f07a9d3e4c21"\n'
+        'task = "t-3f9ca4f1e2b0"\n'
+        'head = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"\n'
+        "at = 2026-11-30T03:12:09Z\n"
+        'author = "Ada Lovelace <ada@example.com>"\n'
+        'body = "reproduced under 50 concurrent enqueues; '
+        'the retry loop re-enters before the ack"\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "stored"),
+    [
+        ("  padded  \n", "padded"),
+        ("two\r\nlines", "two\nlines"),
+        ("tab\tinside", "tab\tinside"),
+        ("e\u0301", "\u00e9"),  # NFC: e + combining acute is one character
+        ("\ttabs and newlines at the edges\n\n", "tabs and newlines at the edges"),
+    ],
+)
+def test_text_is_normalised(raw: str, stored: str) -> None:
+    assert clean_text("body", raw, 400) == stored
+
+
+def test_cap_counts_characters_after_normalisation() -> None:
+    assert clean_text("body", "é" * 10, 10) == "é" * 10  # 20 bytes, 10 characters
+    assert clean_text("body", ("e\u0301" * 10) + "  ", 10) == "\u00e9" * 10
+    with pytest.raises(RefusedError) as info:
+        clean_text("checkpoint body", "x" * 11, 10)
+    assert info.value.message == (
+        "checkpoint body is 11 characters, over the cap of 10; nothing was recorded "
+        "(shorten it: it is never truncated)."
+    )
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "\r\n\t "])
+def test_empty_text_is_refused(raw: str) -> None:
+    with pytest.raises(RefusedError) as info:
+        clean_text("state", raw, 100)
+    assert info.value.message == "state is empty; nothing was recorded."
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "position"),
+    [
+        ("a\x00b", 0x00, 2),
+        ("red \x1b[31m text", 0x1B, 5),
+        ("bell\x07", 0x07, 5),
+        ("c1 \x9b control", 0x9B, 4),
+        ("lone\rcarriage", 0x0D, 5),
+        ("abc\u202eevil", 0x202E, 4),
+        ("iso\u2066late", 0x2066, 4),
+        ("\x1funit separator at the edge", 0x1F, 1),
+        ("del\x7f", 0x7F, 4),
+    ],
+)
+def test_control_and_bidi_characters_are_refused(raw: str, code: int, position: int) -> None:
+    with pytest.raises(RefusedError) as info:
+        clean_text("body", raw, 400)
+    assert info.value.message == (
+        f"body contains the control character U+{code:04X} at character {position}; "
+        "nothing was recorded (remove it and try again)."
+    )
+
+
+def test_parse_keeps_unknown_keys_and_kinds() -> None:
+    text = append_text(None, [checkpoint()]).replace('body = "', 'future = 3\nbody = "')
+    text += '\n[[annotation]]\nid = "a-1"\nnote = "from a later version"\n'
+    text += '\n[[annotation]]\nnote = "no id"\n'
+    note = parse_note(text.encode())
+    assert [r.id for r in note.records] == ["c-5be1f07a9d3e4c21"]
+    assert note.records[0].table["future"] == 3
+    assert [e.kind for e in note.entries] == ["checkpoint", "annotation", "annotation"]
+    assert note.invalid == 0
+    again = parse_note(dump_note(note).encode())
+    assert again.entries == note.entries
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        ("v = 1\n", "v = 2\n"),
+        ("v = 1\n", 'v = "1"\n'),
+        ('id = "c-5be1f07a9d3e4c21"\n', ""),
+        ('head = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"\n', 'head = "8c31"\n'),
+        ("at = 2026-11-30T03:12:09Z\n", "at = 2026-11-30T03:12:09\n"),  # no offset
+        ("at = 2026-11-30T03:12:09Z\n", 'at = "yesterday"\n'),
+        ('author = "Ada Lovelace <ada@example.com>"\n', "author = 7\n"),
+        ('body = "reproduced"\n', ""),
+        ('body = "reproduced"\n', 'body = ""\n'),
+        ('body = "reproduced"\n', f'body = "{"x" * 2001}"\n'),
+    ],
+)
+def test_invalid_records_are_counted_not_read(mutation: tuple[str, str]) -> None:
+    good = append_text(None, [checkpoint("c-0000000000000001")])
+    bad = append_text(None, [checkpoint()]).replace(*mutation)
+    note = parse_note((good + "\n" + bad).encode())
+    assert [r.id for r in note.records] == ["c-0000000000000001"]
+    assert note.invalid == 1
+
+
+def test_a_kind_that_is_not_an_array_of_tables_is_invalid() -> None:
+    note = parse_note(b'checkpoint = "plain"\n')
+    assert note.records == ()
+    assert note.invalid == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"this is not toml", "note is not valid TOML"),
+        (b"\xff\xfe", "note is not UTF-8 text"),
+        (b"x" * (1024 * 1024 + 1), "note is 1048577 bytes, over the 1 MiB limit; not parsed"),
+    ],
+)
+def test_unreadable_notes_raise_note_error(data: bytes, reason: str) -> None:
+    with pytest.raises(NoteError) as info:
+        parse_note(data)
+    assert str(info.value).startswith(reason)
+
+
+def test_append_keeps_existing_text_byte_for_byte() -> None:
+    existing = "# written by hand\n[[checkpoint]]\nmystery = { nested = [1, 2] }\n"
+    text = append_text(existing, [checkpoint()])
+    assert text.startswith(existing)
+    note = parse_note(text.encode())
+    assert note.records == (checkpoint(),)
+    assert note.invalid == 1  # the hand-written table lacks every required field, and stays
+
+
+def test_append_refuses_a_note_it_would_break() -> None:
+    with pytest.raises(NoteError):
+        append_text('checkpoint = "a plain key"\n', [checkpoint()])
+
+
+def test_union_is_by_id_and_keeps_first_copy() -> None:
+    a = parse_note(append_text(None, [checkpoint("c-1"), checkpoint("c-2")]).encode())
+    b = parse_note(append_text(None, [checkpoint("c-2", "other"), checkpoint("c-3")]).encode())
+    merged = union([a, b])
+    assert [(r.id, r.text("body")) for r in merged.records] == [
+        ("c-1", "reproduced"),
+        ("c-2", "reproduced"),
+        ("c-3", "reproduced"),
+    ]
+    concatenated = parse_note((dump_note(a) + "\n" + dump_note(a)).encode())
+    assert union([concatenated]).records == a.records
