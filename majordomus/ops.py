@@ -250,6 +250,7 @@ def task_new(ctx: Context, title: str, session: str | None = None) -> TaskCreate
     store = open_store(ctx)
     text = clean_text("title", title, TITLE_MAX)
     store.head()
+    store.check_writable()
     task = _new_id("t", 12)
     located, locks = _write(
         ctx, store, "task", task, {"title": text}, session_of(ctx, session), record_id=task
@@ -316,6 +317,7 @@ def checkpoint(
     body = clean_text("checkpoint body", text, cap)
     sess = session_of(ctx, session)
     store.head()
+    store.check_writable()
     index = Index(store.read_notes(), store)
     task_id = current_task(ctx, store, index, task)
     previous = index.last("checkpoint", task_id)
@@ -375,6 +377,7 @@ def handover(
     clean = {key: clean_text(key, fields[key] or "", cap) for key in HANDOVER_FIELDS}
     sess = session_of(ctx, session)
     store.head()
+    store.check_writable()
     index = Index(store.read_notes(), store)
     task_id = current_task(ctx, store, index, task)
     dirty = store.is_dirty()
@@ -402,6 +405,8 @@ def resume(
     store = open_store(ctx)
     sess = session_of(ctx, session)
     head = store.head()
+    if not peek:
+        store.check_writable()
     index = Index(store.read_notes(), store)
     task_id = current_task(ctx, store, index, task)
     pending = index.open_handovers(task_id)

@@ -340,6 +340,10 @@ class Store:
                 raise RepositoryError(self._contention_message(attempts, budget, stale))
             sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
 
+    def check_writable(self) -> None:
+        """Refuse early when the notes ref is something a write would have to destroy."""
+        self._write_base(self.repo.references.get(NOTES_REF))
+
     def _write_timeout(self) -> float:
         raw = self.environ.get("MAJORDOMUS_WRITE_TIMEOUT", "")
         try:

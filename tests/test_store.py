@@ -1,0 +1,180 @@
+"""The notes ref: readable by git, laid out as git lays it out, written all or nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import tomllib
+from pathlib import Path
+
+import pygit2
+
+from majordomus.records import parse_note
+from majordomus.store import NOTES_REF, Store
+from tests.conftest import AUTHOR, Repo
+
+
+def note_paths(repo: Repo) -> list[str]:
+    out = repo.git("ls-tree", "-r", "--name-only", NOTES_REF)
+    return out.split()
+
+
+def test_git_shows_the_records(repo: Repo) -> None:
+    task = repo.task()
+    assert repo.run("checkpoint", 'quote " and backslash \\ survive').code == 0
+    shown = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    document = tomllib.loads(shown)
+    assert [t["id"] for t in document["task"]] == [task]
+    assert document["task"][0]["title"] == "queue drops acks under load"
+    assert document["checkpoint"][0]["body"] == 'quote " and backslash \\ survive'
+    assert document["checkpoint"][0]["author"] == AUTHOR
+    assert document["checkpoint"][0]["head"] == repo.head()
+    log = repo.git("log", "--notes=majordomus", "-1", "--format=%N")
+    assert log.startswith("[[task]]\nv = 1\n")
+    message = repo.git("log", "-1", "--format=%s", NOTES_REF).strip()
+    assert message == f"majordomus: checkpoint {task} on {repo.head()[:7]}"
+
+
+def test_appending_keeps_every_record_and_unknown_data(repo: Repo) -> None:
+    foreign = '[[checkpoint]]\nfrom_the_future = { x = [1, 2] }\n\n[[flag]]\nlabel = "keep me"\n'
+    repo.git("notes", "--ref=majordomus", "add", "-m", foreign, "HEAD")
+    repo.task()
+    repo.run("checkpoint", "one")
+    text = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    assert text.startswith(foreign)
+    note = parse_note(text.encode())
+    assert [e.kind for e in note.entries] == ["checkpoint", "checkpoint", "flag", "task"]
+    assert [r.kind for r in note.records] == ["checkpoint", "task"]
+
+
+def test_git_and_majordomus_share_the_ref_whatever_the_fan_out(repo: Repo) -> None:
+    # Enough notes that git fans the tree out, written by git itself.
+    commits = [repo.commit(f"c{i}") for i in range(120)]
+    for commit in commits[:110]:
+        repo.git("notes", "--ref=majordomus", "add", "-m", "[[x]]\nn = 1", commit)
+    assert any("/" in path for path in note_paths(repo)), "git should have fanned out"
+    task = repo.task()  # on the last commit, which git left without a note
+    # majordomus writes onto commits that already carry git's notes, and onto new ones.
+    for commit in commits[100:115]:
+        repo.git("checkout", "-q", "--detach", commit)
+        assert repo.run("checkpoint", "--task", task, f"on {commit[:7]}").code == 0
+    paths = note_paths(repo)
+    names = [p.replace("/", "") for p in paths]
+    assert len(names) == len(set(names)), "two notes for one commit"
+    assert all(len(p.split("/")[0]) == 2 for p in paths), paths
+    # git reads every note majordomus wrote, and writes after it without duplicates.
+    for commit in commits[100:115]:
+        text = repo.git("notes", "--ref=majordomus", "show", commit)
+        assert f'body = "on {commit[:7]}"' in text
+    repo.git("notes", "--ref=majordomus", "append", "-m", "[[y]]\nn = 2", commits[105])
+    listed = repo.git("notes", "--ref=majordomus", "list").split("\n")
+    annotated = [line.split()[1] for line in listed if line]
+    assert len(annotated) == len(set(annotated)) == 116
+
+
+def test_flat_tree_fans_out_like_git(tmp_path: Path, repo: Repo) -> None:
+    # Same notes written by git in one ref and by majordomus in another: same layout.
+    commits = [repo.commit(f"c{i}") for i in range(150)]
+    for commit in commits:
+        repo.git("notes", "--ref=gitmade", "add", "-m", "[[x]]\nn = 1", commit)
+    store = Store(str(repo.path), repo.environ)
+    blob = store.repo.create_blob(b"[[x]]\nn = 1\n")
+    tree: pygit2.Tree | None = None
+    for commit in commits:
+        written = store.repo[store._insert(tree, commit, blob)]
+        assert isinstance(written, pygit2.Tree)
+        tree = written
+    assert tree is not None
+    ours = sorted(repo.git("ls-tree", "-r", "--name-only", str(tree.id)).split())
+    theirs = sorted(repo.git("ls-tree", "-r", "--name-only", "refs/notes/gitmade").split())
+    assert ours == theirs
+
+
+def test_fifty_concurrent_writers_lose_nothing(repo: Repo) -> None:
+    task = repo.task()
+    procs = [repo.spawn("checkpoint", "--task", task, f"writer {i}") for i in range(50)]
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else b"") for p in procs]
+    assert [code for code, _ in results] == [0] * 50, [e for _, e in results if e]
+    note = parse_note(repo.git("notes", "--ref=majordomus", "show", "HEAD").encode())
+    bodies = sorted(r.text("body") for r in note.records if r.kind == "checkpoint")
+    assert bodies == sorted(f"writer {i}" for i in range(50))
+    assert repo.git("fsck", "--no-progress", "--no-dangling", check=False) == ""
+
+
+def test_a_killed_writer_leaves_the_old_or_the_new_ref(repo: Repo) -> None:
+    task = repo.task()
+    valid_targets = {repo.notes_ref()}
+    for delay_ms in (0, 40, 80, 120, 160, 200, 260):
+        proc = repo.spawn("checkpoint", "--task", task, f"killed after {delay_ms} ms")
+        time.sleep(delay_ms / 1000)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        target = repo.notes_ref()
+        text = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+        note = parse_note(text.encode())  # always parses: never a half record
+        assert note.invalid == 0
+        bodies = [r.text("body") for r in note.records if r.kind == "checkpoint"]
+        assert target in valid_targets or bodies[-1] == f"killed after {delay_ms} ms"
+        valid_targets.add(target)
+        for lock in Path(repo.path, ".git", "refs", "notes").glob("*.lock"):
+            lock.unlink()  # a writer killed inside the lock; stale-lock handling is tested below
+    assert repo.run("checkpoint", "--task", task, "after the kills").code == 0
+
+
+def test_a_stale_lock_is_reported_with_path_and_age(repo: Repo) -> None:
+    task = repo.task()
+    before = repo.notes_ref()
+    lock = repo.path / ".git" / "refs" / "notes" / "majordomus.lock"
+    lock.write_text("")
+    old = time.time() - 120
+    os.utime(lock, (old, old))
+    result = repo.run(
+        "checkpoint", "--task", task, "blocked", environ={"MAJORDOMUS_WRITE_TIMEOUT": "0.05"}
+    )
+    assert result.code == 3
+    assert result.err.startswith(f"majordomus: {NOTES_REF} stayed locked for 0.05 s (")
+    assert result.err.endswith(
+        f"attempts): {lock} is 120 s old; if no git or majordomus process is running, "
+        f"remove it (rm '{lock}') and try again; nothing was recorded.\n"
+    )
+    assert lock.exists(), "a lock is never removed behind the user's back"
+    assert repo.notes_ref() == before
+    doctor = repo.run("doctor")
+    assert doctor.code == 1
+    assert f"FAIL  lock      {lock} is 120 s old;" in doctor.out
+
+
+def test_a_notes_ref_that_is_not_a_commit_is_never_overwritten(repo: Repo) -> None:
+    task = repo.task()
+    blob = repo.git("hash-object", "-w", "--stdin", input="not a commit").strip()
+    repo.git("update-ref", NOTES_REF, blob)
+    result = repo.run("checkpoint", "--task", task, "x")
+    assert result.code == 3
+    assert result.err == (
+        f"majordomus: {NOTES_REF} points at {blob[:12]}, which is not a commit; majordomus "
+        "will not overwrite it: inspect it with git cat-file -t, then repair or move it.\n"
+    )
+    assert repo.notes_ref() == blob
+    shown = repo.run("show", "--json")
+    assert (shown.code, '"invalid": 0' in shown.out) == (0, True)
+    history = repo.run("history", "--json")
+    assert '"invalid": 1' in history.out
+
+
+def test_a_note_that_is_not_toml_is_never_overwritten(repo: Repo) -> None:
+    task = repo.task()
+    repo.commit("next")
+    repo.git("notes", "--ref=majordomus", "add", "-m", "free text, not TOML", "HEAD")
+    before = repo.notes_ref()
+    result = repo.run("checkpoint", "--task", task, "x")
+    assert result.code == 3
+    head = repo.head()[:12]
+    assert result.err.startswith(
+        f"majordomus: the note on {head} cannot be read (note is not valid TOML ("
+    )
+    assert result.err.endswith(
+        f"majordomus will not overwrite it: inspect it with "
+        f"git notes --ref=majordomus show {head}.\n"
+    )
+    assert repo.notes_ref() == before
