@@ -137,8 +137,13 @@ def _version(value: bool) -> None:
 def main(
     ctx: typer.Context,
     directory: Annotated[
-        str | None,
-        typer.Option("-C", metavar="PATH", help="Run as if started in PATH, like git -C."),
+        list[str] | None,
+        typer.Option(
+            "-C",
+            metavar="PATH",
+            help="Run as if started in PATH, like git -C (repeatable: each is relative to "
+            "the one before).",
+        ),
     ] = None,
     profile: Annotated[
         str | None,
@@ -152,8 +157,8 @@ def main(
     ] = False,
 ) -> None:
     session = _session(ctx)
-    if directory is not None:
-        session.cwd = os.path.join(session.cwd, directory)
+    for path in directory or ():
+        session.cwd = os.path.join(session.cwd, path)
     session.profile = profile
 
 
