@@ -42,7 +42,10 @@ def test_live_line_on_a_terminal(repo: Repo) -> None:
     task = repo.task()
     code, out = watch_in_process(repo, "--every", "60", "--count", "2", tty=True)
     assert code == 0
-    line = f"{task}: no checkpoint; task started {{}} ago, interval 20m, \x1b[32mfresh\x1b[0m, no open handover"
+    line = (
+        f"{task}: no checkpoint; task started {{}} ago, interval 20m, "
+        "\x1b[32mfresh\x1b[0m, no open handover"
+    )
     assert out == ("\r\x1b[2K" + line.format("0s") + "\r\x1b[2K" + line.format("1m 00s") + "\n")
 
 
