@@ -121,6 +121,13 @@ SessionOpt = Annotated[
         "--session", metavar="TEXT", help="Free text naming the session (or MAJORDOMUS_SESSION)."
     ),
 ]
+AllowSecretOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-secret",
+        help="Record text that looks like a key or token anyway (notes are pushed and permanent).",
+    ),
+]
 FileOpt = Annotated[
     str | None,
     typer.Option("--file", "-F", metavar="FILE", help="Read the text from FILE, or - for stdin."),
@@ -170,11 +177,12 @@ def task_new(
     ctx: typer.Context,
     title: Annotated[str, typer.Argument(help="What the investigation is about.")],
     session_name: SessionOpt = None,
+    allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a task, record it on HEAD and make it current; prints its id."""
     session = _session(ctx)
-    result = ops.task_new(session.context(), title, session_name)
+    result = ops.task_new(session.context(), title, session_name, allow_secret)
     session.locks(result.stale_locks)
     session.out(render.task_created(result, as_json))
 
@@ -207,6 +215,7 @@ def checkpoint(
     file: FileOpt = None,
     task: TaskOpt = None,
     session_name: SessionOpt = None,
+    allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Record what is true right now on HEAD, for the current task.
@@ -220,7 +229,7 @@ def checkpoint(
     if file is not None:
         text = ops.read_input_file(file, session.terminal.stdin, "checkpoint body", 2000)
     assert text is not None
-    result = ops.checkpoint(session.context(), text, task, session_name)
+    result = ops.checkpoint(session.context(), text, task, session_name, allow_secret)
     session.locks(result.stale_locks)
     session.out(render.checkpoint(result, as_json))
 
@@ -248,6 +257,7 @@ def handover(
     ] = None,
     task: TaskOpt = None,
     session_name: SessionOpt = None,
+    allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Record a handover on HEAD: objective, state and next action, all three required.
@@ -265,7 +275,7 @@ def handover(
         source = "standard input" if file == "-" else file
         text = ops.read_input_file(file, session.terminal.stdin, "handover file", 2000)
         fields = dict(ops.parse_handover_file(text, source))
-    result = ops.handover(session.context(), fields, task, session_name)
+    result = ops.handover(session.context(), fields, task, session_name, allow_secret)
     session.locks(result.stale_locks)
     if result.dirty:
         session.warn(

@@ -18,6 +18,7 @@ from majordomus import profile as profiles
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence, divergence
 from majordomus.records import HANDOVER_FIELDS, Record, clean_text, new_record
+from majordomus.secret import find_secret
 from majordomus.store import NoteSet, StaleLock, Store
 
 TITLE_MAX = 200
@@ -167,6 +168,20 @@ def current_task(ctx: Context, store: Store, index: Index, explicit: str | None)
     )
 
 
+def validated(field: str, raw: str, cap: int, allow_secret: bool) -> str:
+    """Text that passed the length and character rules and, unless allowed, the secret scan."""
+    text = clean_text(field, raw, cap)
+    found = None if allow_secret else find_secret(text)
+    if found is not None:
+        what, position = found
+        raise RefusedError(
+            f"{field} looks like it contains {what} (at character {position}); notes are "
+            "pushed and their history is permanent, so nothing was recorded: remove it, or "
+            "pass --allow-secret if it is not a secret."
+        )
+    return text
+
+
 def session_of(ctx: Context, explicit: str | None) -> str | None:
     value = explicit if explicit is not None else ctx.environ.get("MAJORDOMUS_SESSION")
     return clean_text("session", value, SESSION_MAX) if value else None
@@ -246,9 +261,11 @@ class TaskCreated:
     stale_locks: tuple[StaleLock, ...]
 
 
-def task_new(ctx: Context, title: str, session: str | None = None) -> TaskCreated:
+def task_new(
+    ctx: Context, title: str, session: str | None = None, allow_secret: bool = False
+) -> TaskCreated:
     store = open_store(ctx)
-    text = clean_text("title", title, TITLE_MAX)
+    text = validated("title", title, TITLE_MAX, allow_secret)
     store.head()
     store.check_writable()
     task = _new_id("t", 12)
@@ -310,11 +327,15 @@ class CheckpointResult:
 
 
 def checkpoint(
-    ctx: Context, text: str, task: str | None = None, session: str | None = None
+    ctx: Context,
+    text: str,
+    task: str | None = None,
+    session: str | None = None,
+    allow_secret: bool = False,
 ) -> CheckpointResult:
     store = open_store(ctx)
     cap = load_profile(ctx, store).checkpoint_max
-    body = clean_text("checkpoint body", text, cap)
+    body = validated("checkpoint body", text, cap, allow_secret)
     sess = session_of(ctx, session)
     store.head()
     store.check_writable()
@@ -364,6 +385,7 @@ def handover(
     fields: Mapping[str, str | None],
     task: str | None = None,
     session: str | None = None,
+    allow_secret: bool = False,
 ) -> HandoverResult:
     store = open_store(ctx)
     cap = load_profile(ctx, store).handover_max
@@ -374,7 +396,7 @@ def handover(
             f"a handover needs --objective, --state and --next; missing {flags}; "
             "nothing was recorded."
         )
-    clean = {key: clean_text(key, fields[key] or "", cap) for key in HANDOVER_FIELDS}
+    clean = {key: validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
     sess = session_of(ctx, session)
     store.head()
     store.check_writable()
