@@ -1,0 +1,103 @@
+"""The architecture holds: imports point inward, git and typer stay behind their modules,
+every command teaches with --help and is documented in the README."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import typer
+
+from majordomus import cli
+from tests.conftest import Repo
+
+PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+# Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
+ALLOWED = {
+    "errors": set(),
+    "graph": set(),
+    "secret": set(),
+    "records": {"errors"},
+    "profile": {"errors", "records"},
+    "store": {"errors", "records"},
+    "remote": {"errors", "records", "store"},
+    "ops": {"errors", "records", "profile", "graph", "store", "secret", "remote"},
+    "render": {"errors", "records", "profile", "graph", "ops", "store"},
+    "cli": {"errors", "records", "profile", "ops", "render", "store", "__init__"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+# Third-party and process-level imports that belong to one module only.
+OWNERS = {"pygit2": {"store"}, "typer": {"cli"}, "click": set(), "subprocess": {"store", "remote"}}
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}: relative import"
+            module = node.module or ""
+            names.add(module)
+            if module == "majordomus":
+                names.update(f"majordomus.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.stem)
+def test_imports_point_inward(path: Path) -> None:
+    assert path.stem in ALLOWED, f"new module {path.name}: add it to ALLOWED with its layer"
+    names = imports_of(path)
+    own = {n.split(".")[1] for n in names if n.startswith("majordomus.")}
+    if "__version__" in own:
+        own = (own - {"__version__"}) | {"__init__"}
+    assert own <= ALLOWED[path.stem] | {"__init__"}, f"{path.name} imports {own}"
+    for library, owners in OWNERS.items():
+        if any(n == library or n.startswith(library + ".") for n in names):
+            assert path.stem in owners, f"{path.name} imports {library}"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.stem)
+def test_every_module_says_what_it_owns(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    assert ast.get_docstring(tree), f"{path.name} has no module docstring"
+    assert "from __future__ import annotations" in path.read_text() or path.stem == "__init__"
+
+
+def command_paths() -> list[list[str]]:
+    group = typer.main.get_command(cli.app)
+    paths: list[list[str]] = []
+    for name, command in getattr(group, "commands", {}).items():
+        sub = getattr(command, "commands", None)
+        if sub:
+            paths.extend([name, child] for child in sub)
+        else:
+            paths.append([name])
+    return paths
+
+
+def test_all_commands_of_the_spec_exist() -> None:
+    names = {" ".join(p) for p in command_paths()}
+    expected = {
+        "task new", "task list", "task use", "checkpoint", "handover", "resume",
+        "history", "show", "check", "watch", "doctor", "profile",
+    }  # fmt: skip
+    assert expected <= names
+
+
+@pytest.mark.parametrize("argv", command_paths(), ids=" ".join)
+def test_every_command_has_help_and_is_documented(repo: Repo, argv: list[str]) -> None:
+    result = repo.run(*argv, "--help")
+    assert result.code == 0
+    assert result.out.startswith(f"Usage: majordomus {' '.join(argv)} [OPTIONS]")
+    summary = result.out.split("\n\n")[1].strip()
+    assert len(summary) > 20, f"{argv}: help text is too thin: {summary!r}"
+    readme = README.read_text()
+    pattern = r"majordomus(?: -C \S+)? " + re.escape(" ".join(argv)) + r"\b"
+    assert re.search(pattern, readme), f"README does not document `majordomus {' '.join(argv)}`"
