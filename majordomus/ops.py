@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 from majordomus import profile as profiles
+from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence, divergence
 from majordomus.records import HANDOVER_FIELDS, Record, clean_text, new_record
@@ -672,11 +673,12 @@ def doctor(ctx: Context) -> list[Finding]:
                 )
             )
     records = sum(len(note.records) for note in noteset.notes.values())
+    annotated = set(noteset.notes) | {bad.commit for bad in noteset.unreadable if bad.commit}
     findings.append(
         Finding(
             "notes",
             noteset.invalid == 0,
-            f"{len(noteset.notes)} notes, {records} records, {noteset.invalid} invalid",
+            f"{len(annotated)} notes, {records} records, {noteset.invalid} invalid",
         )
     )
     return findings
@@ -706,3 +708,45 @@ def _profile_line(prof: profiles.Profile) -> str:
 def profile_info(ctx: Context) -> profiles.Profile:
     store = open_store(ctx)
     return load_profile(ctx, store)
+
+
+# ---- remote verbs ----------------------------------------------------------------------------
+
+
+def init(ctx: Context, remote_name: str | None = None) -> remote.InitReport:
+    """Configure this clone so records travel with the code (see remote.configure)."""
+    return remote.configure(open_store(ctx), remote_name)
+
+
+def fetch(ctx: Context, remote_name: str | None = None) -> remote.FetchReport:
+    store = open_store(ctx)
+    name = remote.locate(store, remote_name, ctx.cwd)
+    return remote.fetch(store, remote.Git(store), name, sleep=ctx.sleep)
+
+
+def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> remote.PushReport:
+    """Publish the records; as the pre-push hook (`hook`), within a time budget and unprompted."""
+    store = open_store(ctx)
+    name = remote.locate(store, remote_name, ctx.cwd)
+    if hook and ctx.environ.get(remote.HOOK_GUARD):
+        return remote.PushReport(name, "skipped", None, 0, ())
+    git = (
+        remote.Git(store, budget_s=remote.hook_budget(ctx.environ), detached=True)
+        if hook
+        else remote.Git(store)
+    )
+    return remote.push(store, git, name, sleep=ctx.sleep)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SyncResult:
+    fetch: remote.FetchReport
+    push: remote.PushReport
+
+
+def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
+    store = open_store(ctx)
+    name = remote.locate(store, remote_name, ctx.cwd)
+    git = remote.Git(store)
+    fetched = remote.fetch(store, git, name, sleep=ctx.sleep)
+    return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep))
