@@ -53,12 +53,12 @@ class Session:
         self.terminal.stdout.write(text + "\n")
 
     def warn(self, text: str) -> None:
-        self.terminal.stderr.write(f"majordomus: warning: {text}\n")
+        self.terminal.stderr.write(f"majordomus: warning: {render.safe(text)}\n")
 
     def locks(self, locks: Sequence[StaleLock]) -> None:
         for lock in locks:
             self.warn(
-                f"{lock.path} is {lock.age_s} s old and held up the write; if no git or "
+                f"{lock.path} is {lock.age_s} s old; if no git or "
                 f"majordomus process is running, remove it (rm '{lock.path}')."
             )
 
@@ -306,7 +306,7 @@ def resume(
             session.out(render.resume_json(result))
         else:
             session.terminal.stderr.write(
-                f"majordomus: no open handover for {result.task}; nothing to resume.\n"
+                f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
             )
         raise _exit(ExitCode.NEGATIVE)
     session.out(render.resume(result, session.now(), as_json))
@@ -342,10 +342,21 @@ def show(
     ctx: typer.Context,
     rev: Annotated[str | None, typer.Argument(help="The commit (default HEAD).")] = None,
     as_json: JsonOpt = False,
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown",
+            help="Print Markdown, for a CI job summary or a pull-request comment "
+            "(note text is shown in code blocks, never interpreted).",
+        ),
+    ] = False,
 ) -> None:
     """The records attached to one commit: what CI reads."""
     session = _session(ctx)
-    session.out(render.show(ops.show(session.context(), rev), as_json))
+    if as_json and markdown:
+        raise RefusedError("give --json or --markdown, not both.")
+    result = ops.show(session.context(), rev)
+    session.out(render.show_markdown(result) if markdown else render.show(result, as_json))
 
 
 @app.command()
@@ -400,10 +411,20 @@ def watch(
 
 
 @app.command()
-def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+def doctor(
+    ctx: typer.Context,
+    drop_cache: Annotated[
+        bool,
+        typer.Option(
+            "--drop-cache",
+            help="Delete the read caches in the git directory first (they are rebuilt on demand).",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Configuration, identity, lock files and invalid notes. Exit 0 healthy, 1 not."""
     session = _session(ctx)
-    findings = ops.doctor(session.context())
+    findings = ops.doctor(session.context(), drop_cache)
     session.out(render.doctor(findings, as_json))
     if not all(finding.healthy for finding in findings):
         raise _exit(ExitCode.NEGATIVE)
@@ -414,6 +435,102 @@ def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The effective profile and where each value came from."""
     session = _session(ctx)
     session.out(render.profile(ops.profile_info(session.context()), as_json))
+
+
+# ---- records between clones ---------------------------------------------------------------
+
+RemoteArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="REMOTE",
+        help="A remote name (or URL); default: the current branch's upstream remote, else origin.",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    remote: Annotated[
+        str | None,
+        typer.Option(
+            "--remote",
+            metavar="NAME",
+            help="The remote whose records plain git fetch should bring (default: the current "
+            "branch's upstream remote, else origin). Run once per remote.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Set this clone up so records travel with the code. Safe to run again.
+
+    Adds, beside what you have and never over it: notes.displayRef (git log
+    shows records), notes.rewriteRef with notes.rewrite.amend/rebase (records
+    follow amended and rebased commits), a union merge strategy for git notes
+    merge, a fetch refspec so plain git fetch brings the remote's records into
+    refs/notes/remotes/NAME/majordomus (and never fails while it has none), and
+    a pre-push hook so git push publishes records. An existing hook, or a
+    core.hooksPath, is left alone: init prints the line to add.
+    """
+    session = _session(ctx)
+    session.out(render.init(ops.init(session.context(), remote), as_json))
+
+
+@app.command()
+def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
+    """Fetch the remote's records and merge them into refs/notes/majordomus.
+
+    They land in refs/notes/remotes/REMOTE/majordomus, then are united with
+    yours record by record: nothing is dropped on either side. A remote with
+    no records yet is not an error. Uses your own git, credentials and ssh
+    set-up. Exit 4 when the fetch fails.
+    """
+    session = _session(ctx)
+    session.out(render.fetch(ops.fetch(session.context(), remote), as_json))
+
+
+@app.command()
+def push(
+    ctx: typer.Context,
+    remote: RemoteArg = None,
+    hook: Annotated[
+        bool,
+        typer.Option(
+            "--hook",
+            help="Run as the pre-push hook does: no prompts, at most MAJORDOMUS_HOOK_TIMEOUT "
+            "seconds (30), and never fail: a failure to publish is a warning and exit 0.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Publish refs/notes/majordomus to the remote. Never forces.
+
+    When the remote moved, its records are fetched and merged, and the push
+    tried again (a bounded number of times). Exit 4 when it cannot be
+    published; your records stay intact.
+    """
+    session = _session(ctx)
+    if not hook:
+        session.out(render.push(ops.push(session.context(), remote), as_json))
+        return
+    # As the pre-push hook, a failure must never stop the user's own push: the
+    # error becomes a warning here, and records wait for the next push.
+    try:
+        result = ops.push(session.context(), remote, hook=True)
+    except MajordomusError as error:
+        session.warn(f"records were not published ({error.message.rstrip('.')}); the push goes on.")
+        return
+    line = render.push_hook(result)
+    if line is not None:
+        session.terminal.stderr.write(line + "\n")
+
+
+@app.command()
+def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
+    """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
+    session = _session(ctx)
+    session.out(render.sync(ops.sync(session.context(), remote), as_json))
 
 
 # ---- the one place errors become exit codes ------------------------------------------------
@@ -462,7 +579,8 @@ def run(
             )
         return int(result) if isinstance(result, int) else 0
     except MajordomusError as error:
-        err.write(f"majordomus: {error.message}\n")
+        # Messages can quote notes (task ids, say): escaped like every other output.
+        err.write(f"majordomus: {render.safe(error.message)}\n")
         return int(error.code)
     except typer.Exit as done:
         return int(done.exit_code)
@@ -472,7 +590,7 @@ def run(
             return 0
         usage = getattr(error, "ctx", None)
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
-        err.write(f"majordomus: {message}{hint}\n")
+        err.write(f"majordomus: {render.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
     except KeyboardInterrupt:
         err.write("majordomus: interrupted.\n")

@@ -11,19 +11,20 @@ import re
 import secrets
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence, divergence
-from majordomus.records import HANDOVER_FIELDS, Record, clean_text, new_record
+from majordomus.records import HANDOVER_FIELDS, Note, Record, Summary, clean_text, new_record
 from majordomus.secret import find_secret
 from majordomus.store import NoteSet, StaleLock, Store
 
 TITLE_MAX = 200
 SESSION_MAX = 200
+PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
 INPUT_MAX_BYTES = 64 * 1024  # no cap is near this: larger input is refused unread
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
@@ -49,30 +50,46 @@ class Located:
 # ---- the index of every record --------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listed:
+    """A record as the index knows it, without its text: its summary and its commit."""
+
+    summary: Summary
+    commit: str
+
+    @property
+    def at(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.summary.at, datetime.UTC)
+
+
 class Index:
-    """Every record of a NoteSet, each id once, with the copy chosen as the spec says."""
+    """Every record of a NoteSet, each id once, with the copy chosen as the spec says.
+
+    Works on summaries (cheap, cached); `locate` parses a note only when a
+    record is to be shown whole.
+    """
 
     def __init__(self, noteset: NoteSet, store: Store, rev: str | None = None) -> None:
         self.noteset = noteset
         self._store = store
         self._rev = rev
         self._order: dict[str, int] | None = None
-        copies: dict[str, list[Located]] = {}
-        for commit, note in noteset.notes.items():
-            for position, record in enumerate(note.records):
-                copies.setdefault(record.id, []).append(Located(record, commit, position))
-        self._copies = copies
-        self.records: list[Located] = [self._choose(c) for c in copies.values()]
+        self._notes: dict[str, Note] = {}
+        copies: dict[str, list[Listed]] = {}
+        for commit, annotated in noteset.commits.items():
+            for summary in annotated.summaries:
+                copies.setdefault(summary.id, []).append(Listed(summary, commit))
+        self.records: list[Listed] = [self._choose(c) for c in copies.values()]
 
     @property
     def graph_order(self) -> dict[str, int]:
         """Commit -> position in `git rev-list REV` (children first); computed once, lazily."""
         if self._order is None:
             rev = self._rev or self._store.head()
-            self._order = {commit: i for i, commit in enumerate(self._store.rev_list(rev))}
+            self._order = self._store.reachable(rev, self.noteset.commits.keys())
         return self._order
 
-    def _choose(self, copies: list[Located]) -> Located:
+    def _choose(self, copies: list[Listed]) -> Listed:
         if len(copies) == 1:
             return copies[0]
         reachable = [c for c in copies if c.commit in self.graph_order]
@@ -80,36 +97,51 @@ class Index:
             return min(reachable, key=lambda c: self.graph_order[c.commit])
         return max(copies, key=lambda c: self._store.commit_time(c.commit) or 0)
 
-    def of_kind(self, kind: str, task: str | None = None) -> list[Located]:
+    def locate(self, listed: Listed) -> Located:
+        """The whole record, parsed from its note."""
+        note = self._notes.get(listed.commit)
+        if note is None:
+            note = self._store.note(self.noteset.commits[listed.commit].blobs)
+            self._notes[listed.commit] = note
+        position = listed.summary.position
+        return Located(note.records[position], listed.commit, position)
+
+    def preload(self, items: Sequence[Listed]) -> None:
+        """Before showing many records whole: parse their notes in one go."""
+        blobs = {b for item in items for b in self.noteset.commits[item.commit].blobs}
+        if len(blobs) > PRELOAD_THRESHOLD:
+            self._store.preload(blobs)
+
+    def of_kind(self, kind: str, task: str | None = None) -> list[Listed]:
         return [
-            loc
-            for loc in self.records
-            if loc.record.kind == kind and (task is None or loc.record.task == task)
+            item
+            for item in self.records
+            if item.summary.kind == kind and (task is None or item.summary.task == task)
         ]
 
-    def tasks(self) -> dict[str, Located | None]:
+    def tasks(self) -> dict[str, Listed | None]:
         """Task id -> its task record (None when only other records name it)."""
-        found: dict[str, Located | None] = {}
-        for loc in self.records:
-            if loc.record.kind == "task":
-                found[loc.record.task] = loc
+        found: dict[str, Listed | None] = {}
+        for item in self.records:
+            if item.summary.kind == "task":
+                found[item.summary.task] = item
             else:
-                found.setdefault(loc.record.task, None)
+                found.setdefault(item.summary.task, None)
         return found
 
     def resolved_handovers(self) -> set[str]:
         resolved: set[str] = set()
-        for loc in self.of_kind("resume"):
-            resolved.add(loc.record.text("handover"))
-            resolved.update(loc.record.supersedes)
+        for item in self.of_kind("resume"):
+            resolved.add(item.summary.handover)
+            resolved.update(item.summary.supersedes)
         return resolved
 
-    def open_handovers(self, task: str) -> list[Located]:
+    def open_handovers(self, task: str) -> list[Listed]:
         resolved = self.resolved_handovers()
-        pending = [h for h in self.of_kind("handover", task) if h.record.id not in resolved]
+        pending = [h for h in self.of_kind("handover", task) if h.summary.id not in resolved]
         return newest_first(pending, self.order_of)
 
-    def last(self, kind: str, task: str) -> Located | None:
+    def last(self, kind: str, task: str) -> Listed | None:
         found = newest_first(self.of_kind(kind, task), self.order_of)
         return found[0] if found else None
 
@@ -120,11 +152,33 @@ class Index:
         return self._order.get(commit, len(self._order))
 
 
-def newest_first(items: Iterable[Located], order_of: Callable[[str], int]) -> list[Located]:
+def label(store: Store, handover_commit: str, at_commit: str) -> Divergence:
+    """The divergence label, from the graph cache when it already knows (or can derive) it."""
+    cached = store.cached_label(handover_commit, at_commit)
+    if cached is not None:
+        return Divergence(*cached)
+    result: Divergence | None = None
+    if store.advanced_from is not None:
+        # HEAD moved on from a revision the cache knows: a handover that was behind
+        # it is now behind by as many more commits as came since.
+        base, since = store.advanced_from
+        before = store.cached_label(handover_commit, base)
+        if before is not None and before[0] in ("current", "advanced") and before[1] is not None:
+            result = Divergence("advanced", before[1] + since, 0)
+    if result is None:
+        result = divergence(store, handover_commit, at_commit)
+    if result.label not in ("missing", "unknown"):  # both can change with a fetch
+        store.remember_label(
+            handover_commit, at_commit, (result.label, result.ahead, result.behind)
+        )
+    return result
+
+
+def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:
     """By `at`, then graph order (children first), then position in the note, newest first."""
     return sorted(
         items,
-        key=lambda loc: (-loc.record.at.timestamp(), order_of(loc.commit), -loc.position),
+        key=lambda item: (-item.summary.at, order_of(item.commit), -item.summary.position),
     )
 
 
@@ -241,8 +295,8 @@ def _write(
         session=session,
         fields=fields,
     )
-    note = index.noteset.notes.get(head) if index is not None else None
-    position = len(note.records) if note else 0
+    annotated = index.noteset.commits.get(head) if index is not None else None
+    position = len(annotated.summaries) if annotated else 0
     report = store.append(
         head, [record], f"majordomus: {kind} {task} on {head[:7]}", sleep=ctx.sleep
     )
@@ -294,16 +348,16 @@ def task_list(ctx: Context) -> list[TaskSummary]:
     current = store.current_task()
     summaries = []
     for task, task_record in index.tasks().items():
-        mine = [loc for loc in index.records if loc.record.task == task]
+        last_at = max(item.summary.at for item in index.records if item.summary.task == task)
         last_checkpoint = index.last("checkpoint", task)
         pending = index.open_handovers(task)
         summaries.append(
             TaskSummary(
                 task=task,
-                title=task_record.record.text("title") if task_record else None,
-                last_at=max(loc.record.at for loc in mine),
-                checkpoint_age_s=age_s(now, last_checkpoint.record.at) if last_checkpoint else None,
-                open_handover=pending[0] if pending else None,
+                title=index.locate(task_record).record.text("title") if task_record else None,
+                last_at=datetime.datetime.fromtimestamp(last_at, datetime.UTC),
+                checkpoint_age_s=age_s(now, last_checkpoint.at) if last_checkpoint else None,
+                open_handover=index.locate(pending[0]) if pending else None,
                 current=task == current,
             )
         )
@@ -344,7 +398,7 @@ def checkpoint(
     task_id = current_task(ctx, store, index, task)
     previous = index.last("checkpoint", task_id)
     located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, index)
-    previous_age = age_s(located.record.at, previous.record.at) if previous else None
+    previous_age = age_s(located.record.at, previous.at) if previous else None
     return CheckpointResult(located, previous_age, locks)
 
 
@@ -361,6 +415,10 @@ def parse_handover_file(text: str, source: str) -> dict[str, str]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise RefusedError(f"{source} is not valid TOML ({error}); nothing was recorded.") from None
+    except (ValueError, RecursionError) as error:  # a huge integer, nesting past the stack
+        raise RefusedError(
+            f"{source} cannot be read as TOML ({error}); nothing was recorded."
+        ) from None
     unknown = sorted(set(document) - set(HANDOVER_FIELDS))
     if unknown:
         raise RefusedError(
@@ -435,19 +493,20 @@ def resume(
     pending = index.open_handovers(task_id)
     if not pending:
         return ResumeResult(task_id, None, None, None, 0, (), ())
-    newest, older = pending[0], pending[1:]
-    label = divergence(store, newest.commit, head)
-    superseded = tuple(h.record.id for h in older)
+    newest, older = index.locate(pending[0]), pending[1:]
+    div = label(store, newest.commit, head)
+    store.flush()
+    superseded = tuple(h.summary.id for h in older)
     if peek:
-        return ResumeResult(task_id, newest, label, None, len(pending), superseded, ())
-    fields: dict[str, Any] = {"handover": newest.record.id, "label": label.label}
-    if label.ahead is not None:
-        fields["ahead"] = label.ahead
-    if label.behind is not None:
-        fields["behind"] = label.behind
+        return ResumeResult(task_id, newest, div, None, len(pending), superseded, ())
+    fields: dict[str, Any] = {"handover": newest.record.id, "label": div.label}
+    if div.ahead is not None:
+        fields["ahead"] = div.ahead
+    if div.behind is not None:
+        fields["behind"] = div.behind
     fields["supersedes"] = list(superseded)
     recorded, locks = _write(ctx, store, "resume", task_id, fields, sess, index)
-    return ResumeResult(task_id, newest, label, recorded, len(pending), superseded, locks)
+    return ResumeResult(task_id, newest, div, recorded, len(pending), superseded, locks)
 
 
 # ---- history and show -----------------------------------------------------------------------
@@ -485,22 +544,25 @@ def history(
     index = Index(noteset, store, rev=commit)
     task_id = resolve_task(index, task) if task is not None else None
     order = index.graph_order
-    chosen = [loc for loc in index.records if task_id is None or loc.record.task == task_id]
-    visible = [loc for loc in chosen if loc.commit in order]
+    chosen = [item for item in index.records if task_id is None or item.summary.task == task_id]
+    visible = [item for item in chosen if item.commit in order]
     hidden = len(chosen) - len(visible)
     shown = chosen if include_all else visible
     resolved = index.resolved_handovers()
     entries = []
-    for loc in newest_first(shown, index.order_of)[:limit]:
-        is_handover = loc.record.kind == "handover"
+    selected = newest_first(shown, index.order_of)[:limit]
+    index.preload(selected)
+    for item in selected:
+        is_handover = item.summary.kind == "handover"
         entries.append(
             HistoryEntry(
-                located=loc,
-                reachable=loc.commit in order,
-                divergence=divergence(store, loc.commit, commit) if is_handover else None,
-                resolved=(loc.record.id in resolved) if is_handover else None,
+                located=index.locate(item),
+                reachable=item.commit in order,
+                divergence=label(store, item.commit, commit) if is_handover else None,
+                resolved=(item.summary.id in resolved) if is_handover else None,
             )
         )
+    store.flush()
     return HistoryResult(
         rev=commit,
         task=task_id,
@@ -521,7 +583,8 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
     store = open_store(ctx)
     commit = store.resolve(rev)
     noteset = store.read_notes()
-    note = noteset.notes.get(commit)
+    annotated = noteset.commits.get(commit)
+    note = store.note(annotated.blobs) if annotated else None
     records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
     return ShowResult(commit, records, (note.invalid if note else 0) + unreadable)
@@ -548,22 +611,22 @@ def _check_task(
     last = index.last("checkpoint", task)
     task_record = index.tasks().get(task)
     if last is not None:
-        since = last.record.at
+        since = last.at
     elif task_record is not None:
-        since = task_record.record.at
+        since = task_record.at
     else:
-        since = min(loc.record.at for loc in index.records if loc.record.task == task)
+        since = min(item.at for item in index.records if item.summary.task == task)
     age = age_s(now, since)
     pending = index.open_handovers(task)
     return CheckResult(
         task=task,
-        title=task_record.record.text("title") if task_record else None,
+        title=index.locate(task_record).record.text("title") if task_record else None,
         profile=prof.name,
         interval_s=prof.interval_s,
-        last_checkpoint=last,
+        last_checkpoint=index.locate(last) if last else None,
         age_s=age,
         stale=age > prof.interval_s,
-        open_handover=pending[0] if pending else None,
+        open_handover=index.locate(pending[0]) if pending else None,
     )
 
 
@@ -635,9 +698,14 @@ class Finding:
     detail: str
 
 
-def doctor(ctx: Context) -> list[Finding]:
+def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
     store = open_store(ctx)
     findings: list[Finding] = []
+    if drop_cache:
+        dropped = store.drop_cache()
+        findings.append(
+            Finding("cache", True, "read caches dropped" if dropped else "no read caches to drop")
+        )
     try:
         prof = load_profile(ctx, store)
         findings.append(Finding("profile", True, f"{prof.name} ({_profile_line(prof)})"))
@@ -662,23 +730,23 @@ def doctor(ctx: Context) -> list[Finding]:
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
-    for commit, note in sorted(noteset.notes.items()):
-        if note.invalid:
+    for commit, annotated in sorted(noteset.commits.items()):
+        if annotated.invalid:
             findings.append(
                 Finding(
                     "invalid",
                     False,
-                    f"note on {commit[:12]}: {note.invalid} invalid record(s) skipped "
+                    f"note on {commit[:12]}: {annotated.invalid} invalid record(s) skipped "
                     f"(see git notes --ref=majordomus show {commit[:12]})",
                 )
             )
-    records = sum(len(note.records) for note in noteset.notes.values())
-    annotated = set(noteset.notes) | {bad.commit for bad in noteset.unreadable if bad.commit}
+    records = sum(len(a.summaries) for a in noteset.commits.values())
+    with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
     findings.append(
         Finding(
             "notes",
             noteset.invalid == 0,
-            f"{len(annotated)} notes, {records} records, {noteset.invalid} invalid",
+            f"{len(with_notes)} notes, {records} records, {noteset.invalid} invalid",
         )
     )
     return findings
@@ -713,18 +781,24 @@ def profile_info(ctx: Context) -> profiles.Profile:
 # ---- remote verbs ----------------------------------------------------------------------------
 
 
-def init(ctx: Context, remote_name: str | None = None) -> remote.InitReport:
+# The reports of the remote verbs, named here so that render needs nothing but ops.
+InitReport = remote.InitReport
+FetchReport = remote.FetchReport
+PushReport = remote.PushReport
+
+
+def init(ctx: Context, remote_name: str | None = None) -> InitReport:
     """Configure this clone so records travel with the code (see remote.configure)."""
     return remote.configure(open_store(ctx), remote_name)
 
 
-def fetch(ctx: Context, remote_name: str | None = None) -> remote.FetchReport:
+def fetch(ctx: Context, remote_name: str | None = None) -> FetchReport:
     store = open_store(ctx)
     name = remote.locate(store, remote_name, ctx.cwd)
     return remote.fetch(store, remote.Git(store), name, sleep=ctx.sleep)
 
 
-def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> remote.PushReport:
+def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> PushReport:
     """Publish the records; as the pre-push hook (`hook`), within a time budget and unprompted."""
     store = open_store(ctx)
     name = remote.locate(store, remote_name, ctx.cwd)
@@ -740,8 +814,8 @@ def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> re
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SyncResult:
-    fetch: remote.FetchReport
-    push: remote.PushReport
+    fetch: FetchReport
+    push: PushReport
 
 
 def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:

@@ -11,7 +11,7 @@ import re
 import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import tomli_w
 
@@ -21,6 +21,7 @@ FORMAT_VERSION = 1
 KINDS = ("task", "checkpoint", "handover", "resume")
 TEXT_CEILING = 2000  # no text field of any record may exceed this, whatever the profile
 NOTE_MAX_BYTES = 1 << 20  # a note blob larger than this is not parsed at all
+NESTING_MAX = 32  # a record needs three levels; a deeper note is not read
 LABELS = ("current", "advanced", "behind", "diverged", "unrelated", "missing", "unknown")
 HANDOVER_FIELDS = ("objective", "state", "next")
 
@@ -145,6 +146,15 @@ def _is_text(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= TEXT_CEILING
 
 
+def _in_utc_range(at: datetime.datetime) -> bool:
+    """Whether `at` can be shown in UTC: 0001-01-01T00:00+01:00 cannot."""
+    try:
+        at.astimezone(datetime.UTC)
+    except OverflowError:
+        return False
+    return True
+
+
 def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
     """The record a table of a known kind describes, or None when it is invalid."""
     common_ok = (
@@ -156,6 +166,7 @@ def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
         and _HEX40.fullmatch(table["head"]) is not None
         and isinstance(table.get("at"), datetime.datetime)
         and table["at"].tzinfo is not None
+        and _in_utc_range(table["at"])
         and _is_text(table.get("author"))
         and ("session" not in table or _is_text(table["session"]))
     )
@@ -227,11 +238,47 @@ class Note:
         return self.invalid_plain + sum(1 for entry in self.entries if entry.invalid)
 
 
+class Summary(NamedTuple):
+    """What reads need to index one record without its text: small, and cheap to cache.
+
+    A NamedTuple rather than a dataclass: tens of thousands are rebuilt from the
+    read cache on every command, and a tuple is four times cheaper to make.
+    """
+
+    kind: str
+    id: str
+    task: str
+    at: float  # POSIX seconds
+    position: int  # among the note's valid records
+    handover: str  # the handover a resume resolves; "" for other kinds
+    supersedes: tuple[str, ...]
+
+
+def summarise(note: Note) -> tuple[Summary, ...]:
+    return tuple(
+        Summary(
+            kind=record.kind,
+            id=record.id,
+            task=record.task,
+            at=record.at.timestamp(),
+            position=position,
+            handover=record.text("handover") if record.kind == "resume" else "",
+            supersedes=record.supersedes,
+        )
+        for position, record in enumerate(note.records)
+    )
+
+
 class NoteError(ValueError):
     """A note that cannot be read at all: too large, not UTF-8, not TOML."""
 
 
 def parse_note(data: bytes) -> Note:
+    return note_from_document(load_document(data))
+
+
+def load_document(data: bytes) -> dict[str, Any]:
+    """The TOML document of a note blob, or NoteError."""
     if len(data) > NOTE_MAX_BYTES:
         raise NoteError(f"note is {len(data)} bytes, over the 1 MiB limit; not parsed")
     try:
@@ -242,7 +289,25 @@ def parse_note(data: bytes) -> Note:
         raise NoteError(f"note is not valid TOML ({error})") from None
     except RecursionError:
         raise NoteError("note is nested too deeply to parse") from None
-    return note_from_document(document)
+    except ValueError as error:  # an integer too long for int(), say
+        raise NoteError(f"note cannot be read ({error})") from None
+    if _too_deep(document, NESTING_MAX):
+        # Parsed, but whoever re-serialises or renders it would overflow the stack.
+        raise NoteError(f"note is nested more than {NESTING_MAX} levels deep; not read")
+    return document
+
+
+def _too_deep(document: Mapping[str, Any], limit: int) -> bool:
+    stack: list[tuple[object, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return False
 
 
 def note_from_document(document: Mapping[str, Any]) -> Note:
@@ -294,7 +359,8 @@ def _literal(value: Any) -> str:
         return _string(value)
     if isinstance(value, datetime.datetime) and value.utcoffset() == datetime.timedelta(0):
         fraction = f".{value.microsecond:06d}".rstrip("0") if value.microsecond else ""
-        return value.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+        # isoformat, not strftime: %Y drops leading zeros (year 999 -> "999", not TOML).
+        return value.replace(microsecond=0, tzinfo=None).isoformat() + fraction + "Z"
     if isinstance(value, datetime.datetime):
         return value.isoformat()
     if isinstance(value, Mapping):

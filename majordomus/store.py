@@ -8,6 +8,7 @@ with a compare-and-swap, retried with jittered back-off.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
@@ -15,14 +16,30 @@ import random
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
+from majordomus.cache import FILE_NAME as CACHE_FILE
+from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
+from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
+from majordomus.cache import BlobEntry, DocumentCache, GraphCache, Reach, ReadCache
 from majordomus.errors import RepositoryError
-from majordomus.records import Note, NoteError, Record, append_text, parse_note, union
+from majordomus.records import (
+    Note,
+    NoteError,
+    Record,
+    Summary,
+    append_text,
+    dump_note,
+    load_document,
+    note_from_document,
+    parse_note,
+    summarise,
+    union,
+)
 
 NOTES_REF = "refs/notes/majordomus"
 REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
@@ -46,16 +63,25 @@ class UnreadableNote:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Annotated:
+    """The readable notes on one object, united across refs and summarised."""
+
+    blobs: tuple[str, ...]  # distinct note blobs (one per ref that differs)
+    summaries: tuple[Summary, ...]
+    invalid: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class NoteSet:
     """Every note of the local and remote-tracking refs, united per annotated object."""
 
-    notes: Mapping[str, Note]
+    commits: Mapping[str, Annotated]
     unreadable: tuple[UnreadableNote, ...]
     refs: Mapping[str, str]  # ref name -> target it was read at
 
     @property
     def invalid(self) -> int:
-        return len(self.unreadable) + sum(note.invalid for note in self.notes.values())
+        return len(self.unreadable) + sum(a.invalid for a in self.commits.values())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,6 +129,14 @@ class Store:
         workdir = self.repo.workdir
         self.workdir = Path(workdir) if workdir else None
         self._cache: dict[str, Note | NoteError] = {}
+        self._disk_cache: ReadCache | None = None
+        self._graph: GraphCache | None = None
+        self._current_blobs: set[str] = set()
+        self.advanced_from: tuple[str, int] | None = None  # (cached rev, commits since)
+        common = self.gitdir
+        if (common / "commondir").exists():
+            common = (common / (common / "commondir").read_text().strip()).resolve()
+        self.commondir = common
 
     # ---- git subprocesses ------------------------------------------------
 
@@ -180,6 +214,90 @@ class Store:
         out = self.git("rev-list", "--left-right", "--count", f"{commit}...{base}").stdout.split()
         return int(out[0]), int(out[1])
 
+    def is_ancestor(self, ancestor: str, commit: str) -> bool:
+        return (
+            self.git("merge-base", "--is-ancestor", ancestor, commit, check=False).returncode == 0
+        )
+
+    def count_between(self, ancestor: str, commit: str) -> int:
+        return int(self.git("rev-list", "--count", f"{ancestor}..{commit}").stdout)
+
+    # ---- graph answers, cached --------------------------------------------
+
+    def _graph_cache(self) -> GraphCache:
+        if self._graph is None:
+            self._graph = GraphCache(self.commondir / GRAPH_FILE)
+        return self._graph
+
+    def reachable(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
+        """Which candidates are reachable from `rev`, each with its rank (children first).
+
+        Answered incrementally where it can be: from an earlier answer for the same
+        revision plus the few candidates not yet decided, or from an earlier revision
+        that is an ancestor of this one plus only the commits since. Otherwise one
+        `git rev-list`. Shallow clones are always walked afresh.
+        """
+        graph = self._graph_cache()
+        shallow = self.is_shallow()
+        entry = None if shallow else graph.reach.get(rev)
+        changed = entry is None
+        if entry is None and not shallow:
+            entry = self._extend_reach(rev, candidates, graph)
+        if entry is not None:
+            reach, checked = dict(entry[0]), set(entry[1])
+            unknown = [c for c in candidates if c not in reach and c not in checked]
+            if len(unknown) > 16:
+                entry = None
+            for commit in unknown if entry is not None else ():
+                changed = True
+                if commit == rev:
+                    reach[commit] = 0
+                elif self.has_commit(commit) and self.is_ancestor(commit, rev):
+                    reach[commit] = self.count_between(commit, rev)
+                else:
+                    checked.add(commit)
+        if entry is None:
+            wanted = set(candidates)
+            reach = {c: rank for rank, c in enumerate(self.rev_list(rev)) if c in wanted}
+            checked = wanted - reach.keys()
+            changed = True
+        if changed and not shallow:
+            graph.put_reach(rev, (reach, tuple(checked)))
+            graph.save()
+        return reach
+
+    def _extend_reach(
+        self, rev: str, candidates: Collection[str], graph: GraphCache
+    ) -> Reach | None:
+        for base in reversed(graph.revs):
+            if base not in graph.reach or not self.has_commit(base):
+                continue
+            if not self.is_ancestor(base, rev):
+                continue
+            new = self.git("rev-list", rev, f"^{base}").stdout.split()
+            old_reach, old_checked = graph.reach[base]
+            wanted = set(candidates)
+            reach = {c: rank + len(new) for c, rank in old_reach.items()}
+            reach.update((c, rank) for rank, c in enumerate(new) if c in wanted)
+            fresh = set(new)
+            self.advanced_from = (base, len(new))
+            return reach, tuple(c for c in old_checked if c not in fresh)
+        return None
+
+    def cached_label(self, handover: str, rev: str) -> tuple[str, int | None, int | None] | None:
+        return None if self.is_shallow() else self._graph_cache().label(handover, rev)
+
+    def remember_label(
+        self, handover: str, rev: str, label: tuple[str, int | None, int | None]
+    ) -> None:
+        if not self.is_shallow():
+            self._graph_cache().put_label(handover, rev, label)
+
+    def flush(self) -> None:
+        """Write what the graph answered this time, for the next command."""
+        if self._graph is not None:
+            self._graph.save()
+
     def is_dirty(self) -> bool:
         if self.workdir is None:
             return False
@@ -242,26 +360,78 @@ class Store:
         return targets
 
     def read_notes(self) -> NoteSet:
-        per_commit: dict[str, list[Note]] = {}
+        """Every note of every notes ref, read in one pass (through the read cache)."""
+        cache = self._read_cache()
+        found: dict[str, dict[str, str]] = {}  # commit -> blob -> first ref holding it
         unreadable: list[UnreadableNote] = []
-        seen_blobs: set[str] = set()
         targets: dict[str, str] = {}
+        trees: list[str] = []
         for name in self.notes_refs():
             target, tree = self._notes_tree(name)
             targets[name] = target
             if tree is None:
                 unreadable.append(UnreadableNote("", name, f"{name} does not point at a commit"))
                 continue
-            for commit, blob_id in self._walk(tree, ""):
-                parsed = self._parse_blob(blob_id)
-                if isinstance(parsed, NoteError):
-                    if blob_id not in seen_blobs:
-                        unreadable.append(UnreadableNote(commit, name, str(parsed)))
+            tree_id = str(tree.id)
+            trees.append(tree_id)
+            pairs = cache.trees.get(tree_id)
+            if pairs is None:
+                pairs = tuple(self._walk(tree, ""))
+                cache.put_tree(tree_id, pairs)
+            for commit, blob in pairs:
+                found.setdefault(commit, {}).setdefault(blob, name)
+        commits: dict[str, Annotated] = {}
+        for commit, blobs in found.items():
+            readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
+            for blob, name in blobs.items():
+                entry = self._blob_entry(blob, cache)
+                if isinstance(entry, str):
+                    unreadable.append(UnreadableNote(commit, name, entry))
                 else:
-                    per_commit.setdefault(commit, []).append(parsed)
-                seen_blobs.add(blob_id)
-        notes = {commit: union(parts) for commit, parts in per_commit.items()}
-        return NoteSet(notes, tuple(unreadable), targets)
+                    readable.append((blob, entry))
+            if len(readable) == 1:
+                blob, (summaries, invalid) = readable[0]
+                commits[commit] = Annotated((blob,), summaries, invalid)
+            elif readable:
+                ids = tuple(blob for blob, _ in readable)
+                note = self.note(ids)
+                commits[commit] = Annotated(ids, summarise(note), note.invalid)
+        self._current_blobs = {blob for blobs in found.values() for blob in blobs}
+        cache.save(trees, self._current_blobs)
+        return NoteSet(commits, tuple(unreadable), targets)
+
+    def note(self, blobs: Sequence[str]) -> Note:
+        """The united note of readable blobs, parsed (once per process)."""
+        parsed = [self._parse_blob(blob) for blob in blobs]
+        return union([note for note in parsed if not isinstance(note, NoteError)])
+
+    def _read_cache(self) -> ReadCache:
+        if self._disk_cache is None:
+            self._disk_cache = ReadCache(self.commondir / CACHE_FILE)
+        return self._disk_cache
+
+    def drop_cache(self) -> bool:
+        """Remove every derived cache file; the next command rebuilds what it needs."""
+        dropped = False
+        for name in (CACHE_FILE, GRAPH_FILE, DOCUMENTS_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (self.commondir / name).unlink()
+                dropped = True
+        self._disk_cache = self._graph = None
+        return dropped
+
+    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry:
+        entry = cache.blobs.get(blob)
+        if entry is None:
+            parsed = self._parse_blob(blob)
+            if isinstance(parsed, NoteError):
+                entry = str(parsed)
+            else:
+                # Summarised as `note` presents it: records de-duplicated by id.
+                united = union([parsed])
+                entry = (summarise(united), united.invalid)
+            cache.put_blob(blob, entry)
+        return entry
 
     def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree | None]:
         ref = self.repo.references[name].resolve()
@@ -285,13 +455,40 @@ class Store:
         assert isinstance(tree, pygit2.Tree)
         return tree
 
+    def preload(self, blobs: Collection[str]) -> None:
+        """Parse many notes through the document cache (decoding beats parsing TOML)."""
+        missing = [blob for blob in blobs if blob not in self._cache]
+        if not missing:
+            return
+        documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
+        for blob in missing:
+            document = documents.get(blob)
+            if document is None:
+                try:
+                    document = load_document(self._blob_data(blob))
+                except NoteError as error:
+                    self._cache[blob] = error
+                    continue
+                documents.put(blob, document)
+            self._cache[blob] = note_from_document(document)
+        documents.save(self._current_blobs or blobs)
+
+    def _blob_data(self, blob_id: str) -> bytes:
+        """A note's bytes; NoteError when the notes tree names anything but a blob we have
+        (a pushed tree can hold a submodule entry, or point at an object never sent)."""
+        try:
+            blob = self.repo[blob_id]
+        except (KeyError, ValueError):
+            raise NoteError(f"note object {blob_id[:12]} is missing; not read") from None
+        if not isinstance(blob, pygit2.Blob):
+            raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
+        return blob.data
+
     def _parse_blob(self, blob_id: str) -> Note | NoteError:
         cached = self._cache.get(blob_id)
         if cached is None:
             try:
-                blob = self.repo[blob_id]
-                data = blob.data if isinstance(blob, pygit2.Blob) else b""
-                cached = parse_note(data)
+                cached = parse_note(self._blob_data(blob_id))
             except NoteError as error:
                 cached = error
             self._cache[blob_id] = cached
@@ -332,6 +529,9 @@ class Store:
                     self.repo.references.create(NOTES_REF, new_commit, force=False)
                 else:
                     ref.set_target(new_commit, message)
+                # A lock a killed writer left is reported even when it did not block us.
+                for lock in self.stale_locks():
+                    stale.setdefault(lock.path, lock)
                 return WriteReport(str(new_commit), attempts, tuple(stale.values()))
             except (pygit2.GitError, pygit2.AlreadyExistsError, OSError, ValueError):
                 for lock in self.stale_locks():
@@ -355,6 +555,9 @@ class Store:
     def _contention_message(
         self, attempts: int, budget: float, stale: Mapping[str, StaleLock]
     ) -> str:
+        if not stale:
+            # A lock too young to call stale may still be what blocked every attempt.
+            stale = {lock.path: lock for lock in self.stale_locks(older_than_s=0)}
         if stale:
             lock = next(iter(stale.values()))
             return (
@@ -368,11 +571,7 @@ class Store:
         )
 
     def lock_paths(self) -> list[Path]:
-        common = Path(self.repo.path)
-        commondir = common / "commondir"
-        if commondir.exists():
-            common = (common / commondir.read_text().strip()).resolve()
-        return [common / (NOTES_REF + ".lock"), common / "packed-refs.lock"]
+        return [self.commondir / (NOTES_REF + ".lock"), self.commondir / "packed-refs.lock"]
 
     def stale_locks(self, older_than_s: float = STALE_LOCK_S) -> list[StaleLock]:
         found = []
@@ -403,9 +602,8 @@ class Store:
     ) -> pygit2.Oid:
         texts = []
         for blob_id in self._find(tree, commit, "") if tree is not None else []:
-            blob = self.repo[blob_id]
-            data = blob.data if isinstance(blob, pygit2.Blob) else b""
             try:
+                data = self._blob_data(str(blob_id))
                 parse_note(data)
                 texts.append(data.decode("utf-8"))
             except NoteError as error:
@@ -488,3 +686,188 @@ class Store:
             assert isinstance(sub_tree, pygit2.Tree)
             builder.insert(head, self._fan_out(sub_tree, width - 2), _TREE)
         return builder.write()
+
+    # ---- merging notes refs (remote) ----------------------------------------------------
+
+    def notes_target(self) -> str | None:
+        """Where the local notes ref points, or None when nothing was written here yet."""
+        return self.ref_target(NOTES_REF)
+
+    def ref_target(self, name: str) -> str | None:
+        ref = self.repo.references.get(name)
+        return None if ref is None else str(ref.resolve().target)
+
+    def delete_refs(self, prefix: str) -> None:
+        """Remove every ref under `prefix` (a private namespace of fetched records)."""
+        for name in [n for n in self.repo.references if n.startswith(prefix)]:
+            with contextlib.suppress(KeyError, pygit2.GitError):
+                self.repo.references.delete(name)
+
+    def merge_notes(
+        self,
+        theirs: str,
+        message: str,
+        *,
+        timeout_s: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> MergeReport:
+        """Unite the notes commit `theirs` into the local ref by record id, by compare-and-swap.
+
+        Nothing is dropped on either side: a note on one side only is taken as it
+        is, a note on both sides becomes the union of their records in canonical
+        form, and a note that is not valid TOML keeps its text, byte for byte.
+        """
+        their_commit = self.repo.get(theirs)
+        if not isinstance(their_commit, pygit2.Commit):
+            raise RepositoryError(
+                f"the fetched records point at {theirs[:12]}, which is not a commit; nothing was "
+                "merged: ask whoever published them to repair their refs/notes/majordomus."
+            )
+        budget = timeout_s if timeout_s is not None else self._write_timeout()
+        deadline = monotonic() + budget
+        attempts = 0
+        stale: dict[str, StaleLock] = {}
+        while True:
+            attempts += 1
+            ref = self.repo.references.get(NOTES_REF)
+            ours_tree, parents = self._write_base(ref)
+            united = raw = 0
+            if not parents:
+                outcome, target = "created", their_commit.id
+            elif parents[0] == their_commit.id or self.repo.descendant_of(
+                parents[0], their_commit.id
+            ):
+                return MergeReport("up-to-date", str(parents[0]), 0, 0, 0, attempts)
+            elif self.repo.descendant_of(their_commit.id, parents[0]):
+                outcome, target = "fast-forward", their_commit.id
+            else:
+                assert ours_tree is not None
+                outcome = "merged"
+                tree_id, united, raw = self._merged_tree(ours_tree, their_commit.tree)
+                signature = self._merge_signature()
+                target = self.repo.create_commit(
+                    None,
+                    signature,
+                    signature,
+                    message + "\n",
+                    tree_id,
+                    [parents[0], their_commit.id],
+                )
+            added = self._records_added(ours_tree, self._commit_tree(target))
+            try:
+                if ref is None:
+                    self.repo.references.create(NOTES_REF, target, force=False)
+                else:
+                    ref.set_target(target, message)
+                return MergeReport(outcome, str(target), added, united, raw, attempts)
+            except (pygit2.GitError, pygit2.AlreadyExistsError, OSError, ValueError):
+                for lock in self.stale_locks():
+                    stale[lock.path] = lock
+            if monotonic() >= deadline:
+                raise RepositoryError(
+                    self._contention_message(attempts, budget, stale).replace(
+                        "nothing was recorded", "nothing was merged"
+                    )
+                )
+            sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
+
+    def _commit_tree(self, oid: pygit2.Oid) -> pygit2.Tree:
+        commit = self.repo[oid]
+        assert isinstance(commit, pygit2.Commit)
+        return commit.tree
+
+    def _merge_signature(self) -> pygit2.Signature:
+        # The notes commit's author is bookkeeping, not part of any record: a CI
+        # job without a git identity must still be able to merge what it fetched.
+        try:
+            name, _, email = self.identity().rpartition(" <")
+        except RepositoryError:
+            name, email = "majordomus", "majordomus@localhost>"
+        now = datetime.datetime.now(datetime.UTC)
+        return pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
+
+    def _note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
+        """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
+        copies: dict[str, list[str]] = {}
+        for commit, blob_id in self._walk(tree, "") if tree is not None else []:
+            copies.setdefault(commit, []).append(blob_id)
+        return copies
+
+    def _merged_tree(self, ours: pygit2.Tree, theirs: pygit2.Tree) -> tuple[pygit2.Oid, int, int]:
+        """Their notes written into our tree: (tree, notes united, notes kept as raw text)."""
+        mine = self._note_copies(ours)
+        tree = ours
+        united = raw = 0
+        for commit, their_blobs in self._note_copies(theirs).items():
+            have = mine.get(commit, [])
+            blobs = have + [blob for blob in their_blobs if blob not in have]
+            if len(blobs) == len(have):
+                continue
+            if len(blobs) == 1:
+                blob_id = pygit2.Oid(hex=blobs[0])
+            else:
+                blob_id, readable = self._united_blob(blobs)
+                united += 1
+                raw += not readable
+            tree = self._tree(self._insert(tree, commit, blob_id))
+        return tree.id, united, raw
+
+    def _united_blob(self, blob_ids: Sequence[str]) -> tuple[pygit2.Oid, bool]:
+        """One note from several: the union of their records, or, when one of them cannot be
+        read (or foreign plain keys disagree), every distinct text concatenated, unread."""
+        parsed = [self._parse_blob(blob_id) for blob_id in blob_ids]
+        notes = [note for note in parsed if isinstance(note, Note)]
+        if len(notes) == len(parsed) and _plain_keys_agree(notes):
+            text = dump_note(union(notes))
+            return self.repo.create_blob(text.encode("utf-8")), True
+        kept: list[bytes] = []
+        for blob_id in blob_ids:
+            blob = self.repo[blob_id]
+            data = blob.data if isinstance(blob, pygit2.Blob) else b""
+            if any(data in other for other in kept):
+                continue
+            kept = [other for other in kept if other not in data] + [data]
+        parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept]
+        return self.repo.create_blob(b"\n".join(parts)), False
+
+    def _records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> int:
+        """Records the move from `before` to `after` adds, counted per annotated commit."""
+        old = self._note_copies(before)
+        added = 0
+        for commit, blobs in self._note_copies(after).items():
+            previous = old.get(commit, [])
+            if blobs != previous:
+                added += len(self._record_ids(blobs) - self._record_ids(previous))
+        return added
+
+    def _record_ids(self, blob_ids: Sequence[str]) -> set[str]:
+        ids: set[str] = set()
+        for blob_id in blob_ids:
+            parsed = self._parse_blob(blob_id)
+            if isinstance(parsed, Note):
+                ids.update(record.id for record in parsed.records)
+        return ids
+
+
+def _plain_keys_agree(notes: Sequence[Note]) -> bool:
+    """Whether foreign top-level keys can be united without dropping a value."""
+    seen: dict[str, Any] = {}
+    for note in notes:
+        for key, value in note.other.items():
+            if key in seen and seen[key] != value:
+                return False
+            seen[key] = value
+    return True
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MergeReport:
+    """What uniting fetched records into the local notes ref did."""
+
+    outcome: str  # up-to-date, created, fast-forward, merged
+    notes_commit: str
+    records_added: int
+    notes_united: int  # notes present on both sides, united record by record
+    notes_raw: int  # of those, notes kept as concatenated text (one side is not valid TOML)
+    attempts: int

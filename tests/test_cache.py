@@ -1,0 +1,89 @@
+"""The read caches are derived and disposable: answers with them equal answers without."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from majordomus.cache import FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME
+from tests.conftest import Repo
+
+CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME)
+
+
+def drop_caches(repo: Repo) -> None:
+    for name in CACHES:
+        (repo.path / ".git" / name).unlink(missing_ok=True)
+
+
+def answers(repo: Repo) -> tuple[object, ...]:
+    history = json.loads(repo.run("history", "--all", "--json").out)
+    peek = repo.run("resume", "--peek", "--json")
+    check = json.loads(repo.run("check", "--json").out)
+    return history, json.loads(peek.out), peek.code, check
+
+
+def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> None:
+    rng = random.Random(20261130)
+    repo.task()
+    for step in range(40):
+        action = rng.choice(["commit", "commit", "checkpoint", "handover", "branch", "switch"])
+        if action == "commit":
+            repo.commit(f"step {step}")
+        elif action == "checkpoint":
+            assert repo.run("checkpoint", f"checkpoint {step}").code == 0
+        elif action == "handover":
+            assert repo.run("handover", "-o", "o", "-s", f"s{step}", "-n", "n").code == 0
+        elif action == "branch":
+            repo.git("checkout", "-q", "-b", f"b{step}")
+        else:
+            branches = repo.git("branch", "--format=%(refname:short)").split()
+            repo.git("checkout", "-q", rng.choice(branches))
+        repo.clock.advance(rng.choice([0, 1, 30]))
+        if step % 4 == 3:
+            cached = answers(repo)
+            drop_caches(repo)
+            assert answers(repo) == cached, f"step {step}"
+
+
+def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> None:
+    repo.task()
+    for i in range(30):
+        repo.commit(f"c{i}")
+        repo.run("checkpoint", f"checkpoint {i}")
+    repo.run("handover", "-o", "o", "-s", "s", "-n", "n")
+    before = repo.run("history", "--json").out
+    git_dir = repo.path / ".git"
+    assert {p.name for p in git_dir.glob("majordomus-*cache")} == set(CACHES)
+    assert repo.git("status", "--porcelain", "--ignored") == ""
+    for name in CACHES:
+        (git_dir / name).write_bytes(b"\x00garbage")
+    assert repo.run("history", "--json").out == before
+    for name in CACHES:
+        (git_dir / name).write_bytes(b"")
+    assert repo.run("history", "--json").out == before
+    dropped = repo.run("doctor", "--drop-cache")
+    assert dropped.out.startswith("ok    cache     read caches dropped\n")
+    # doctor reads the notes again afterwards, which rebuilds only the notes cache.
+    assert [p.name for p in git_dir.glob("majordomus-*cache")] == [FILE_NAME]
+
+
+def test_missing_is_never_cached(repo: Repo, tmp_path: Path) -> None:
+    repo.task()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("on feature")
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    feature = repo.head()
+    # A second clone gets the records but not yet the commit: missing.
+    other = Repo(tmp_path / "other", repo.environ, repo.clock)
+    url = f"file://{repo.path}"
+    repo.git("clone", "-q", "--branch", "main", "--single-branch", url, str(other.path))
+    other.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    task = json.loads(repo.run("check", "--json").out)["task"]
+    first = json.loads(other.run("resume", "--peek", "--json", "--task", task).out)
+    assert first["label"] == "missing"
+    other.git("fetch", "-q", "origin", "feature")
+    assert other.git("cat-file", "-t", feature).strip() == "commit"
+    second = json.loads(other.run("resume", "--peek", "--json", "--task", task).out)
+    assert (second["label"], second["ahead"], second["behind"]) == ("behind", 0, 1)
