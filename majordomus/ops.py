@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import re
-import secrets
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -270,7 +270,7 @@ def read_input_file(source: str, stdin: IO[bytes], what: str, cap: int) -> str:
 
 
 def _new_id(prefix: str, digits: int) -> str:
-    return f"{prefix}-{secrets.token_hex(digits // 2)}"
+    return f"{prefix}-{os.urandom(digits // 2).hex()}"
 
 
 def _write(
