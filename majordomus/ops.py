@@ -803,7 +803,7 @@ def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> Pu
     store = open_store(ctx)
     name = remote.locate(store, remote_name, ctx.cwd)
     if hook and ctx.environ.get(remote.HOOK_GUARD):
-        return remote.PushReport(name, "skipped", None, 0, ())
+        return remote.PushReport(remote.shown(name), "skipped", None, 0, ())
     git = (
         remote.Git(store, budget_s=remote.hook_budget(ctx.environ), detached=True)
         if hook

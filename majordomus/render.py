@@ -12,13 +12,17 @@ from majordomus.graph import Divergence
 from majordomus.ops import (
     CheckpointResult,
     CheckResult,
+    FetchReport,
     Finding,
     HandoverResult,
     HistoryEntry,
     HistoryResult,
+    InitReport,
     Located,
+    PushReport,
     ResumeResult,
     ShowResult,
+    SyncResult,
     TaskCreated,
     TaskSummary,
 )
@@ -175,7 +179,7 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
         )
         pending = f"open handover {safe(t.open_handover.record.id)}" if t.open_handover else ""
         last = age(max(0, int((now - t.last_at).total_seconds())))
-        parts = [f"{mark} {t.task}", title, f"last activity {last} ago", checkpoint, pending]
+        parts = [f"{mark} {safe(t.task)}", title, f"last activity {last} ago", checkpoint, pending]
         lines.append("  ".join(p for p in parts if p))
     return "\n".join(lines)
 
@@ -228,7 +232,9 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
     ]
     lines += [f"{key}: {safe(record.text(key))}" for key in HANDOVER_FIELDS]
     if result.superseded:
-        lines.append(f"also resolved (older open handovers): {', '.join(result.superseded)}")
+        lines.append(
+            f"also resolved (older open handovers): {', '.join(safe(s) for s in result.superseded)}"
+        )
     if result.recorded is not None:
         lines.append(
             f"recorded resume {result.recorded.record.id} on {result.recorded.commit[:12]}"
@@ -326,8 +332,8 @@ def check_line(result: CheckResult, colour: bool = False) -> str:
         else "no open handover"
     )
     return (
-        f"{result.task}: {what} {age(result.age_s)} ago, interval {interval(result.interval_s)}, "
-        f"{status}, {pending}"
+        f"{safe(result.task)}: {what} {age(result.age_s)} ago, "
+        f"interval {interval(result.interval_s)}, {status}, {pending}"
     )
 
 
@@ -376,3 +382,192 @@ def profile(prof: Profile, as_json: bool) -> str:
     return "\n".join(
         f"{key:<15} {value:<16} from {safe(prof.sources[key])}" for key, value in values.items()
     )
+
+
+# ---- remote verbs and markdown ------------------------------------------------------------
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def init(report: InitReport, as_json: bool) -> str:
+    hook = report.hook
+    if as_json:
+        return dumps(
+            {
+                "remote": report.remote,
+                "settings": [
+                    {"key": s.key, "value": s.value, "state": s.state, "note": s.note or None}
+                    for s in report.settings
+                ],
+                "hook": {
+                    "path": hook.path,
+                    "state": hook.state,
+                    "reason": hook.reason or None,
+                    "line": hook.line or None,
+                },
+                "no_remote": report.no_remote or None,
+            }
+        )
+    width = max(len(s.key) for s in report.settings)
+    lines = [f"{s.key:<{width}}  {s.state:<9} {safe(s.value)}" for s in report.settings]
+    state = "NOT SET" if hook.state == "manual" else hook.state
+    lines.append(f"{'pre-push hook':<{width}}  {state:<9} {safe(hook.path)}")
+    lines += [f"note: {safe(s.note)}" for s in report.settings if s.note]
+    if report.no_remote:
+        lines.append(f"note: {safe(report.no_remote)}")
+    if hook.state == "manual":
+        lines.append(
+            f"note: {safe(hook.reason)}; so that git push publishes records, add this line to "
+            f"{safe(hook.path)}, before any exit:"
+        )
+        lines.append(f"    {safe(hook.line)}")
+    return "\n".join(lines)
+
+
+def _fetch_json(report: FetchReport) -> dict[str, Any]:
+    merge = report.merge
+    return {
+        "remote": report.remote,
+        "remote_commit": report.remote_commit,
+        "outcome": merge.outcome if merge else "none",
+        "notes_commit": merge.notes_commit if merge else None,
+        "records_added": merge.records_added if merge else 0,
+        "notes_united": merge.notes_united if merge else 0,
+        "notes_raw": merge.notes_raw if merge else 0,
+    }
+
+
+def _fetch_lines(report: FetchReport) -> list[str]:
+    where = safe(report.remote)
+    merge = report.merge
+    if merge is None:
+        return [f"{where} has no records yet"]
+    if merge.outcome == "up-to-date":
+        return [f"{where}: every record it has is already here"]
+    how = {"created": "first fetch", "fast-forward": "fast-forward", "merged": "merged"}
+    detail = how.get(merge.outcome, merge.outcome)
+    if merge.notes_united:
+        detail += f", {_count(merge.notes_united, 'note')} on both sides united"
+    lines = [f"{where}: {_count(merge.records_added, 'new record')} ({detail})"]
+    if merge.notes_raw:
+        lines.append(
+            f"{_count(merge.notes_raw, 'note')} on both sides could not be read; both texts "
+            "were kept as they are (majordomus doctor lists them)"
+        )
+    return lines
+
+
+def fetch(report: FetchReport, as_json: bool) -> str:
+    if as_json:
+        return dumps(_fetch_json(report))
+    return "\n".join(_fetch_lines(report))
+
+
+def _push_json(report: PushReport) -> dict[str, Any]:
+    return {
+        "remote": report.remote,
+        "outcome": report.outcome,
+        "notes_commit": report.notes_commit,
+        "attempts": report.attempts,
+        "fetched": [_fetch_json(f) for f in report.fetches],
+    }
+
+
+def push(report: PushReport, as_json: bool) -> str:
+    if as_json:
+        return dumps(_push_json(report))
+    where = safe(report.remote)
+    if report.outcome == "nothing":
+        return "no records here to publish yet"
+    if report.outcome == "skipped":
+        return "not publishing from inside majordomus's own push"
+    if report.outcome == "up-to-date":
+        line = f"{where} already has every record"
+    else:
+        line = f"published records to {where}"
+    if report.fetches:
+        added = sum(f.merge.records_added for f in report.fetches if f.merge)
+        line += (
+            f" ({where} had moved: merged {_count(added, 'new record')} from it, "
+            f"{_count(report.attempts, 'attempt')})"
+        )
+    return line
+
+
+def push_hook(report: PushReport) -> str | None:
+    """The one line the pre-push hook prints, or None when there is nothing worth saying."""
+    if report.outcome != "pushed":
+        return None
+    return f"majordomus: {push(report, as_json=False)}"
+
+
+def sync(result: SyncResult, as_json: bool) -> str:
+    if as_json:
+        return dumps({"fetch": _fetch_json(result.fetch), "push": _push_json(result.push)})
+    return "\n".join([*_fetch_lines(result.fetch), push(result.push, as_json=False)])
+
+
+def _md_code(text: str) -> str:
+    """Inline code that no backtick, newline or markup in `text` can break out of."""
+    flat = safe(text).replace("\n", " ")
+    longest = max((len(run) for run in re.findall("`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def _md_block(text: str) -> list[str]:
+    """A fenced block: text from a note is shown, never interpreted (no links, no HTML)."""
+    body = safe(text)
+    longest = max((len(run) for run in re.findall("~+", body)), default=0)
+    fence = "~" * max(3, longest + 1)
+    return [f"{fence}text", body, fence]
+
+
+def show_markdown(result: ShowResult) -> str:
+    """Records on one commit as Markdown: for a CI job summary or a pull-request comment."""
+    commit = f"`{result.commit[:12]}`"
+    if not result.records:
+        lines = [f"### majordomus: no records on {commit}"]
+    else:
+        lines = [f"### majordomus: {_count(len(result.records), 'record')} on {commit}"]
+    for loc in result.records:
+        record = loc.record
+        lines += ["", f"#### {record.kind} {_md_code(record.id)}", ""]
+        facts = [
+            f"task {_md_code(record.task)}",
+            f"by {_md_code(record.author)}",
+            rfc3339(record.at),
+        ]
+        if record.session:
+            facts.append(f"session {_md_code(record.session)}")
+        if record.head != loc.commit:
+            facts.append(f"written on `{record.head[:12]}`")
+        lines.append(" · ".join(facts))
+        if record.kind == "task":
+            lines += ["", *_md_block(record.text("title"))]
+        elif record.kind == "checkpoint":
+            lines += ["", *_md_block(record.text("body"))]
+        elif record.kind == "handover":
+            for key in HANDOVER_FIELDS:
+                lines += ["", f"**{key}**", "", *_md_block(record.text(key))]
+        elif record.kind == "resume":
+            counts = ""
+            if record.optional_int("ahead") is not None:
+                counts = (
+                    f", {record.optional_int('ahead')} ahead, "
+                    f"{record.optional_int('behind')} behind"
+                )
+            lines += [
+                "",
+                f"resumed {_md_code(record.text('handover'))}: "
+                f"{_md_code(record.text('label'))}{counts}",
+            ]
+    if result.invalid:
+        lines += [
+            "",
+            f"_{result.invalid} invalid notes or records skipped; `majordomus doctor` lists them._",
+        ]
+    return "\n".join(lines)

@@ -735,16 +735,18 @@ class Store:
             united = raw = 0
             if not parents:
                 outcome, target = "created", their_commit.id
+                added = self._records_added(None, their_commit.tree)
             elif parents[0] == their_commit.id or self.repo.descendant_of(
                 parents[0], their_commit.id
             ):
                 return MergeReport("up-to-date", str(parents[0]), 0, 0, 0, attempts)
             elif self.repo.descendant_of(their_commit.id, parents[0]):
                 outcome, target = "fast-forward", their_commit.id
+                added = self._records_added(ours_tree, their_commit.tree)
             else:
                 assert ours_tree is not None
                 outcome = "merged"
-                tree_id, united, raw = self._merged_tree(ours_tree, their_commit.tree)
+                tree_id, added, united, raw = self._merged_tree(ours_tree, their_commit.tree)
                 signature = self._merge_signature()
                 target = self.repo.create_commit(
                     None,
@@ -754,7 +756,6 @@ class Store:
                     tree_id,
                     [parents[0], their_commit.id],
                 )
-            added = self._records_added(ours_tree, self._commit_tree(target))
             try:
                 if ref is None:
                     self.repo.references.create(NOTES_REF, target, force=False)
@@ -771,11 +772,6 @@ class Store:
                     )
                 )
             sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
-
-    def _commit_tree(self, oid: pygit2.Oid) -> pygit2.Tree:
-        commit = self.repo[oid]
-        assert isinstance(commit, pygit2.Commit)
-        return commit.tree
 
     def _merge_signature(self) -> pygit2.Signature:
         # The notes commit's author is bookkeeping, not part of any record: a CI
@@ -794,24 +790,67 @@ class Store:
             copies.setdefault(commit, []).append(blob_id)
         return copies
 
-    def _merged_tree(self, ours: pygit2.Tree, theirs: pygit2.Tree) -> tuple[pygit2.Oid, int, int]:
-        """Their notes written into our tree: (tree, notes united, notes kept as raw text)."""
+    def _merged_tree(
+        self, ours: pygit2.Tree, theirs: pygit2.Tree
+    ) -> tuple[pygit2.Oid, int, int, int]:
+        """Their notes written into our tree.
+
+        Returns the tree, the records it adds, the notes on both sides that were
+        united, and how many of those kept their texts unread (not valid TOML).
+        """
         mine = self._note_copies(ours)
-        tree = ours
-        united = raw = 0
+        changes: dict[str, pygit2.Oid] = {}
+        added = united = raw = 0
         for commit, their_blobs in self._note_copies(theirs).items():
             have = mine.get(commit, [])
             blobs = have + [blob for blob in their_blobs if blob not in have]
             if len(blobs) == len(have):
                 continue
+            added += len(self._record_ids(blobs) - self._record_ids(have))
             if len(blobs) == 1:
-                blob_id = pygit2.Oid(hex=blobs[0])
+                changes[commit] = pygit2.Oid(hex=blobs[0])
             else:
-                blob_id, readable = self._united_blob(blobs)
+                changes[commit], readable = self._united_blob(blobs)
                 united += 1
                 raw += not readable
-            tree = self._tree(self._insert(tree, commit, blob_id))
-        return tree.id, united, raw
+        tree = self._insert_many(ours, changes) if changes else ours.id
+        return tree, added, united, raw
+
+    def _insert_many(self, tree: pygit2.Tree | None, notes: Mapping[str, pygit2.Oid]) -> pygit2.Oid:
+        """`_insert` of many notes at once, each tree on the way written once.
+
+        The same layout as inserting them one by one: into the subtrees where a
+        level is fanned out, else flat, then fanned out if the level is crowded.
+        """
+        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        for rest in notes:
+            if builder.get(rest) is not None:
+                builder.remove(rest)
+        fanned = tree is not None and any(
+            entry.filemode == _TREE and _HEX2.fullmatch(entry.name or "") for entry in tree
+        )
+        if fanned:
+            assert tree is not None
+            groups: dict[str, dict[str, pygit2.Oid]] = {}
+            for rest, blob_id in notes.items():
+                if len(rest) > 2:
+                    groups.setdefault(rest[:2], {})[rest[2:]] = blob_id
+                else:
+                    builder.insert(rest, blob_id, _BLOB)
+            for head, group in groups.items():
+                sub_entry = _entry(tree, head)
+                sub = (
+                    self._tree(sub_entry.id) if sub_entry and sub_entry.filemode == _TREE else None
+                )
+                if sub_entry is not None and sub is None:
+                    builder.remove(head)
+                builder.insert(head, self._insert_many(sub, group), _TREE)
+            return builder.write()
+        for rest, blob_id in notes.items():
+            builder.insert(rest, blob_id, _BLOB)
+        level = self.repo[builder.write()]
+        assert isinstance(level, pygit2.Tree)
+        return self._fan_out(level, len(next(iter(notes))))
 
     def _united_blob(self, blob_ids: Sequence[str]) -> tuple[pygit2.Oid, bool]:
         """One note from several: the union of their records, or, when one of them cannot be
@@ -851,14 +890,16 @@ class Store:
 
 
 def _plain_keys_agree(notes: Sequence[Note]) -> bool:
-    """Whether foreign top-level keys can be united without dropping a value."""
+    """Whether foreign top-level keys can be united without dropping a value, and written
+    beside the records (`checkpoint = "x"` and a `[[checkpoint]]` cannot share a document)."""
     seen: dict[str, Any] = {}
     for note in notes:
         for key, value in note.other.items():
             if key in seen and seen[key] != value:
                 return False
             seen[key] = value
-    return True
+    kinds = {entry.kind for note in notes for entry in note.entries}
+    return not kinds & set(seen)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

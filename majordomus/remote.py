@@ -1,0 +1,500 @@
+"""Records between clones: `init` configuration, the pre-push hook, and the notes ref over git.
+
+Transport is the user's own git, so their credentials, ssh configuration and
+helpers apply; remote names and URLs reach git as arguments, never a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fnmatch
+import os
+import random
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from majordomus.errors import RefusedError, RemoteError, RepositoryError
+from majordomus.store import NOTES_REF, MergeReport, Store
+
+PUSH_ATTEMPTS = 12
+HOOK_TIMEOUT_S = 30.0
+# Set for every git that majordomus runs against a remote: a pre-push hook that
+# sees it knows it was reached from majordomus itself and does nothing.
+HOOK_GUARD = "MAJORDOMUS_HOOK_ACTIVE"
+HOOK_MARK = "# majordomus pre-push hook"
+HOOK_LINE = (
+    'command -v majordomus >/dev/null 2>&1 && majordomus push --hook "$1" </dev/null || true'
+)
+DISPLAY_REFS = (NOTES_REF, "refs/notes/remotes/*/majordomus")
+_INCOMING = "refs/majordomus-incoming/"
+
+
+def tracking_ref(remote: str) -> str:
+    """Where a named remote's records land: what a plain `git fetch` updates after `init`."""
+    return f"refs/notes/remotes/{remote}/majordomus"
+
+
+def fetch_refspec(remote: str) -> str:
+    # A glob: git skips a glob that matches nothing, where a plain refspec for a
+    # ref the remote lacks would make every `git fetch` of this remote fail. The
+    # destination is the remote-tracking ref only, so forcing it (the remote is
+    # the authority on its own records) can never overwrite an unpushed record.
+    return f"+{NOTES_REF}*:{tracking_ref(remote)}*"
+
+
+def check_remote(name: str) -> str:
+    """A remote name or URL fit to hand to git as an argument."""
+    if not name or name.startswith("-") or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        raise RefusedError(
+            f"{name!r} is not a remote name or URL; give one that git remote -v lists."
+        )
+    return name
+
+
+def remote_names(store: Store) -> list[str]:
+    return store.git("remote").stdout.split()
+
+
+def default_remote(store: Store) -> str:
+    """The current branch's upstream remote, else `origin`."""
+    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+    if branch:
+        configured = store.git("config", "--get", f"branch.{branch}.remote", check=False)
+        upstream = configured.stdout.strip()
+        if upstream and upstream != ".":
+            return upstream
+    return "origin"
+
+
+def locate(store: Store, name: str | None, cwd: str) -> str:
+    """The remote to talk to: a configured name, or a URL (a relative path taken from `cwd`)."""
+    if name is None:
+        return default_remote(store)
+    check_remote(name)
+    if name not in remote_names(store) and os.path.exists(os.path.join(cwd, name)):
+        return os.path.abspath(os.path.join(cwd, name))
+    return name
+
+
+def shown(remote: str) -> str:
+    """A remote as messages show it: a password or token in a URL is never printed."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1***@", remote, flags=re.IGNORECASE)
+
+
+def _reason(stderr: str, fallback: str) -> str:
+    """git's own reason: its first fatal line (what follows is advice), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for prefix in ("fatal: ", "error: "):
+        for line in lines:
+            if line.startswith(prefix):
+                return line.removeprefix(prefix).rstrip(".")
+    return lines[-1].rstrip(".") if lines else fallback
+
+
+# ---- running git against a remote --------------------------------------------------------
+
+
+class Git:
+    """git subprocesses that talk to a remote, within an optional time budget.
+
+    `detached` is for the pre-push hook: no terminal prompt (git's and ssh's
+    alike: the process has no controlling terminal), and when the budget runs
+    out the whole process group, ssh included, is killed.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        budget_s: float | None = None,
+        detached: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.detached = detached
+        self.budget_s = budget_s
+        self._monotonic = monotonic
+        self._deadline = None if budget_s is None else monotonic() + budget_s
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = dict(self.store.environ)
+        env[HOOK_GUARD] = "1"
+        if self.detached:
+            env["GIT_TERMINAL_PROMPT"] = "0"
+        timeout = None
+        if self._deadline is not None:
+            timeout = self._deadline - self._monotonic()
+            if timeout <= 0:
+                raise RemoteError(
+                    f"gave up after {self.budget_s:g} s of retries "
+                    "(MAJORDOMUS_HOOK_TIMEOUT sets the budget)"
+                )
+        command = ["git", f"--git-dir={self.store.gitdir}", *args]
+        try:
+            process = subprocess.Popen(
+                command,
+                cwd=self.store.workdir or self.store.gitdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=self.detached,
+            )
+        except FileNotFoundError:
+            raise RepositoryError("git is not installed or not on PATH; install git.") from None
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(process, group=self.detached)
+            process.communicate()
+            raise RemoteError(self._late(args[0])) from None
+        return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+    def _late(self, verb: str) -> str:
+        return (
+            f"git {verb} did not finish within {self.budget_s:g} s "
+            "(MAJORDOMUS_HOOK_TIMEOUT sets the budget)"
+        )
+
+
+def _kill(process: subprocess.Popen[str], *, group: bool) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        if group and hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+
+
+# ---- fetch and push ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FetchReport:
+    remote: str
+    remote_commit: str | None  # None: the remote has no records yet
+    merge: MergeReport | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PushReport:
+    remote: str
+    outcome: str  # pushed, up-to-date, nothing (no records here), skipped (inside majordomus)
+    notes_commit: str | None
+    attempts: int
+    fetches: tuple[FetchReport, ...]  # merges made when the remote had moved
+
+
+def fetch(
+    store: Store, git: Git, remote: str, *, sleep: Callable[[float], None] = time.sleep
+) -> FetchReport:
+    """Bring the remote's records into its remote-tracking ref, then merge them into ours."""
+    named = remote in remote_names(store)
+    where = shown(remote)
+    # A URL has no remote-tracking ref: its records pass through a private ref
+    # that is removed once merged.
+    dest = tracking_ref(remote) if named else f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
+    try:
+        result = git.run("fetch", "--no-tags", "--quiet", "--", remote, f"+{NOTES_REF}*:{dest}*")
+        if result.returncode != 0:
+            raise RemoteError(
+                f"cannot fetch records from {where}: "
+                f"{_reason(result.stderr, f'git fetch exited {result.returncode}')}; nothing "
+                f"was merged (check the remote with git fetch {where})."
+            )
+        theirs = store.ref_target(dest)
+        if theirs is None:
+            return FetchReport(where, None, None)
+        merge = store.merge_notes(theirs, f"majordomus: merge records from {where}", sleep=sleep)
+        return FetchReport(where, theirs, merge)
+    finally:
+        if not named:
+            store.delete_refs(dest.rsplit("/", 1)[0] + "/")
+
+
+def push(
+    store: Store,
+    git: Git,
+    remote: str,
+    *,
+    attempts: int = PUSH_ATTEMPTS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> PushReport:
+    """Publish the local notes ref; never forced: when rejected, fetch, merge and try again."""
+    fetches: list[FetchReport] = []
+    where = shown(remote)
+    for attempt in range(1, attempts + 1):
+        local = store.notes_target()
+        if local is None:
+            return PushReport(where, "nothing", None, attempt - 1, tuple(fetches))
+        result = git.run(
+            "push", "--porcelain", "--no-verify", "--", remote, f"{NOTES_REF}:{NOTES_REF}"
+        )
+        flag, summary = _push_status(result.stdout)
+        if result.returncode == 0:
+            outcome = "up-to-date" if flag == "=" else "pushed"
+            return PushReport(where, outcome, local, attempt, tuple(fetches))
+        if flag != "!":
+            raise RemoteError(
+                f"cannot push records to {where}: "
+                f"{_reason(result.stderr, f'git push exited {result.returncode}')}; your "
+                f"records are intact in {NOTES_REF}."
+            )
+        if not _retryable(summary):
+            raise RemoteError(
+                f"{where} refused the records: {summary}; your records are intact in "
+                f"{NOTES_REF}; ask the remote's owner to accept {NOTES_REF}."
+            )
+        if attempt < attempts:
+            # Wait first, then fetch: pushers rejected together wake at different
+            # times, and each then fetches what the earlier ones published.
+            sleep(random.uniform(0.0, 0.1 * 2 ** min(attempt - 1, 4)))
+            fetches.append(fetch(store, git, remote, sleep=sleep))
+    raise RemoteError(
+        f"{where} kept moving: {attempts} pushes of the records were rejected "
+        f"({summary}); your records are intact in {NOTES_REF}; run majordomus push again."
+    )
+
+
+def _push_status(porcelain: str) -> tuple[str | None, str]:
+    """The flag and summary `git push --porcelain` gives the notes ref."""
+    for line in porcelain.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[1].endswith(f":{NOTES_REF}") and len(parts[0]) == 1:
+            return parts[0], parts[2]
+    return None, ""
+
+
+def _retryable(summary: str) -> bool:
+    """Rejections another writer caused: the remote moved, or its ref was locked."""
+    if summary.startswith("[rejected]"):
+        return True
+    lowered = summary.lower()
+    return summary.startswith("[remote rejected]") and any(
+        word in lowered for word in ("lock", "expected", "failed to update", "incorrect old value")
+    )
+
+
+# ---- init: configuration and the hook --------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Setting:
+    key: str
+    value: str
+    state: str  # added, already, kept (the user's own value was left alone: see note)
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HookReport:
+    path: str
+    state: str  # installed, updated, already, manual
+    reason: str = ""  # why it is manual
+    line: str = ""  # what to add by hand when it is manual
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InitReport:
+    remote: str | None
+    settings: tuple[Setting, ...]
+    hook: HookReport
+    no_remote: str = ""  # why no fetch refspec was configured
+
+
+def configure(store: Store, remote: str | None) -> InitReport:
+    """Set this clone up so records travel with the code; idempotent, never clobbering."""
+    names = remote_names(store)
+    chosen = remote if remote is not None else default_remote(store)
+    if remote is not None:
+        check_remote(remote)
+        if remote not in names:
+            known = f" (this clone has: {', '.join(names)})" if names else ""
+            raise RefusedError(
+                f"there is no remote named {remote}{known}; add it with git remote add "
+                f"{remote} URL, then run majordomus init --remote {remote} again."
+            )
+    settings = [_add_value(store, "notes.displayRef", ref) for ref in DISPLAY_REFS]
+    settings.append(_add_value(store, "notes.rewriteRef", NOTES_REF))
+    settings += [
+        _set_value(
+            store, "notes.rewrite.amend", "true", "records will not follow git commit --amend"
+        ),
+        _set_value(store, "notes.rewrite.rebase", "true", "records will not follow git rebase"),
+        _set_value(
+            store,
+            "notes.rewriteMode",
+            "concatenate",
+            "a rewrite that lands on a commit with a note may drop or garble records",
+        ),
+        _set_value(
+            store,
+            "notes.majordomus.mergeStrategy",
+            "union",
+            "git notes merge by hand may not keep the notes valid TOML",
+        ),
+    ]
+    if chosen not in names:
+        why = (
+            f"no remote named {chosen} yet: after git remote add {chosen} URL, run majordomus init"
+        )
+        return InitReport(None, tuple(settings), install_hook(store), why)
+    settings += _remote_settings(store, chosen)
+    return InitReport(chosen, tuple(settings), install_hook(store))
+
+
+def _config_values(store: Store, key: str) -> list[str]:
+    return store.git("config", "--get-all", key, check=False).stdout.splitlines()
+
+
+def _covers(pattern: str, ref: str) -> bool:
+    return pattern == ref or ("*" in pattern and fnmatch.fnmatchcase(ref, pattern))
+
+
+def _add_value(store: Store, key: str, value: str, *, glob: bool = True) -> Setting:
+    """One value of a multi-valued key, added beside whatever the user has.
+
+    With `glob`, a value the user already covers with a pattern (notes.displayRef
+    = refs/notes/*) is not added again.
+    """
+    existing = _config_values(store, key)
+    if value in existing or (glob and any(_covers(pattern, value) for pattern in existing)):
+        return Setting(key, value, "already")
+    store.git("config", "--local", "--add", key, value)
+    return Setting(key, value, "added")
+
+
+def _set_value(store: Store, key: str, value: str, consequence: str) -> Setting:
+    """A single-valued key, set only when the user has not set it."""
+    typed = ["--type=bool"] if value in ("true", "false") else []
+    current = store.git("config", *typed, "--get", key, check=False)
+    have = current.stdout.strip()
+    if current.returncode != 0 or not have:
+        store.git("config", "--local", key, value)
+        return Setting(key, value, "added")
+    if have.lower() == value:
+        return Setting(key, value, "already")
+    return Setting(
+        key,
+        have,
+        "kept",
+        f"{key} is {have}, not {value}: {consequence}; change it if you want that",
+    )
+
+
+def _remote_settings(store: Store, remote: str) -> list[Setting]:
+    key = f"remote.{remote}.fetch"
+    settings = [_add_value(store, key, fetch_refspec(remote), glob=False)]
+    for spec in _config_values(store, key):
+        destination = spec.lstrip("+").partition(":")[2]
+        if spec != fetch_refspec(remote) and _covers(destination, NOTES_REF):
+            settings.append(
+                Setting(
+                    key,
+                    spec,
+                    "kept",
+                    f"{key} has {spec}, which lets git fetch overwrite records not yet pushed; "
+                    f"remove it with git config --unset {key} '{spec}'",
+                )
+            )
+    return settings
+
+
+def hook_script(python: str = sys.executable) -> str:
+    """The pre-push hook majordomus installs when there is none."""
+    interpreter = shlex.quote(python)
+    return f"""#!/bin/sh
+{HOOK_MARK} (written by majordomus init; safe to delete).
+# Publishes the records in {NOTES_REF} to the remote being pushed to.
+# It never fails the push and gives up after MAJORDOMUS_HOOK_TIMEOUT seconds
+# ({HOOK_TIMEOUT_S:g} by default): a failure to publish is a warning.
+while read -r _local _oid remote_ref _remote_oid; do
+    # This push publishes the records itself: a second push of them would race it.
+    if [ "$remote_ref" = {NOTES_REF} ]; then exit 0; fi
+done
+if command -v majordomus >/dev/null 2>&1; then
+    majordomus push --hook "$1" </dev/null
+elif [ -x {interpreter} ]; then
+    {interpreter} -m majordomus push --hook "$1" </dev/null
+else
+    echo "majordomus: warning: majordomus is not on PATH; records were not published." >&2
+fi
+exit 0
+"""
+
+
+def hook_line(environ: Mapping[str, str], python: str = sys.executable) -> str:
+    """The line to add to a hook majordomus may not write: it finds majordomus as the
+    user's shell will, or, when majordomus is not on PATH, through this interpreter."""
+    if shutil.which("majordomus", path=environ.get("PATH", os.defpath)):
+        return HOOK_LINE
+    # stdin stays with the user's hook: it may read the refs being pushed after us.
+    return f'{shlex.quote(python)} -m majordomus push --hook "$1" </dev/null || true'
+
+
+def install_hook(store: Store) -> HookReport:
+    """Install the pre-push hook, or say exactly what to add to the one that is there."""
+    hooks_path = store.git("config", "--get", "core.hooksPath", check=False).stdout.strip()
+    hooks = Path(store.git("rev-parse", "--git-path", "hooks").stdout.strip())
+    if not hooks.is_absolute():
+        hooks = (store.workdir or store.gitdir) / hooks
+    path = hooks / "pre-push"
+    script = hook_script()
+    try:
+        existing: str | None = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = None
+    except (OSError, UnicodeDecodeError):
+        existing = ""
+    if existing is not None and existing.startswith(f"#!/bin/sh\n{HOOK_MARK}"):
+        if existing == script:
+            return HookReport(str(path), "already")
+        _write_hook(path, script, replace=True)
+        return HookReport(str(path), "updated")
+    if existing is not None and "majordomus push --hook" in existing:
+        return HookReport(str(path), "already")
+    if hooks_path:
+        # Often a directory the team shares: the portable line, no path of this machine.
+        why = f"core.hooksPath is set to {hooks_path}, which majordomus does not write to"
+        return HookReport(str(path), "manual", why, HOOK_LINE)
+    line = hook_line(store.environ)
+    if existing is not None:
+        return HookReport(str(path), "manual", "a pre-push hook is already there", line)
+    try:
+        _write_hook(path, script, replace=False)
+    except FileExistsError:
+        return HookReport(str(path), "manual", "a pre-push hook appeared meanwhile", line)
+    except OSError as error:
+        return HookReport(str(path), "manual", f"cannot write it ({error.strerror})", line)
+    return HookReport(str(path), "installed")
+
+
+def _write_hook(path: Path, script: str, *, replace: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if replace:
+        tmp = path.with_name(f"pre-push.majordomus-{os.getpid()}")
+        tmp.write_text(script, encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, path)
+        return
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write(script)
+    path.chmod(0o755)
+
+
+def hook_budget(environ: Mapping[str, str]) -> float:
+    raw = environ.get("MAJORDOMUS_HOOK_TIMEOUT", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return HOOK_TIMEOUT_S
+    return value if value > 0 else HOOK_TIMEOUT_S

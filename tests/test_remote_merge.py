@@ -1,0 +1,219 @@
+"""Merging two notes histories: union by record id, git's tree layout, compare-and-swap."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+
+import pygit2
+
+from majordomus.records import dump_note, parse_note
+from majordomus.store import MergeReport, Store
+from tests.conftest import Repo
+
+THEIRS = "refs/notes/theirs"
+
+
+def checkpoint(repo: Repo, body: str, rev: str | None = None) -> str:
+    if rev is not None:
+        repo.git("checkout", "-q", rev)
+    result = repo.run("checkpoint", body, "--json")
+    assert result.code == 0, result.err
+    record_id: str = json.loads(result.out)["record"]["id"]
+    return record_id
+
+
+def diverge(repo: Repo) -> str:
+    """Move what the local ref has now to THEIRS and reset the local ref to its parent."""
+    tip = repo.notes_ref()
+    assert tip is not None
+    repo.git("update-ref", THEIRS, tip)
+    repo.git("update-ref", "refs/notes/majordomus", f"{tip}^")
+    return tip
+
+
+def merge(repo: Repo, theirs: str) -> MergeReport:
+    return Store(str(repo.path), repo.environ).merge_notes(theirs, "majordomus: merge test")
+
+
+def blob_of(repo: Repo, ref: str, commit: str) -> str:
+    return repo.git("notes", f"--ref={ref}", "list", commit).strip()
+
+
+def note_ids(repo: Repo, commit: str) -> list[str]:
+    text = repo.git("notes", "--ref=majordomus", "show", commit)
+    return [record.id for record in parse_note(text.encode()).records]
+
+
+def test_a_note_on_one_side_is_taken_as_it_is(repo: Repo) -> None:
+    repo.task("queue drops acks")
+    base = repo.head()
+    other = repo.commit("other")
+    theirs_id = checkpoint(repo, "theirs, on the other commit")
+    theirs = diverge(repo)
+    mine = checkpoint(repo, "mine, on the first commit", base)
+    ours_blob = blob_of(repo, "majordomus", base)
+    report = merge(repo, theirs)
+    # The task's note is on both sides (theirs older): united, and unchanged byte for byte.
+    assert (report.outcome, report.records_added, report.notes_united, report.notes_raw) == (
+        "merged",
+        1,
+        1,
+        0,
+    )
+    assert blob_of(repo, "majordomus", base) == ours_blob
+    assert blob_of(repo, "majordomus", other) == blob_of(repo, THEIRS, other)
+    assert note_ids(repo, other) == [theirs_id]
+    assert mine in note_ids(repo, base)
+    parents = repo.git("rev-parse", f"{report.notes_commit}^1", f"{report.notes_commit}^2")
+    assert parents.split()[1] == theirs
+
+
+def test_notes_on_both_sides_unite_ours_first_in_canonical_form(repo: Repo) -> None:
+    task = repo.task("queue drops acks")
+    theirs_ids = [checkpoint(repo, "theirs one"), checkpoint(repo, "theirs two")]
+    theirs = repo.notes_ref()
+    assert theirs is not None
+    repo.git("update-ref", THEIRS, theirs)
+    repo.git("update-ref", "refs/notes/majordomus", f"{theirs}~2")
+    mine = checkpoint(repo, "mine")
+    report = merge(repo, theirs)
+    assert (report.outcome, report.records_added, report.notes_united) == ("merged", 2, 1)
+    assert note_ids(repo, repo.head()) == [task, mine, *theirs_ids]
+    text = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    # Canonical: grouped by kind, in the form majordomus itself writes.
+    assert text == dump_note(parse_note(text.encode()))
+    assert text.count("[[checkpoint]]") == 3
+    assert merge(repo, theirs).outcome == "up-to-date"
+
+
+def test_a_note_that_is_not_toml_is_never_dropped(repo: Repo) -> None:
+    repo.task("queue drops acks")
+    theirs_id = checkpoint(repo, "theirs")
+    theirs = diverge(repo)
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-m", "hand-written, not [toml", "HEAD")
+    mine = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    report = merge(repo, theirs)
+    assert (report.outcome, report.notes_united, report.notes_raw) == ("merged", 1, 1)
+    merged = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    assert merged == mine + "\n" + repo.git("notes", f"--ref={THEIRS}", "show", "HEAD")
+    assert theirs_id in merged
+    repo.git("update-ref", "-d", THEIRS)
+    shown = json.loads(repo.run("show", "--json").out)
+    assert (shown["records"], shown["invalid"]) == ([], 1)
+
+
+def test_fast_forward_and_first_fetch(repo: Repo) -> None:
+    repo.task("queue drops acks")
+    checkpoint(repo, "one")
+    tip = diverge(repo)
+    report = merge(repo, tip)
+    assert (report.outcome, report.notes_commit, report.records_added) == (
+        "fast-forward",
+        tip,
+        1,
+    )
+    repo.git("update-ref", "-d", "refs/notes/majordomus")
+    report = merge(repo, tip)
+    assert (report.outcome, report.notes_commit, report.records_added) == ("created", tip, 2)
+
+
+def _fast_import_notes(repo: Repo, ref: str, parent: str, commits: list[str], tag: str) -> None:
+    """Notes written by git itself (fast-import lays the tree out as `git notes` does)."""
+    lines = [f"commit {ref}", "committer A <a@example.com> 1796007600 +0000", "data 0"]
+    lines.append(f"from {parent}")
+    for commit in commits:
+        text = (
+            f'[[checkpoint]]\nv = 1\nid = "c-{tag}{commit[:12]}"\ntask = "t-000000000000"\n'
+            f'head = "{commit}"\nat = 2026-11-30T03:00:00Z\nauthor = "A <a@example.com>"\n'
+            f'body = "{tag}"\n'
+        )
+        lines += [f"N inline {commit}", f"data {len(text.encode())}", text]
+    subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=repo.path,
+        env=repo.environ,
+        input="\n".join(lines) + "\n",
+        text=True,
+        check=True,
+    )
+
+
+def _note_paths(repo: Repo, ref: str) -> dict[str, str]:
+    paths = repo.git("ls-tree", "-r", "--name-only", ref).split()
+    return {path.replace("/", ""): path for path in paths}
+
+
+def test_a_large_merge_keeps_git_s_fan_out(repo: Repo) -> None:
+    repo.task("queue drops acks")
+    pg = repo.pygit
+    tree = pg.head.peel(pygit2.Commit).tree.id
+    sig = pygit2.Signature("A", "a@example.com", 1796007600, 0)
+    commits = [
+        str(pg.create_commit(None, sig, sig, f"c{i}", tree, [pg.head.target])) for i in range(400)
+    ]
+    base = repo.notes_ref()
+    assert base is not None
+    _fast_import_notes(repo, THEIRS, base, commits[:200], "t")
+    _fast_import_notes(repo, "refs/notes/majordomus", base, commits[150:], "o")
+    theirs = repo.git("rev-parse", THEIRS).strip()
+    report = merge(repo, theirs)
+    assert (report.outcome, report.records_added, report.notes_united) == ("merged", 200, 50)
+    paths = _note_paths(repo, "refs/notes/majordomus")
+    assert sorted(paths) == sorted([*commits, repo.head()])
+    assert all("/" in path for path in paths.values())
+    # git writes the same ref next and keeps our layout: one note per commit, no move.
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-m", "[[x]]\na = 1", commits[0])
+    assert _note_paths(repo, "refs/notes/majordomus") == paths
+    assert len(repo.git("notes", "--ref=majordomus", "list").splitlines()) == 401
+    assert note_ids(repo, commits[160]) == [f"c-o{commits[160][:12]}", f"c-t{commits[160][:12]}"]
+
+
+class RacingStore(Store):
+    """A store whose ref is moved by another writer between reading and swapping, once."""
+
+    raced = False
+
+    def _merged_tree(
+        self, ours: pygit2.Tree, theirs: pygit2.Tree
+    ) -> tuple[pygit2.Oid, int, int, int]:
+        if not self.raced:
+            self.raced = True
+            result = self.repo_for_race.run("checkpoint", "written meanwhile", "--json")
+            assert result.code == 0, result.err
+            self.meanwhile = json.loads(result.out)["record"]["id"]
+        return super()._merged_tree(ours, theirs)
+
+    repo_for_race: Repo
+    meanwhile: str
+
+
+def test_a_merge_that_lost_the_race_retries_and_keeps_both(repo: Repo) -> None:
+    repo.task("queue drops acks")
+    theirs_id = checkpoint(repo, "theirs")
+    theirs = diverge(repo)
+    checkpoint(repo, "mine")
+    store = RacingStore(str(repo.path), repo.environ)
+    store.repo_for_race = repo
+    report = store.merge_notes(theirs, "majordomus: merge test", sleep=lambda _: None)
+    assert (report.outcome, report.attempts) == ("merged", 2)
+    ids = note_ids(repo, repo.head())
+    assert store.meanwhile in ids
+    assert theirs_id in ids
+
+
+def test_inserting_many_notes_at_once_lays_them_out_as_one_by_one(repo: Repo) -> None:
+    store = Store(str(repo.path), repo.environ)
+    blob = store.repo.create_blob(b"[[x]]\na = 1\n")
+    names = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(400)]
+    for before, after in ((names[:0], names), (names[:60], names[60:]), (names[:300], names[300:])):
+        one_by_one = None
+        for name in [*before, *after]:
+            one_by_one = store._tree(store._insert(one_by_one, name, blob))
+        base = None
+        for name in before:
+            base = store._tree(store._insert(base, name, blob))
+        at_once = store._insert_many(base, dict.fromkeys(after, blob))
+        assert one_by_one is not None
+        assert at_once == one_by_one.id
