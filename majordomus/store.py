@@ -8,6 +8,7 @@ with a compare-and-swap, retried with jittered back-off.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import datetime
@@ -28,6 +29,7 @@ from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
 from majordomus.cache import BlobEntry, DocumentCache, GraphCache, Reach, ReadCache
 from majordomus.errors import RepositoryError
 from majordomus.records import (
+    Entry,
     Note,
     NoteError,
     Record,
@@ -853,21 +855,38 @@ class Store:
         return self._fan_out(level, len(next(iter(notes))))
 
     def _united_blob(self, blob_ids: Sequence[str]) -> tuple[pygit2.Oid, bool]:
-        """One note from several: the union of their records, or, when one of them cannot be
-        read (or foreign plain keys disagree), every distinct text concatenated, unread."""
+        """One note from several: the union of their records.
+
+        A note that cannot be read is kept as text inside an `[[unreadable]]` table
+        (an unknown kind, which every reader keeps and ignores), so the readable
+        records beside it stay readable. Only when even that cannot make one valid
+        note (foreign plain keys that disagree, or the result over the size limit)
+        is every distinct text concatenated, unread; nothing is ever dropped.
+        """
         parsed = [self._parse_blob(blob_id) for blob_id in blob_ids]
         notes = [note for note in parsed if isinstance(note, Note)]
-        if len(notes) == len(parsed) and _plain_keys_agree(notes):
-            text = dump_note(union(notes))
-            return self.repo.create_blob(text.encode("utf-8")), True
-        kept: list[bytes] = []
+        if notes and _plain_keys_agree(notes):
+            kept = [
+                _unreadable_entry(blob_id, self._blob_data(blob_id))
+                for blob_id, note in zip(blob_ids, parsed, strict=True)
+                if isinstance(note, NoteError)
+            ]
+            united = union(notes)
+            text = dump_note(Note(united.entries + tuple(kept), united.other, united.invalid_plain))
+            data = text.encode("utf-8")
+            try:
+                parse_note(data)
+            except NoteError:
+                pass
+            else:
+                return self.repo.create_blob(data), not kept
+        kept_data: list[bytes] = []
         for blob_id in blob_ids:
-            blob = self.repo[blob_id]
-            data = blob.data if isinstance(blob, pygit2.Blob) else b""
-            if any(data in other for other in kept):
+            data = self._blob_data(blob_id)
+            if any(data in other for other in kept_data):
                 continue
-            kept = [other for other in kept if other not in data] + [data]
-        parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept]
+            kept_data = [other for other in kept_data if other not in data] + [data]
+        parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept_data]
         return self.repo.create_blob(b"\n".join(parts)), False
 
     def _records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> int:
@@ -887,6 +906,16 @@ class Store:
             if isinstance(parsed, Note):
                 ids.update(record.id for record in parsed.records)
         return ids
+
+
+def _unreadable_entry(blob_id: str, data: bytes) -> Entry:
+    """A note that could not be read, kept whole as an unknown-kind table."""
+    table: dict[str, Any] = {"blob": blob_id}
+    try:
+        table["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        table["base64"] = base64.b64encode(data).decode("ascii")
+    return Entry("unreadable", table, None)
 
 
 def _plain_keys_agree(notes: Sequence[Note]) -> bool:
