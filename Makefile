@@ -22,11 +22,14 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check majordomus tests bench
-	$(BIN)/ruff format --check majordomus tests bench
+	$(BIN)/ruff check majordomus tests bench soak
+	$(BIN)/ruff format --check majordomus tests bench soak
 
+# bench/ and soak/ are scripts, each with its own run.py: checked one folder at a time.
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict majordomus tests bench
+	$(BIN)/mypy --strict majordomus tests
+	$(BIN)/mypy --strict bench
+	$(BIN)/mypy --strict soak
 
 check: lint typecheck test
 
@@ -35,3 +38,6 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .hypothesis
+
+soak: $(STAMP)
+	$(BIN)/python soak/run.py

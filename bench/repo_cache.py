@@ -34,6 +34,12 @@ MANIFEST = "manifest.json"
 FILES_PER_DIR = 20
 DIRS = 10
 GET_MARK_BATCH = 512  # answers (41 bytes each) stay well inside a pipe buffer
+DEFAULT_GRAPH = "generation v2 (git's default)"
+GRAPH_VARIANTS: Mapping[str, int | None] = {  # name -> commitGraph.generationVersion
+    "none": None,
+    "generation v1": 1,
+    DEFAULT_GRAPH: 2,
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
+import os
 import platform
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from repo_cache import Fixture
-from suite import MEMORY_LIMIT_MIB, Command, Row, Series, Setup, Target
+from probe import memory_source
+from repo_cache import DEFAULT_GRAPH, Fixture
+from suite import MEMORY_LIMIT_MIB, Command, Row, Series, Setup, Target, failure_text
 
 STDERR_CHARS = 160
+FAILURE_LINES = 12  # the end of a traceback says what went wrong
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,6 +41,8 @@ class Machine:
     git: str
     pygit2: str
     majordomus: str
+    source: str
+    load: str
 
 
 def _output(argv: Sequence[str], env: Mapping[str, str]) -> str:
@@ -69,6 +75,22 @@ def _memory_total() -> str:
     return "unknown"
 
 
+def majordomus_source(setup: Setup) -> str:
+    """Which majordomus is measured: its commit, uncommitted changes, a hash of its files."""
+    where = "import majordomus, os; print(os.path.dirname(majordomus.__file__))"
+    package = Path(_output([str(setup.python), "-c", where], setup.env))
+    files = sorted(package.rglob("*.py")) if package.is_dir() else []
+    if not files:
+        return "package not importable"
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    commit = _output(["git", "-C", str(package), "rev-parse", "--short", "HEAD"], setup.env)
+    status = _output(["git", "-C", str(package), "status", "--porcelain", "--", "."], setup.env)
+    changed = " with uncommitted changes" if status else ""
+    return f"commit {commit}{changed}; package files sha256 {digest.hexdigest()[:12]}"
+
+
 def describe_machine(setup: Setup) -> Machine:
     versions = "import pygit2; print(pygit2.__version__, '(libgit2', pygit2.LIBGIT2_VERSION + ')')"
     return Machine(
@@ -82,6 +104,8 @@ def describe_machine(setup: Setup) -> Machine:
         git=_output(["git", "--version"], setup.env),
         pygit2=_output([str(setup.python), "-c", versions], setup.env),
         majordomus=_output([str(setup.majordomus), "--version"], setup.env),
+        source=majordomus_source(setup),
+        load=" ".join(f"{value:.2f}" for value in os.getloadavg()),
     )
 
 
@@ -94,9 +118,9 @@ def _ratio(row: Row) -> str:
 
 
 def _target(target: Target, mode: str) -> str:
-    text = f"≤ {target.limit:g}"
+    text = f"≤ {target.limit:.1f}"
     if target.aim is not None:
-        text += f" (aim ≤ {target.aim:g})"
+        text += f" (aim ≤ {target.aim:.1f})"
     return f"{text} x floor" if mode == "write" else text
 
 
@@ -142,6 +166,21 @@ def results_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def _summary(rows: Sequence[Row]) -> str:
+    met = [row for row in rows if row.verdict.startswith("met") and "," not in row.verdict]
+    failed = sum(1 for row in rows if row.majordomus.failure)
+    text = f"Targets met: {len(met)} of {len(rows)}"
+    return text + (f"; {failed} command(s) failed." if failed else ".")
+
+
+def _graph_heading(result: SizeResult) -> str:
+    runs = next((len(rows[0].majordomus.outcomes) for rows in result.graph_rows.values()), 0)
+    return (
+        f"Commit-graph variants (warm, medians of {runs} runs after one warm-up; one clone, "
+        "its graph file replaced between variants):"
+    )
+
+
 def graph_table(result: SizeResult) -> str:
     lines = [
         "| commit-graph | file chunks | command | majordomus | git-only | ratio |",
@@ -160,6 +199,28 @@ def graph_table(result: SizeResult) -> str:
                 f"| {_ratio(row)} |"
             )
     return "\n".join(lines)
+
+
+def graph_finding(result: SizeResult) -> str:
+    """How much each variant costs next to git's default graph, majordomus and git alike."""
+    default = {row.name: row for row in result.graph_rows.get(DEFAULT_GRAPH, ())}
+    sentences = []
+    for variant, rows in result.graph_rows.items():
+        if variant == DEFAULT_GRAPH:
+            continue
+        factors = [_factors(row, default.get(row.name)) for row in rows]
+        shown = "; ".join(f"{row.name} {text}" for row, text in zip(rows, factors, strict=True))
+        sentences.append(f"- {variant}, time relative to {DEFAULT_GRAPH}: {shown}.")
+    return "\n".join(sentences)
+
+
+def _factors(row: Row, default: Row | None) -> str:
+    if default is None:
+        return "—"
+    mine = "—"
+    if not (row.majordomus.failure or default.majordomus.failure):
+        mine = f"{row.majordomus.median_ms / default.majordomus.median_ms:.2f}x"
+    return f"majordomus {mine}, git {row.baseline.median_ms / default.baseline.median_ms:.2f}x"
 
 
 def _substitute(text: str, substitutions: Mapping[str, str]) -> str:
@@ -195,15 +256,19 @@ def _answers(result: SizeResult) -> list[str]:
 
 def _failures(result: SizeResult) -> list[str]:
     lines = []
-    for row in result.rows:
-        failure = row.majordomus.failure
-        if failure:
-            lines.append(f"- {row.name} ({row.mode}):\n\n  ```text\n  {_indent(failure)}\n  ```")
+    rows = [*result.rows, *(row for rows in result.graph_rows.values() for row in rows)]
+    for row in rows:
+        failed = row.majordomus.failures
+        if failed:
+            lines.append(
+                f"- {row.name} ({row.mode}), {row.majordomus.failure}\n\n"
+                f"  ```text\n  {_tail(failure_text(failed[-1]))}\n  ```"
+            )
     return lines
 
 
-def _indent(text: str) -> str:
-    return "\n  ".join(text.strip().splitlines()[:12])
+def _tail(text: str) -> str:
+    return "\n  ".join(text.strip().splitlines()[-FAILURE_LINES:])
 
 
 def size_section(result: SizeResult) -> str:
@@ -216,19 +281,60 @@ def size_section(result: SizeResult) -> str:
         f"is on `{fixture.handover_commit}`, {shape.handover_distance:,} commits behind HEAD. "
         f"The cached repository took {fixture.build_seconds:.1f} s to build.",
         results_table(result.rows),
-        "Commit-graph variants (warm; same clone, graph file replaced between variants):",
+        _summary(result.rows),
+        _graph_heading(result),
         graph_table(result),
+        graph_finding(result),
         "Answers checked against the generated data (warm runs):",
         "\n".join(_answers(result)),
     ]
     failures = _failures(result)
     if failures:
-        parts += ["majordomus failures (stderr of the first failing run):", "\n".join(failures)]
+        parts += ["majordomus failures (the end of the last failing run's stderr):"]
+        parts.append("\n".join(failures))
     parts += [
         "Commands, as run (`REPO` is a scratch clone of the cached repository):",
         commands_block(result),
     ]
     return "\n\n".join(parts)
+
+
+def growth_section(results: Sequence[SizeResult]) -> str:
+    """Each warm and write row, smallest repository against the largest."""
+    if len(results) < 2:
+        return ""
+    small, large = results[0], results[-1]
+    grow = large.fixture.shape.commits / small.fixture.shape.commits
+    lines = [
+        f"## How cost grows ({small.fixture.shape.commits:,} → "
+        f"{large.fixture.shape.commits:,} commits, {grow:g}x the data)",
+        "",
+        "| command | run | majordomus | growth | git-only | growth |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for before, after in zip(small.rows, large.rows, strict=True):
+        lines.append(
+            f"| {after.name} | {after.mode} | {_ms(before.majordomus)} → {_ms(after.majordomus)} "
+            f"| {_growth(before.majordomus, after.majordomus)} "
+            f"| {_ms(before.baseline)} → {_ms(after.baseline)} "
+            f"| {_growth(before.baseline, after.baseline)} |"
+        )
+    return "\n".join(lines)
+
+
+def _growth(before: Series, after: Series) -> str:
+    if before.failure or after.failure or not before.median_ms:
+        return "—"
+    return f"{after.median_ms / before.median_ms:.1f}x"
+
+
+def _changed_warning(start: str, end: str) -> str:
+    if start == end:
+        return ""
+    return (
+        f"\n**majordomus changed while this ran** (at the start: {start}; at the end: {end}): "
+        "the figures mix versions.\n"
+    )
 
 
 def machine_section(machine: Machine) -> str:
@@ -239,13 +345,31 @@ def machine_section(machine: Machine) -> str:
             f"- CPU: {machine.cpu}; `nproc`: {machine.cores}",
             f"- Memory: {machine.memory}; {machine.kernel}",
             f"- Python {machine.python}; {machine.git}; pygit2 {machine.pygit2}",
-            f"- majordomus: {machine.majordomus}",
+            f"- majordomus: {machine.majordomus}; {machine.source}",
+            f"- Load average (1, 5, 15 min) at the start: {machine.load}; at the end: "
+            + " ".join(f"{value:.2f}" for value in os.getloadavg()),
+            *_busy_note(machine),
         ]
     )
 
 
+def _busy_note(machine: Machine) -> list[str]:
+    """Say so when other work shared the CPUs: every figure then carries its noise."""
+    cores = int(machine.cores) if machine.cores.isdigit() else os.cpu_count() or 1
+    loads = [float(machine.load.split()[0]), os.getloadavg()[0]]
+    if max(loads) <= cores / 2:
+        return []
+    return [
+        "",
+        f"Other work shared the {cores} CPUs during this run (load up to {max(loads):.1f}): "
+        "interleaving spreads it over both sides, but absolute times are inflated and the "
+        "ratios are noisier than on an idle machine.",
+    ]
+
+
 def document(
     machine: Machine,
+    source_at_end: str,
     results: Sequence[SizeResult],
     setup: Setup,
     argv: Sequence[str],
@@ -257,7 +381,7 @@ def document(
 
 Generated by `{command}` on {when}; the run took {elapsed_s:.0f} s.
 `make bench` runs `.venv/bin/python bench/run.py`. Do not edit by hand: rerun it.
-
+{_changed_warning(machine.source, source_at_end)}
 {machine_section(machine)}
 
 ## What is measured
@@ -268,9 +392,9 @@ git, …) after {setup.warmup} warm-up round(s); figures are medians of {setup.r
 runs, and *ratio* is majordomus' median over git's. Every command runs in a
 hermetic environment (temporary `HOME`, `XDG_CONFIG_HOME` and `XDG_CACHE_HOME`,
 `GIT_CONFIG_NOSYSTEM=1`, a fixed identity) on a scratch clone of the cached
-repository, with stdout and stderr written to files. Peak memory is the
-largest resident set size of the process and anything it waited for
-(`wait4`), over all its runs.
+repository (`gc.auto=0`, so no automatic gc lands inside a timing), with stdout
+and stderr written to files. Peak memory is the largest resident set size over
+all runs of a command, from {memory_source()}.
 
 - **warm**: the repository is unchanged between runs.
 - **cold**: the first read after a new record is written: `majordomus
@@ -282,7 +406,9 @@ largest resident set size of the process and anything it waited for
 
 Targets: history, check and resume --peek at most 1.0 warm (aim 0.5) and 2.0
 cold; checkpoint at most 2.0 x the floor (aim 1.3); peak memory under
-{MEMORY_LIMIT_MIB:g} MiB for every command.
+{MEMORY_LIMIT_MIB:g} MiB for every command. The targets are set for the largest
+repository; the smaller one shows how cost grows with history, and there the
+fixed cost of starting Python and importing majordomus dominates.
 
 The data set: a linear history (one commit a minute, each changing one of 200
 small files) and one note on every tenth commit on average, spread over 20
@@ -294,4 +420,6 @@ stream (commits and the notes commit, fanned out as git does), validated
 commit-graph (`git commit-graph write --reachable`), and cached under
 `${{XDG_CACHE_HOME:-~/.cache}}/majordomus-bench/`, keyed by the generator version.
 """
-    return head + "\n" + "\n\n".join(size_section(result) for result in results) + "\n"
+    sections = [size_section(result) for result in reversed(results)]
+    growth = growth_section(results)
+    return head + "\n" + "\n\n".join([*sections, growth] if growth else sections) + "\n"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from corpus import shape_for
 from repo_cache import (
+    GRAPH_VARIANTS,
     Fixture,
     cache_root,
     ensure_fixture,
@@ -26,15 +27,10 @@ from repo_cache import (
     scratch_clone,
     set_commit_graph,
 )
-from report import SizeResult, describe_machine, document, size_section
+from report import SizeResult, describe_machine, document, majordomus_source, size_section
 from suite import Row, Setup, checkpoint_row, cold_rows, reads, rev_list_answer, warm_rows
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-GRAPH_VARIANTS: Mapping[str, int | None] = {
-    "none": None,
-    "generation v1": 1,
-    "generation v2 (git's default)": 2,
-}
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -62,7 +58,7 @@ def parse_sizes(text: str) -> list[int]:
         word = item.strip().lower()
         scale = {"k": 1_000, "m": 1_000_000}.get(word[-1:], 1)
         sizes.append(int(word.rstrip("km")) * scale)
-    return sizes
+    return sorted(set(sizes))
 
 
 def hermetic_env(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
@@ -145,41 +141,52 @@ def _substitutions(setup: Setup, workdir: Path) -> dict[str, str]:
     return names
 
 
+def make_setup(args: argparse.Namespace, env: Mapping[str, str]) -> Setup:
+    quick = bool(args.quick)
+    return Setup(
+        majordomus=args.majordomus,
+        python=Path(sys.executable),
+        env=env,
+        warmup=args.warmup if args.warmup is not None else (1 if quick else 2),
+        runs=args.runs or (3 if quick else 10),
+        cold_runs=args.cold_runs or (2 if quick else 5),
+    )
+
+
+def warn_about(setup: Setup) -> None:
+    if not setup.majordomus.exists():
+        log(f"{setup.majordomus} does not exist: majordomus rows will show the failure")
+    load = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    if load > cores / 2:
+        log(f"load average is {load:.2f} on {cores} cores: other work will distort the figures")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(arguments)
     started = time.monotonic()
     sizes = parse_sizes(args.sizes or ("10k" if args.quick else "10k,100k"))
     root = cache_root(os.environ)
     root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))  # same file system: hard links
     try:
-        env = hermetic_env(workdir / "env", os.environ)
-        setup = Setup(
-            majordomus=args.majordomus,
-            python=Path(sys.executable),
-            env=env,
-            warmup=args.warmup if args.warmup is not None else (1 if args.quick else 2),
-            runs=args.runs or (3 if args.quick else 10),
-            cold_runs=args.cold_runs or (2 if args.quick else 5),
-        )
-        if not args.majordomus.exists():
-            log(f"{args.majordomus} does not exist: majordomus rows will show the failure")
+        setup = make_setup(args, hermetic_env(workdir / "env", os.environ))
+        warn_about(setup)
+        machine = describe_machine(setup)
         results = []
         for commits in sizes:
-            fixture = ensure_fixture(shape_for(commits), root, env, log, rebuild=args.rebuild)
+            fixture = ensure_fixture(shape_for(commits), root, setup.env, log, rebuild=args.rebuild)
             log(f"measuring {commits:,} commits")
             results.append(measure_size(fixture, setup, workdir / f"c{commits}"))
             print(size_section(results[-1]) + "\n", flush=True)
-        elapsed = time.monotonic() - started
-        text = document(
-            describe_machine(setup),
-            results,
-            setup,
-            list(sys.argv[1:] if argv is None else argv),
-            elapsed,
-        )
+        source_at_end = majordomus_source(setup)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    if source_at_end != machine.source:
+        log("majordomus changed while the benchmark ran: the figures mix versions")
+    text = document(machine, source_at_end, results, setup, arguments, elapsed)
     output = args.output or (None if args.quick else REPO_ROOT / "docs" / "benchmarks.md")
     if output is not None and not args.no_write:
         output.parent.mkdir(parents=True, exist_ok=True)

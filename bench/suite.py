@@ -41,6 +41,12 @@ def _quote(arg: str) -> str:
     return arg if plain else "'" + arg.replace("'", "'\\''") + "'"
 
 
+def failure_text(outcome: Outcome) -> str:
+    """What a failed run said: stderr, else stdout (a JSON answer with exit 1)."""
+    text = outcome.stderr.strip() or outcome.stdout.decode("utf-8", "replace").strip()
+    return text or "(no output)"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Series:
     """The recorded runs of one command."""
@@ -49,12 +55,18 @@ class Series:
     outcomes: tuple[Outcome, ...]
 
     @property
+    def failures(self) -> tuple[Outcome, ...]:
+        return tuple(o for o in self.outcomes if o.exit_code not in self.command.ok)
+
+    @property
     def failure(self) -> str | None:
-        for outcome in self.outcomes:
-            if outcome.exit_code not in self.command.ok:
-                message = outcome.stderr.strip() or outcome.stdout.decode("utf-8", "replace")
-                return f"exit {outcome.exit_code}: {message.strip() or '(no output)'}"
-        return None
+        """One line: how often it failed and the last line it printed (a traceback's error)."""
+        if not self.failures:
+            return None
+        last = self.failures[-1]
+        lines = failure_text(last).splitlines() or ["(no output)"]
+        share = f"{len(self.failures)} of {len(self.outcomes)} runs"
+        return f"exit {last.exit_code} in {share}: {lines[-1].strip()}"
 
     @property
     def median_ms(self) -> float:

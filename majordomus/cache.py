@@ -213,3 +213,40 @@ class DocumentCache:
         with contextlib.suppress(OSError):
             tmp.unlink()
         self.dirty = False
+
+
+VIEWS_FILE_NAME = "majordomus-views"
+
+
+class ViewCache:
+    """Per-task views of every record, for one state of the notes refs.
+
+    The key names that state (each ref's target, and HEAD when the choice of a
+    record's copy depends on it), so a view is never read for another state. Each
+    task's view is kept as its own marshalled bytes: a command decodes only the
+    task it asks about.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.key = ""
+        self.meta: Any = None
+        self.tasks: dict[str, bytes] = {}
+        try:
+            data: Any = marshal.loads(path.read_bytes())
+            if data[0] == VERSION:
+                self.key, self.meta, self.tasks = data[1], data[2], dict(data[3])
+        except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
+            self.key, self.meta, self.tasks = "", None, {}
+
+    def get(self, key: str) -> tuple[Any, dict[str, bytes]] | None:
+        return (self.meta, self.tasks) if key and key == self.key else None
+
+    def put(self, key: str, meta: Any, tasks: dict[str, bytes]) -> None:
+        self.key, self.meta, self.tasks = key, meta, tasks
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_bytes(marshal.dumps((VERSION, key, meta, tasks)))
+            os.replace(tmp, self.path)
+        with contextlib.suppress(OSError):
+            tmp.unlink()

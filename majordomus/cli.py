@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import gc
 import os
 import sys
 import time
@@ -395,6 +396,7 @@ def watch(
     """
     session = _session(ctx)
     terminal = session.terminal
+    gc.enable()  # a long-running command: let the collector work
 
     def emit(result: ops.CheckResult, changed: bool) -> None:
         line = render.check_line(result, terminal.colour)

@@ -75,10 +75,12 @@ class Index:
         self._rev = rev
         self._order: dict[str, int] | None = None
         self._notes: dict[str, Note] = {}
-        copies: dict[str, list[Listed]] = {}
+        # Copies of one record share kind and id; a record of another kind that reuses
+        # the id (only a forged note does) is another record, never a newer copy.
+        copies: dict[tuple[str, str], list[Listed]] = {}
         for commit, annotated in noteset.commits.items():
             for summary in annotated.summaries:
-                copies.setdefault(summary.id, []).append(Listed(summary, commit))
+                copies.setdefault((summary.kind, summary.id), []).append(Listed(summary, commit))
         self.records: list[Listed] = [self._choose(c) for c in copies.values()]
 
     @property
@@ -657,6 +659,8 @@ def watch(
     """
     if every_s <= 0:
         raise RefusedError(f"--every must be more than 0 seconds, not {every_s:g}.")
+    if not every_s <= 86400:  # NaN too: time.sleep refuses NaN and overflows on inf
+        raise RefusedError(f"--every must be at most 86400 seconds (a day), not {every_s:g}.")
     store = open_store(ctx)
     prof = load_profile(ctx, store)
     start = monotonic()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ DEFAULT_NAME = "default"
 BUILT_IN: Mapping[str, int] = {"interval": 20 * 60, "checkpoint_max": 400, "handover_max": 800}
 BUILT_IN_SOURCE = "built-in default"
 REPO_FILE = ".majordomus.toml"
+CONFIG_MAX_BYTES = 1 << 20  # far above any real profile file; a larger one is not read
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -44,13 +46,16 @@ def parse_duration(value: object, where: str) -> int:
         seconds = value
     elif isinstance(value, str):
         text = value.strip()
-        if text.isdigit():
-            seconds = int(text)
-        else:
-            match = _DURATION.fullmatch(text)
-            if text and match:
-                hours, minutes, secs = (int(g) if g else 0 for g in match.groups())
-                seconds = hours * 3600 + minutes * 60 + secs
+        try:
+            if text.isdecimal():  # not isdigit: int() refuses "²"
+                seconds = int(text)
+            else:
+                match = _DURATION.fullmatch(text)
+                if text and match:
+                    hours, minutes, secs = (int(g) if g else 0 for g in match.groups())
+                    seconds = hours * 3600 + minutes * 60 + secs
+        except ValueError:  # more digits than int() converts
+            seconds = None
     if seconds is None or seconds <= 0:
         raise RefusedError(
             f"{where} must be a positive duration such as 90s, 20m, 1h30m or plain seconds, "
@@ -76,6 +81,8 @@ def parse_config(text: str, path: str) -> ConfigFile:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise RefusedError(f"{path} is not valid TOML ({error}); fix or remove it.") from None
+    except (ValueError, RecursionError) as error:  # a huge integer, nesting past the stack
+        raise RefusedError(f"{path} cannot be read as TOML ({error}); fix or remove it.") from None
     profile: str | None = None
     profiles: dict[str, Mapping[str, int]] = {}
     for key, value in document.items():
@@ -109,11 +116,17 @@ def _parse_profile_table(table: object, where: str) -> Mapping[str, int]:
 
 def read_config(path: Path) -> ConfigFile | None:
     try:
-        data = path.read_bytes()
+        # stat first: opening a FIFO would block, and /dev/zero never ends.
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise RefusedError(f"{path} is not a regular file; replace or remove it.")
+        with path.open("rb") as handle:
+            data = handle.read(CONFIG_MAX_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as error:
         raise RefusedError(f"{path} cannot be read ({error.strerror}).") from None
+    if len(data) > CONFIG_MAX_BYTES:
+        raise RefusedError(f"{path} is over {CONFIG_MAX_BYTES} bytes; fix or remove it.")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

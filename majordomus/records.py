@@ -68,6 +68,12 @@ def clean_text(field: str, raw: str, cap: int) -> str:
     if not text:
         raise RefusedError(f"{field} is empty; nothing was recorded.")
     for index, char in enumerate(text):
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            # How Python hands over argv or environment bytes that are not UTF-8.
+            raise RefusedError(
+                f"{field} is not UTF-8 text (an undecodable byte at character {index + 1}); "
+                "nothing was recorded."
+            )
         if is_refused_char(char):
             raise RefusedError(
                 f"{field} contains the control character U+{ord(char):04X} at character "
@@ -213,7 +219,8 @@ class Entry:
         """Identity for de-duplication: the id where one can be trusted, else exact content."""
         ident = self.table.get("id")
         if isinstance(ident, str) and (self.record is not None or self.kind not in KINDS):
-            return ("id", ident)
+            # The kind too: a foreign table that reuses a record's id must not replace it.
+            return (f"{self.kind} id", ident)
         return ("content", dump_tables([(self.kind, self.table)]))
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -46,8 +47,19 @@ def safe(text: str) -> str:
 
 def dumps(value: Any) -> str:
     """JSON with every character of the refused set as a \\uXXXX escape, never raw."""
-    text = json.dumps(value, ensure_ascii=False, indent=2, default=_json_default)
+    text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities (TOML has them, JSON does not: jq refuses `NaN`) as TOML spells them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _json_default(value: object) -> object:
