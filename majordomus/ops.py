@@ -11,20 +11,20 @@ import os
 import re
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import IO, Any
 
 from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
-from majordomus.graph import Divergence, divergence
-from majordomus.records import HANDOVER_FIELDS, Note, Record, Summary, clean_text, new_record
+from majordomus.graph import Divergence
+from majordomus.index import Index, Located, Views, label, newest_first
+from majordomus.records import HANDOVER_FIELDS, clean_text, new_record
 from majordomus.secret import find_secret
-from majordomus.store import NoteSet, StaleLock, Store
+from majordomus.store import StaleLock, Store
 
 TITLE_MAX = 200
 SESSION_MAX = 200
-PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
 INPUT_MAX_BYTES = 64 * 1024  # no cap is near this: larger input is refused unread
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
@@ -38,152 +38,6 @@ class Context:
     sleep: Callable[[float], None] = time.sleep
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Located:
-    """A record and the commit its note is attached to now."""
-
-    record: Record
-    commit: str
-    position: int  # order of the record within that commit's note
-
-
-# ---- the index of every record --------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Listed:
-    """A record as the index knows it, without its text: its summary and its commit."""
-
-    summary: Summary
-    commit: str
-
-    @property
-    def at(self) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.summary.at, datetime.UTC)
-
-
-class Index:
-    """Every record of a NoteSet, each id once, with the copy chosen as the spec says.
-
-    Works on summaries (cheap, cached); `locate` parses a note only when a
-    record is to be shown whole.
-    """
-
-    def __init__(self, noteset: NoteSet, store: Store, rev: str | None = None) -> None:
-        self.noteset = noteset
-        self._store = store
-        self._rev = rev
-        self._order: dict[str, int] | None = None
-        self._notes: dict[str, Note] = {}
-        # Copies of one record share kind and id; a record of another kind that reuses
-        # the id (only a forged note does) is another record, never a newer copy.
-        copies: dict[tuple[str, str], list[Listed]] = {}
-        for commit, annotated in noteset.commits.items():
-            for summary in annotated.summaries:
-                copies.setdefault((summary.kind, summary.id), []).append(Listed(summary, commit))
-        self.records: list[Listed] = [self._choose(c) for c in copies.values()]
-
-    @property
-    def graph_order(self) -> dict[str, int]:
-        """Commit -> position in `git rev-list REV` (children first); computed once, lazily."""
-        if self._order is None:
-            rev = self._rev or self._store.head()
-            self._order = self._store.reachable(rev, self.noteset.commits.keys())
-        return self._order
-
-    def _choose(self, copies: list[Listed]) -> Listed:
-        if len(copies) == 1:
-            return copies[0]
-        reachable = [c for c in copies if c.commit in self.graph_order]
-        if reachable:
-            return min(reachable, key=lambda c: self.graph_order[c.commit])
-        return max(copies, key=lambda c: self._store.commit_time(c.commit) or 0)
-
-    def locate(self, listed: Listed) -> Located:
-        """The whole record, parsed from its note."""
-        note = self._notes.get(listed.commit)
-        if note is None:
-            note = self._store.note(self.noteset.commits[listed.commit].blobs)
-            self._notes[listed.commit] = note
-        position = listed.summary.position
-        return Located(note.records[position], listed.commit, position)
-
-    def preload(self, items: Sequence[Listed]) -> None:
-        """Before showing many records whole: parse their notes in one go."""
-        blobs = {b for item in items for b in self.noteset.commits[item.commit].blobs}
-        if len(blobs) > PRELOAD_THRESHOLD:
-            self._store.preload(blobs)
-
-    def of_kind(self, kind: str, task: str | None = None) -> list[Listed]:
-        return [
-            item
-            for item in self.records
-            if item.summary.kind == kind and (task is None or item.summary.task == task)
-        ]
-
-    def tasks(self) -> dict[str, Listed | None]:
-        """Task id -> its task record (None when only other records name it)."""
-        found: dict[str, Listed | None] = {}
-        for item in self.records:
-            if item.summary.kind == "task":
-                found[item.summary.task] = item
-            else:
-                found.setdefault(item.summary.task, None)
-        return found
-
-    def resolved_handovers(self) -> set[str]:
-        resolved: set[str] = set()
-        for item in self.of_kind("resume"):
-            resolved.add(item.summary.handover)
-            resolved.update(item.summary.supersedes)
-        return resolved
-
-    def open_handovers(self, task: str) -> list[Listed]:
-        resolved = self.resolved_handovers()
-        pending = [h for h in self.of_kind("handover", task) if h.summary.id not in resolved]
-        return newest_first(pending, self.order_of)
-
-    def last(self, kind: str, task: str) -> Listed | None:
-        found = newest_first(self.of_kind(kind, task), self.order_of)
-        return found[0] if found else None
-
-    def order_of(self, commit: str) -> int:
-        """Graph order when it is already known, else a neutral rank (ties stay in note order)."""
-        if self._order is None:
-            return 0
-        return self._order.get(commit, len(self._order))
-
-
-def label(store: Store, handover_commit: str, at_commit: str) -> Divergence:
-    """The divergence label, from the graph cache when it already knows (or can derive) it."""
-    cached = store.cached_label(handover_commit, at_commit)
-    if cached is not None:
-        return Divergence(*cached)
-    result: Divergence | None = None
-    if store.advanced_from is not None:
-        # HEAD moved on from a revision the cache knows: a handover that was behind
-        # it is now behind by as many more commits as came since.
-        base, since = store.advanced_from
-        before = store.cached_label(handover_commit, base)
-        if before is not None and before[0] in ("current", "advanced") and before[1] is not None:
-            result = Divergence("advanced", before[1] + since, 0)
-    if result is None:
-        result = divergence(store, handover_commit, at_commit)
-    if result.label not in ("missing", "unknown"):  # both can change with a fetch
-        store.remember_label(
-            handover_commit, at_commit, (result.label, result.ahead, result.behind)
-        )
-    return result
-
-
-def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:
-    """By `at`, then graph order (children first), then position in the note, newest first."""
-    return sorted(
-        items,
-        key=lambda item: (-item.summary.at, order_of(item.commit), -item.summary.position),
-    )
-
-
 # ---- shared steps ------------------------------------------------------------------
 
 
@@ -195,7 +49,7 @@ def load_profile(ctx: Context, store: Store) -> profiles.Profile:
     return profiles.load(store.workdir, ctx.profile_name, ctx.environ)
 
 
-def resolve_task(index: Index, name: str) -> str:
+def resolve_task(task_ids: Collection[str], name: str) -> str:
     """A task id from a unique prefix of at least 4 hex digits, with or without `t-`."""
     match = _TASK_PREFIX.fullmatch(name.strip().lower())
     if match is None:
@@ -204,7 +58,7 @@ def resolve_task(index: Index, name: str) -> str:
             "(see majordomus task list)."
         )
     digits = match.group(1)
-    candidates = sorted(task for task in index.tasks() if task[2:].startswith(digits))
+    candidates = sorted(task for task in task_ids if task[2:].startswith(digits))
     if not candidates:
         raise RefusedError(f"no task matches '{name}'; see majordomus task list.")
     if len(candidates) > 1:
@@ -214,11 +68,13 @@ def resolve_task(index: Index, name: str) -> str:
     return candidates[0]
 
 
-def current_task(ctx: Context, store: Store, index: Index, explicit: str | None) -> str:
+def current_task(
+    ctx: Context, store: Store, task_ids: Collection[str], explicit: str | None
+) -> str:
     """--task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`."""
     for name in (explicit, ctx.environ.get("MAJORDOMUS_TASK") or None, store.current_task()):
         if name:
-            return resolve_task(index, name)
+            return resolve_task(task_ids, name)
     raise RefusedError(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
@@ -282,9 +138,10 @@ def _write(
     task: str,
     fields: Mapping[str, Any],
     session: str | None,
-    index: Index | None = None,
+    views: Views | None = None,
     record_id: str | None = None,
 ) -> tuple[Located, tuple[StaleLock, ...]]:
+    """Write one record on HEAD; carry the cached views over to the new state."""
     head = store.head()
     author = store.identity()
     record = new_record(
@@ -297,12 +154,12 @@ def _write(
         session=session,
         fields=fields,
     )
-    annotated = index.noteset.commits.get(head) if index is not None else None
-    position = len(annotated.summaries) if annotated else 0
     report = store.append(
-        head, [record], f"majordomus: {kind} {task} on {head[:7]}", sleep=ctx.sleep
+        head, [record], f"majordomus: {kind} {task} on {head[:7]}", sleep=ctx.sleep, author=author
     )
-    return Located(record, head, position), report.stale_locks
+    if views is not None:
+        views.recorded(report, record, report.blob, report.position)
+    return Located(record, head, report.position), report.stale_locks
 
 
 def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
@@ -326,9 +183,9 @@ def task_new(
     store.head()
     store.check_writable()
     task = _new_id("t", 12)
-    located, locks = _write(
-        ctx, store, "task", task, {"title": text}, session_of(ctx, session), record_id=task
-    )
+    sess = session_of(ctx, session)
+    views = Views(store)
+    located, locks = _write(ctx, store, "task", task, {"title": text}, sess, views, task)
     store.set_current_task(task)
     return TaskCreated(located, locks)
 
@@ -368,7 +225,7 @@ def task_list(ctx: Context) -> list[TaskSummary]:
 
 def task_use(ctx: Context, name: str) -> str:
     store = open_store(ctx)
-    task = resolve_task(Index(store.read_notes(), store), name)
+    task = resolve_task(Views(store).task_ids, name)
     store.set_current_task(task)
     return task
 
@@ -396,10 +253,10 @@ def checkpoint(
     sess = session_of(ctx, session)
     store.head()
     store.check_writable()
-    index = Index(store.read_notes(), store)
-    task_id = current_task(ctx, store, index, task)
-    previous = index.last("checkpoint", task_id)
-    located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, index)
+    views = Views(store)
+    task_id = current_task(ctx, store, views.task_ids, task)
+    previous = views.index(task_id).last("checkpoint", task_id)
+    located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, views)
     previous_age = age_s(located.record.at, previous.at) if previous else None
     return CheckpointResult(located, previous_age, locks)
 
@@ -461,10 +318,10 @@ def handover(
     sess = session_of(ctx, session)
     store.head()
     store.check_writable()
-    index = Index(store.read_notes(), store)
-    task_id = current_task(ctx, store, index, task)
+    views = Views(store)
+    task_id = current_task(ctx, store, views.task_ids, task)
     dirty = store.is_dirty()
-    located, locks = _write(ctx, store, "handover", task_id, clean, sess, index)
+    located, locks = _write(ctx, store, "handover", task_id, clean, sess, views)
     return HandoverResult(located, dirty, locks)
 
 
@@ -490,8 +347,9 @@ def resume(
     head = store.head()
     if not peek:
         store.check_writable()
-    index = Index(store.read_notes(), store)
-    task_id = current_task(ctx, store, index, task)
+    views = Views(store)
+    task_id = current_task(ctx, store, views.task_ids, task)
+    index = views.index(task_id)
     pending = index.open_handovers(task_id)
     if not pending:
         return ResumeResult(task_id, None, None, None, 0, (), ())
@@ -507,7 +365,7 @@ def resume(
     if div.behind is not None:
         fields["behind"] = div.behind
     fields["supersedes"] = list(superseded)
-    recorded, locks = _write(ctx, store, "resume", task_id, fields, sess, index)
+    recorded, locks = _write(ctx, store, "resume", task_id, fields, sess, views)
     return ResumeResult(task_id, newest, div, recorded, len(pending), superseded, locks)
 
 
@@ -542,9 +400,12 @@ def history(
         raise RefusedError(f"--limit must be 1 or more, not {limit}.")
     store = open_store(ctx)
     commit = store.resolve(rev)
-    noteset = store.read_notes()
-    index = Index(noteset, store, rev=commit)
-    task_id = resolve_task(index, task) if task is not None else None
+    if task is not None:
+        views = Views(store)
+        task_id: str | None = resolve_task(views.task_ids, task)
+        index = views.index(task_id or "", rev=commit)
+    else:
+        task_id, index = None, Index(store.read_notes(), store, rev=commit)
     order = index.graph_order
     chosen = [item for item in index.records if task_id is None or item.summary.task == task_id]
     visible = [item for item in chosen if item.commit in order]
@@ -569,7 +430,7 @@ def history(
         rev=commit,
         task=task_id,
         entries=tuple(entries),
-        invalid=noteset.invalid,
+        invalid=index.invalid,
         hidden=0 if include_all else hidden,
     )
 
@@ -635,11 +496,13 @@ def _check_task(
 def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> list[CheckResult]:
     store = open_store(ctx)
     prof = load_profile(ctx, store)
-    index = Index(store.read_notes(), store)
     now = ctx.now()
     if all_tasks:
+        index = Index(store.read_notes(), store)
         return [_check_task(index, t, prof, now) for t in sorted(index.tasks())]
-    return [_check_task(index, current_task(ctx, store, index, task), prof, now)]
+    views = Views(store)
+    task_id = current_task(ctx, store, views.task_ids, task)
+    return [_check_task(views.index(task_id), task_id, prof, now)]
 
 
 def watch(
@@ -673,7 +536,8 @@ def watch(
             store = open_store(ctx)  # a fresh handle sees refs other processes moved
             cached = (targets, Index(store.read_notes(), store))
         index = cached[1]
-        result = _check_task(index, current_task(ctx, store, index, task), prof, ctx.now())
+        task_id = current_task(ctx, store, index.tasks().keys(), task)
+        result = _check_task(index, task_id, prof, ctx.now())
         key = (
             result.task,
             result.stale,

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from majordomus.graph import Divergence
+from majordomus.index import Located
 from majordomus.ops import (
     CheckpointResult,
     CheckResult,
@@ -19,7 +20,6 @@ from majordomus.ops import (
     HistoryEntry,
     HistoryResult,
     InitReport,
-    Located,
     PushReport,
     ResumeResult,
     ShowResult,

@@ -26,6 +26,7 @@ import pygit2
 from majordomus.cache import FILE_NAME as CACHE_FILE
 from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
+from majordomus.cache import VIEWS_FILE_NAME as VIEWS_FILE
 from majordomus.cache import BlobEntry, DocumentCache, GraphCache, Reach, ReadCache
 from majordomus.errors import RepositoryError
 from majordomus.records import (
@@ -97,6 +98,9 @@ class WriteReport:
     notes_commit: str
     attempts: int
     stale_locks: tuple[StaleLock, ...]
+    parent: str | None  # the notes commit the write was built on
+    blob: str  # the note blob now on the commit
+    position: int  # of the first record written, among the note's records
 
 
 def _entry(tree: pygit2.Tree, name: str) -> pygit2.Object | None:
@@ -415,7 +419,7 @@ class Store:
     def drop_cache(self) -> bool:
         """Remove every derived cache file; the next command rebuilds what it needs."""
         dropped = False
-        for name in (CACHE_FILE, GRAPH_FILE, DOCUMENTS_FILE):
+        for name in (CACHE_FILE, GRAPH_FILE, DOCUMENTS_FILE, VIEWS_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (self.commondir / name).unlink()
                 dropped = True
@@ -507,9 +511,10 @@ class Store:
         timeout_s: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        author: str | None = None,
     ) -> WriteReport:
         """Append records to the note on `commit`, all or nothing, by compare-and-swap."""
-        author = self.identity()
+        author = author or self.identity()
         name, _, email = author.rpartition(" <")
         budget = timeout_s if timeout_s is not None else self._write_timeout()
         deadline = monotonic() + budget
@@ -519,7 +524,7 @@ class Store:
             attempts += 1
             ref = self.repo.references.get(NOTES_REF)
             parent_tree, parents = self._write_base(ref)
-            blob_id = self._note_blob(parent_tree, commit, records)
+            blob_id, position = self._note_blob(parent_tree, commit, records)
             tree_id = self._insert(parent_tree, commit, blob_id)
             now = datetime.datetime.now(datetime.UTC)
             signature = pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
@@ -534,7 +539,14 @@ class Store:
                 # A lock a killed writer left is reported even when it did not block us.
                 for lock in self.stale_locks():
                     stale.setdefault(lock.path, lock)
-                return WriteReport(str(new_commit), attempts, tuple(stale.values()))
+                return WriteReport(
+                    notes_commit=str(new_commit),
+                    attempts=attempts,
+                    stale_locks=tuple(stale.values()),
+                    parent=str(parents[0]) if parents else None,
+                    blob=str(blob_id),
+                    position=position,
+                )
             except (pygit2.GitError, pygit2.AlreadyExistsError, OSError, ValueError):
                 for lock in self.stale_locks():
                     stale[lock.path] = lock
@@ -601,7 +613,7 @@ class Store:
 
     def _note_blob(
         self, tree: pygit2.Tree | None, commit: str, records: Sequence[Record]
-    ) -> pygit2.Oid:
+    ) -> tuple[pygit2.Oid, int]:
         texts = []
         for blob_id in self._find(tree, commit, "") if tree is not None else []:
             try:
@@ -621,7 +633,13 @@ class Store:
                 f"the note on {commit[:12]} is not in majordomus format ({error}); majordomus "
                 "will not overwrite it."
             ) from None
-        return self.repo.create_blob(text.encode("utf-8"))
+        data = text.encode("utf-8")
+        written = union([parse_note(data)]).records
+        first = records[0]
+        position = next(
+            i for i, r in enumerate(written) if (r.kind, r.id) == (first.kind, first.id)
+        )
+        return self.repo.create_blob(data), position
 
     def _find(self, tree: pygit2.Tree, rest: str, prefix: str) -> Iterator[pygit2.Oid]:
         """Every copy of the note for `rest`, at any fan-out depth."""

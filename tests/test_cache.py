@@ -6,10 +6,10 @@ import json
 import random
 from pathlib import Path
 
-from majordomus.cache import FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME
+from majordomus.cache import FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME
 from tests.conftest import Repo
 
-CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME)
+CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
 
 
 def drop_caches(repo: Repo) -> None:
@@ -19,22 +19,49 @@ def drop_caches(repo: Repo) -> None:
 
 def answers(repo: Repo) -> tuple[object, ...]:
     history = json.loads(repo.run("history", "--all", "--json").out)
-    peek = repo.run("resume", "--peek", "--json")
     check = json.loads(repo.run("check", "--json").out)
-    return history, json.loads(peek.out), peek.code, check
+    task = check["task"]
+    peek = repo.run("resume", "--peek", "--json")
+    mine = json.loads(repo.run("history", "--task", task, "--all", "--json").out)
+    first = json.loads(repo.run("history", "HEAD~1", "--task", task, "--json").out)
+    return history, json.loads(peek.out), peek.code, check, mine, first
 
 
 def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> None:
     rng = random.Random(20261130)
     repo.task()
-    for step in range(40):
-        action = rng.choice(["commit", "commit", "checkpoint", "handover", "branch", "switch"])
+    repo.git("config", "notes.rewriteRef", "refs/notes/majordomus")
+    repo.commit("second")
+    for step in range(60):
+        action = rng.choice(
+            [
+                "commit",
+                "commit",
+                "checkpoint",
+                "handover",
+                "resume",
+                "branch",
+                "switch",
+                "task",
+                "amend",
+            ]
+        )
         if action == "commit":
             repo.commit(f"step {step}")
         elif action == "checkpoint":
             assert repo.run("checkpoint", f"checkpoint {step}").code == 0
         elif action == "handover":
             assert repo.run("handover", "-o", "o", "-s", f"s{step}", "-n", "n").code == 0
+        elif action == "amend":  # copies the note: one record now sits on two commits
+            repo.git("commit", "-q", "--amend", "--allow-empty", "-m", f"amended {step}")
+        elif action == "resume":
+            assert repo.run("resume").code in (0, 1)
+        elif action == "task":
+            tasks = [t["task"] for t in json.loads(repo.run("task", "list", "--json").out)["tasks"]]
+            if rng.random() < 0.5:
+                repo.task(f"task {step}")
+            else:
+                assert repo.run("task", "use", rng.choice(tasks)).code == 0
         elif action == "branch":
             repo.git("checkout", "-q", "-b", f"b{step}")
         else:
@@ -55,7 +82,8 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
     repo.run("handover", "-o", "o", "-s", "s", "-n", "n")
     before = repo.run("history", "--json").out
     git_dir = repo.path / ".git"
-    assert {p.name for p in git_dir.glob("majordomus-*cache")} == set(CACHES)
+    repo.run("history", "--json")  # a second read parses nothing new: it fills the caches
+    assert {p.name for p in git_dir.glob("majordomus-*")} == {*CACHES, "majordomus-task"}
     assert repo.git("status", "--porcelain", "--ignored") == ""
     for name in CACHES:
         (git_dir / name).write_bytes(b"\x00garbage")
@@ -66,7 +94,7 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
     dropped = repo.run("doctor", "--drop-cache")
     assert dropped.out.startswith("ok    cache     read caches dropped\n")
     # doctor reads the notes again afterwards, which rebuilds only the notes cache.
-    assert [p.name for p in git_dir.glob("majordomus-*cache")] == [FILE_NAME]
+    assert sorted(p.name for p in git_dir.glob("majordomus-*")) == [FILE_NAME, "majordomus-task"]
 
 
 def test_missing_is_never_cached(repo: Repo, tmp_path: Path) -> None:

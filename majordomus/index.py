@@ -1,0 +1,324 @@
+"""The index of records a read works on: one copy of each record, open handovers, labels;
+and per-task views of it, cached for the exact state of the notes refs they describe.
+
+Everything here works on summaries; a record is parsed whole (`locate`) only
+when it is to be shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import marshal
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from majordomus.cache import VIEWS_FILE_NAME, ViewCache
+from majordomus.errors import RepositoryError
+from majordomus.graph import Divergence, divergence
+from majordomus.records import Note, Record, Summary
+from majordomus.store import NOTES_REF, NoteSet, Store, WriteReport
+
+PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
+Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Located:
+    """A record and the commit its note is attached to now."""
+
+    record: Record
+    commit: str
+    position: int  # order of the record within that commit's note
+
+
+class Listed(NamedTuple):
+    """A record as the index knows it, without its text: its summary and its commit."""
+
+    summary: Summary
+    commit: str
+
+    @property
+    def at(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.summary.at, datetime.UTC)
+
+
+def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:
+    """By `at`, then graph order (children first), then position in the note, newest first."""
+    return sorted(
+        items,
+        key=lambda item: (-item.summary.at, order_of(item.commit), -item.summary.position),
+    )
+
+
+class Index:
+    """Records, each listed once with the copy chosen as the spec says: the copy on a
+    commit reachable from REV when there is one, else the copy on the newest commit."""
+
+    def __init__(self, noteset: NoteSet, store: Store, rev: str | None = None) -> None:
+        self._store = store
+        self._rev = rev
+        self._order: dict[str, int] | None = None
+        self._notes: dict[tuple[str, ...], Note] = {}
+        self._row_blobs: Mapping[tuple[str, str], tuple[str, ...]] = {}
+        self._blobs: Mapping[str, tuple[str, ...]] = {
+            commit: annotated.blobs for commit, annotated in noteset.commits.items()
+        }
+        self.invalid = noteset.invalid
+        self._resolved: set[str] | None = None
+        self._task_ids: tuple[str, ...] | None = None
+        # Copies of one record share kind and id; a record of another kind that reuses
+        # the id (only a forged note does) is another record, never a newer copy.
+        copies: dict[tuple[str, str], list[Listed]] = {}
+        for commit, annotated in noteset.commits.items():
+            for summary in annotated.summaries:
+                copies.setdefault((summary.kind, summary.id), []).append(Listed(summary, commit))
+        self.has_copies = any(len(c) > 1 for c in copies.values())
+        self.records: list[Listed] = [self._choose(c) for c in copies.values()]
+
+    @classmethod
+    def of_view(
+        cls,
+        store: Store,
+        rows: Sequence[Row],
+        resolved: set[str],
+        task_ids: tuple[str, ...],
+        invalid: int,
+        rev: str | None = None,
+    ) -> Index:
+        """An index holding one task's records, as a view cached them.
+
+        Each row names the note blobs its position refers to (after a write of ours,
+        older rows on the same commit still name the older blob, which holds them at
+        the same place).
+        """
+        index = cls.__new__(cls)
+        index._store, index._rev, index._order, index._notes = store, rev, None, {}
+        index.records = [Listed(Summary._make(row[0]), row[1]) for row in rows]
+        index._blobs = {row[1]: row[2] for row in rows}
+        index._row_blobs = {(row[0][0], row[0][1]): row[2] for row in rows}
+        index.invalid, index._resolved, index._task_ids = invalid, resolved, task_ids
+        index.has_copies = False
+        return index
+
+    @property
+    def graph_order(self) -> dict[str, int]:
+        """Commit -> rank in `git rev-list REV` (children first), for the commits it holds."""
+        if self._order is None:
+            rev = self._rev or self._store.head()
+            self._order = self._store.reachable(rev, self._blobs.keys())
+        return self._order
+
+    def _choose(self, copies: list[Listed]) -> Listed:
+        if len(copies) == 1:
+            return copies[0]
+        reachable = [c for c in copies if c.commit in self.graph_order]
+        if reachable:
+            return min(reachable, key=lambda c: self.graph_order[c.commit])
+        return max(copies, key=lambda c: self._store.commit_time(c.commit) or 0)
+
+    def locate(self, listed: Listed) -> Located:
+        """The whole record, parsed from its note."""
+        blobs = self._blobs_of(listed)
+        note = self._notes.get(blobs)
+        if note is None:
+            note = self._store.note(blobs)
+            self._notes[blobs] = note
+        position = listed.summary.position
+        return Located(note.records[position], listed.commit, position)
+
+    def preload(self, items: Sequence[Listed]) -> None:
+        """Before showing many records whole: parse their notes in one go."""
+        blobs = {b for item in items for b in self._blobs_of(item)}
+        if len(blobs) > PRELOAD_THRESHOLD:
+            self._store.preload(blobs)
+
+    def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
+        key = (listed.summary.kind, listed.summary.id)
+        return self._row_blobs.get(key) or self._blobs[listed.commit]
+
+    def of_kind(self, kind: str, task: str | None = None) -> list[Listed]:
+        return [
+            item
+            for item in self.records
+            if item.summary.kind == kind and (task is None or item.summary.task == task)
+        ]
+
+    def tasks(self) -> dict[str, Listed | None]:
+        """Task id -> its task record (None when only other records name it, or when this
+        index holds another task's view)."""
+        found: dict[str, Listed | None] = dict.fromkeys(self._task_ids or ())
+        for item in self.records:
+            if item.summary.kind == "task":
+                found[item.summary.task] = item
+            else:
+                found.setdefault(item.summary.task, None)
+        return found
+
+    def resolved_handovers(self) -> set[str]:
+        if self._resolved is not None:
+            return self._resolved
+        resolved: set[str] = set()
+        for item in self.of_kind("resume"):
+            resolved.add(item.summary.handover)
+            resolved.update(item.summary.supersedes)
+        self._resolved = resolved
+        return resolved
+
+    def open_handovers(self, task: str) -> list[Listed]:
+        resolved = self.resolved_handovers()
+        pending = [h for h in self.of_kind("handover", task) if h.summary.id not in resolved]
+        return self.newest_first(pending)
+
+    def last(self, kind: str, task: str) -> Listed | None:
+        found = self.newest_first(self.of_kind(kind, task))
+        return found[0] if found else None
+
+    def newest_first(self, items: Sequence[Listed]) -> list[Listed]:
+        """`newest_first`, with the graph consulted only when two records share a second."""
+        if self._order is None and len({item.summary.at for item in items}) < len(items):
+            self.graph_order  # noqa: B018 (computes and keeps the order)
+        return newest_first(items, self.order_of)
+
+    def order_of(self, commit: str) -> int:
+        """Graph order when it is already known, else a neutral rank (ties stay in note order)."""
+        if self._order is None:
+            return 0
+        return self._order.get(commit, len(self._order))
+
+    def count_on(self, commit: str) -> int:
+        """Records this index holds on one commit."""
+        return sum(1 for item in self.records if item.commit == commit)
+
+
+def label(store: Store, handover_commit: str, at_commit: str) -> Divergence:
+    """The divergence label, from the graph cache when it already knows (or can derive) it."""
+    cached = store.cached_label(handover_commit, at_commit)
+    if cached is not None:
+        return Divergence(*cached)
+    result: Divergence | None = None
+    if store.advanced_from is not None:
+        # HEAD moved on from a revision the cache knows: a handover that was behind
+        # it is now behind by as many more commits as came since.
+        base, since = store.advanced_from
+        before = store.cached_label(handover_commit, base)
+        if before is not None and before[0] in ("current", "advanced") and before[1] is not None:
+            result = Divergence("advanced", before[1] + since, 0)
+    if result is None:
+        result = divergence(store, handover_commit, at_commit)
+    if result.label not in ("missing", "unknown"):  # both can change with a fetch
+        store.remember_label(
+            handover_commit, at_commit, (result.label, result.ahead, result.behind)
+        )
+    return result
+
+
+# ---- per-task views ---------------------------------------------------------------------
+
+# A task's view, marshalled: (rows, resolved handover ids), a row being (summary as
+# a tuple, commit, blobs). The views' meta: (invalid, task ids).
+
+
+def _pack(rows: Sequence[Row], resolved: Collection[str]) -> bytes:
+    return marshal.dumps((tuple(rows), tuple(sorted(resolved))))
+
+
+class Views:
+    """Per-task indexes for the current state of the notes refs, from the view cache when
+    it describes exactly this state, else built from a full read and cached."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._cache = ViewCache(store.commondir / VIEWS_FILE_NAME)
+        self._targets = store.ref_targets()
+        self._key = _key(self._targets)
+        try:
+            head: str | None = store.head()
+        except RepositoryError:
+            head = None
+        self._head = head
+        self.full: Index | None = None
+        self._noteset: NoteSet | None = None
+        hit = self._cache.get(self._key)
+        if hit is None and head is not None:
+            # Built where copies exist: which copy a read lists depends on HEAD.
+            hit = self._cache.get(f"{self._key}@{head}")
+        if hit is None:
+            self._noteset = store.read_notes()
+            self.full = Index(self._noteset, store)
+            meta, packed = _build(self.full)
+            key = f"{self._key}@{head}" if self.full.has_copies else self._key
+            self._cache.put(key, meta, packed)
+            hit = (meta, packed)
+        self._meta: tuple[int, tuple[str, ...]] = hit[0]
+        self._packed: dict[str, bytes] = hit[1]
+        self.dependent_on_head = self._cache.key != self._key
+
+    @property
+    def task_ids(self) -> tuple[str, ...]:
+        return self._meta[1]
+
+    def index(self, task: str, rev: str | None = None) -> Index:
+        """The index of one task, read from REV (HEAD): from its cached view, or the
+        index of every task when a full read was made anyway or is needed."""
+        at_head = rev is None or rev == self._head
+        if self.full is not None and at_head:
+            return self.full
+        if self.full is not None or (self.dependent_on_head and not at_head):
+            # The copy a read lists depends on REV: choose again from everything.
+            if self._noteset is None:
+                self._noteset = self._store.read_notes()
+            return Index(self._noteset, self._store, rev=rev)
+        rows, resolved = _unpack(self._packed.get(task))
+        return Index.of_view(self._store, rows, set(resolved), self.task_ids, self._meta[0], rev)
+
+    def recorded(self, report: WriteReport, record: Record, blob: str, position: int) -> None:
+        """Carry the views over to the state a write of ours just made, when nothing else
+        moved the ref in between (else the next read rebuilds them)."""
+        before = self._targets.get(NOTES_REF)
+        if self.dependent_on_head or report.parent != before:
+            return
+        targets = {**self._targets, NOTES_REF: report.notes_commit}
+        summary = Summary(
+            kind=record.kind,
+            id=record.id,
+            task=record.task,
+            at=record.at.timestamp(),
+            position=position,
+            handover=record.text("handover") if record.kind == "resume" else "",
+            supersedes=record.supersedes,
+        )
+        rows, resolved = _unpack(self._packed.get(record.task))
+        rows = (*rows, (tuple(summary), record.head, (blob,)))
+        if record.kind == "resume":
+            resolved = (*resolved, summary.handover, *summary.supersedes)
+        packed = {**self._packed, record.task: _pack(rows, set(resolved))}
+        invalid, task_ids = self._meta
+        if record.task not in task_ids:
+            task_ids = (*task_ids, record.task)
+        self._cache.put(_key(targets), (invalid, task_ids), packed)
+
+
+def _key(targets: Mapping[str, str]) -> str:
+    return ";".join(f"{name}={target}" for name, target in sorted(targets.items()))
+
+
+def _unpack(data: bytes | None) -> tuple[tuple[Row, ...], tuple[str, ...]]:
+    if data is None:
+        return (), ()
+    rows, resolved = marshal.loads(data)
+    return rows, resolved
+
+
+def _build(index: Index) -> tuple[tuple[int, tuple[str, ...]], dict[str, bytes]]:
+    rows: dict[str, list[Row]] = {}
+    for item in index.records:
+        rows.setdefault(item.summary.task, []).append(
+            (tuple(item.summary), item.commit, index._blobs[item.commit])
+        )
+    resolved = index.resolved_handovers()
+    packed = {}
+    for task, task_rows in rows.items():
+        mine = {row[0][1] for row in task_rows if row[0][0] == "handover"}
+        packed[task] = _pack(task_rows, mine & resolved)
+    return (index.invalid, tuple(rows)), packed
