@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from majordomus import ops, render
 from majordomus.errors import RefusedError
+from majordomus.index import Located
 from majordomus.profile import parse_config, resolve
 from majordomus.records import (
     KINDS,
@@ -144,7 +145,7 @@ def read_note(data: bytes) -> None:
     united = union([note, note])
     assert keys(united) == keys(note)
     for position, record in enumerate(united.records):
-        located = ops.Located(record, COMMIT, position)
+        located = Located(record, COMMIT, position)
         text = render.record_block(located)
         as_json = render.dumps(render.record_json(located))
         strict_json(as_json)
