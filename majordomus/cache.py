@@ -25,6 +25,17 @@ FILE_NAME = "majordomus-cache"
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable
 
 
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Whole or not at all: concurrent readers see the old file or the new one. A cache
+    that cannot be written (read-only clone, full disk) costs speed, not data."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    with contextlib.suppress(OSError):
+        tmp.unlink()
+
+
 class ReadCache:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -65,13 +76,7 @@ class ReadCache:
             for b in blobs
             if (value := self.blobs.get(b)) is not None
         }
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        # A cache that cannot be written (read-only clone, full disk) costs speed, not data.
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(marshal.dumps((VERSION, keep_trees, keep_blobs)))
-            os.replace(tmp, self.path)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        _write_atomically(self.path, marshal.dumps((VERSION, keep_trees, keep_blobs)))
         self.dirty = False
 
     def drop(self) -> bool:
@@ -131,12 +136,7 @@ class GraphCache:
         keep = set(self.revs)
         reach = {rev: value for rev, value in self.reach.items() if rev in keep}
         labels = {k: v for k, v in self.labels.items() if k.split(" ")[1] in keep}
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(marshal.dumps((VERSION, self.revs, reach, labels)))
-            os.replace(tmp, self.path)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        _write_atomically(self.path, marshal.dumps((VERSION, self.revs, reach, labels)))
         self.dirty = False
 
     def drop(self) -> bool:
@@ -206,12 +206,7 @@ class DocumentCache:
         if not self.dirty:
             return
         keep = {b: self.documents[b] for b in blobs if b in self.documents}
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(marshal.dumps((VERSION, keep)))
-            os.replace(tmp, self.path)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        _write_atomically(self.path, marshal.dumps((VERSION, keep)))
         self.dirty = False
 
 
@@ -244,9 +239,4 @@ class ViewCache:
 
     def put(self, key: str, meta: Any, tasks: dict[str, bytes]) -> None:
         self.key, self.meta, self.tasks = key, meta, tasks
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(OSError):
-            tmp.write_bytes(marshal.dumps((VERSION, key, meta, tasks)))
-            os.replace(tmp, self.path)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        _write_atomically(self.path, marshal.dumps((VERSION, key, meta, tasks)))

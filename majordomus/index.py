@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from majordomus.cache import VIEWS_FILE_NAME, ViewCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence, divergence
-from majordomus.records import Note, Record, Summary
+from majordomus.records import Note, Record, Summary, summary_of
 from majordomus.store import NOTES_REF, NoteSet, Store, WriteReport
 
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
@@ -279,15 +279,7 @@ class Views:
         if self.dependent_on_head or report.parent != before:
             return
         targets = {**self._targets, NOTES_REF: report.notes_commit}
-        summary = Summary(
-            kind=record.kind,
-            id=record.id,
-            task=record.task,
-            at=record.at.timestamp(),
-            position=position,
-            handover=record.text("handover") if record.kind == "resume" else "",
-            supersedes=record.supersedes,
-        )
+        summary = summary_of(record, position)
         rows, resolved = _unpack(self._packed.get(record.task))
         rows = (*rows, (tuple(summary), record.head, (blob,)))
         if record.kind == "resume":

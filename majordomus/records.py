@@ -261,19 +261,20 @@ class Summary(NamedTuple):
     supersedes: tuple[str, ...]
 
 
-def summarise(note: Note) -> tuple[Summary, ...]:
-    return tuple(
-        Summary(
-            kind=record.kind,
-            id=record.id,
-            task=record.task,
-            at=record.at.timestamp(),
-            position=position,
-            handover=record.text("handover") if record.kind == "resume" else "",
-            supersedes=record.supersedes,
-        )
-        for position, record in enumerate(note.records)
+def summary_of(record: Record, position: int) -> Summary:
+    return Summary(
+        kind=record.kind,
+        id=record.id,
+        task=record.task,
+        at=record.at.timestamp(),
+        position=position,
+        handover=record.text("handover") if record.kind == "resume" else "",
+        supersedes=record.supersedes,
     )
+
+
+def summarise(note: Note) -> tuple[Summary, ...]:
+    return tuple(summary_of(record, position) for position, record in enumerate(note.records))
 
 
 class NoteError(ValueError):
