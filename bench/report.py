@@ -121,7 +121,7 @@ def _target(target: Target, mode: str) -> str:
     text = f"≤ {target.limit:.1f}"
     if target.aim is not None:
         text += f" (aim ≤ {target.aim:.1f})"
-    return f"{text} x floor" if mode == "write" else text
+    return f"{text} x floor" if mode.startswith("write") else text
 
 
 def _cell(text: str) -> str:
@@ -400,9 +400,13 @@ all runs of a command, from {memory_source()}.
 - **cold**: the first read after a new record is written: `majordomus
   checkpoint` then the read, against `git notes append` of a TOML record then
   the git read ({setup.cold_runs} cycles, only the read is timed).
-- **write**: `majordomus checkpoint` against the floor any Python CLI using
-  pygit2 pays, the same venv's `python -c "import pygit2"`; `git notes append`
-  is shown for the record.
+- **write**: consecutive `majordomus checkpoint`s, as in a working session,
+  against the floor any Python CLI using pygit2 pays, the same venv's
+  `python -c "import pygit2"`; `git notes append` (run in another clone, so it
+  does not move this one's ref) is shown for the record.
+- **write, after git**: the same, when another writer (`git notes append`,
+  untimed) moved the ref just before: majordomus' cached per-task views then
+  describe another state, and the write reads every note to rebuild them.
 
 Targets: history, check and resume --peek at most 1.0 warm (aim 0.5) and 2.0
 cold; checkpoint at most 2.0 x the floor (aim 1.3); peak memory under

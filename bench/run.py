@@ -28,7 +28,16 @@ from repo_cache import (
     set_commit_graph,
 )
 from report import SizeResult, describe_machine, document, majordomus_source, size_section
-from suite import Row, Setup, checkpoint_row, cold_rows, reads, rev_list_answer, warm_rows
+from suite import (
+    Row,
+    Setup,
+    checkpoint_after_git_row,
+    checkpoint_row,
+    cold_rows,
+    reads,
+    rev_list_answer,
+    warm_rows,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,15 +107,18 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
     resume = next(row for row in warm if row.name == "resume --peek")
     graph_rows, chunks = _graph_variants(fixture, setup, workdir / "graph")
     write = scratch_clone(fixture, workdir / "write", setup.env)
+    elsewhere = scratch_clone(fixture, workdir / "git-write", setup.env)
     log("checkpoint writes")
-    written = checkpoint_row(setup, write, expect, fixture.head)
+    written = checkpoint_row(setup, write, elsewhere, expect, fixture.head)
+    log("checkpoint writes after a git write")
+    foreign = checkpoint_after_git_row(setup, write, expect, fixture.head)
     log("cold reads (a checkpoint, then one read)")
     cold = cold_rows(
         setup, write, reads(setup, write, expect, fixture.handover_commit), expect, fixture.head
     )
     return SizeResult(
         fixture=fixture,
-        rows=(*warm, written, *cold),
+        rows=(*warm, written, foreign, *cold),
         graph_rows=graph_rows,
         graph_chunks=chunks,
         git_answer=rev_list_answer(resume.baseline, expect),

@@ -217,8 +217,14 @@ def rev_list_answer(series: Series, expect: Expectation) -> str:
     return "" if got == [str(expect.ahead), "0"] else f"rev-list said {' '.join(got)}"
 
 
-def checkpoint_row(setup: Setup, repo: Path, expect: Expectation, head: str) -> Row:
-    """checkpoint against the floor of starting the venv's Python and importing pygit2."""
+def checkpoint_row(
+    setup: Setup, repo: Path, elsewhere: Path, expect: Expectation, head: str
+) -> Row:
+    """checkpoint against the floor of starting the venv's Python and importing pygit2.
+
+    Consecutive majordomus writes, as in a working session: `git notes append` (for
+    the record) writes to another clone, so it does not move this clone's ref.
+    """
     stamp = _Stamp(head, expect.task)
     mine = Command(
         "checkpoint", (mj(setup, repo, "checkpoint", CHECKPOINT_TEXT, "--task", expect.task),)
@@ -228,7 +234,7 @@ def checkpoint_row(setup: Setup, repo: Path, expect: Expectation, head: str) -> 
     base: list[Outcome] = []
     ref: list[Outcome] = []
     for round_no in range(setup.warmup + setup.runs):
-        appended = Command("git notes append", (stamp.git_append(repo),))
+        appended = Command("git notes append", (stamp.git_append(elsewhere),))
         results = [run_chain(c.argvs, setup.env, repo, c.ok) for c in (mine, floor, appended)]
         if round_no >= setup.warmup:
             for kept, outcome in zip((ours, base, ref), results, strict=True):
@@ -241,6 +247,32 @@ def checkpoint_row(setup: Setup, repo: Path, expect: Expectation, head: str) -> 
         Series(floor, tuple(base)),
         WRITE,
         reference=Series(shown, tuple(ref)),
+    )
+
+
+def checkpoint_after_git_row(setup: Setup, repo: Path, expect: Expectation, head: str) -> Row:
+    """checkpoint when another writer (here `git notes append`) moved the ref just before:
+    majordomus' cached views describe another state, so this write reads every note."""
+    stamp = _Stamp(head, expect.task)
+    mine = Command(
+        "checkpoint after a git write",
+        (mj(setup, repo, "checkpoint", CHECKPOINT_TEXT, "--task", expect.task),),
+    )
+    floor = Command("import pygit2", ((str(setup.python), "-c", "import pygit2"),))
+    ours: list[Outcome] = []
+    base: list[Outcome] = []
+    for round_no in range(setup.warmup + setup.runs):
+        run_chain((stamp.git_append(repo),), setup.env, repo, frozenset({0}))
+        results = [run_chain(c.argvs, setup.env, repo, c.ok) for c in (mine, floor)]
+        if round_no >= setup.warmup:
+            ours.append(results[0])
+            base.append(results[1])
+    return Row(
+        "checkpoint",
+        "write, after git",
+        Series(mine, tuple(ours)),
+        Series(floor, tuple(base)),
+        WRITE,
     )
 
 
