@@ -621,17 +621,45 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
 
 
 def _config_findings(store: Store) -> list[Finding]:
+    """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy);
+    a remote that plain `git fetch` does not bring records from is worth knowing."""
     rewrite = store.git("config", "--get-all", "notes.rewriteRef", check=False).stdout.split()
-    if "refs/notes/majordomus" in rewrite:
-        return [Finding("config", True, "notes.rewriteRef includes refs/notes/majordomus")]
-    return [
-        Finding(
-            "config",
-            True,
-            "notes.rewriteRef does not include refs/notes/majordomus: records will not follow "
-            "amended or rebased commits (run majordomus init)",
+    findings = []
+    if "refs/notes/majordomus" not in rewrite:
+        findings.append(
+            Finding(
+                "config",
+                False,
+                "notes.rewriteRef does not include refs/notes/majordomus: records will not "
+                "follow amended or rebased commits (run majordomus init)",
+            )
         )
-    ]
+    for action in ("amend", "rebase"):
+        value = store.git("config", "--type=bool", f"notes.rewrite.{action}", check=False)
+        if value.stdout.strip() == "false":
+            findings.append(
+                Finding(
+                    "config",
+                    False,
+                    f"notes.rewrite.{action} is false: records will not follow git "
+                    f"{'commit --amend' if action == 'amend' else 'rebase'} (git config "
+                    f"--unset notes.rewrite.{action})",
+                )
+            )
+    if not findings:
+        findings.append(Finding("config", True, "records follow amended and rebased commits"))
+    for name in remote.remote_names(store):
+        specs = store.git("config", "--get-all", f"remote.{name}.fetch", check=False).stdout
+        if remote.fetch_refspec(name) not in specs.split():
+            findings.append(
+                Finding(
+                    "config",
+                    True,
+                    f"plain git fetch does not bring {name}'s records (majordomus fetch {name} "
+                    f"does; majordomus init --remote {name} makes git fetch do it too)",
+                )
+            )
+    return findings
 
 
 def _profile_line(prof: profiles.Profile) -> str:

@@ -47,6 +47,8 @@ def test_invalid_notes_are_skipped_and_counted(repo: Repo) -> None:
             f"FAIL  invalid   note on {parent}: 1 invalid record(s) skipped "
             f"(see git notes --ref=majordomus show {parent})",
             "FAIL  notes     4 notes, 1 records, 3 invalid",
+            "FAIL  config    notes.rewriteRef does not include refs/notes/majordomus: records "
+            "will not follow amended or rebased commits (run majordomus init)",
         ]
     )
     assert task

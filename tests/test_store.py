@@ -93,7 +93,11 @@ def test_flat_tree_fans_out_like_git(tmp_path: Path, repo: Repo) -> None:
 
 def test_fifty_concurrent_writers_lose_nothing(repo: Repo) -> None:
     task = repo.task()
-    procs = [repo.spawn("checkpoint", "--task", task, f"writer {i}") for i in range(50)]
+    # A generous retry budget: on a loaded machine fifty process start-ups take long.
+    budget = {"MAJORDOMUS_WRITE_TIMEOUT": "120"}
+    procs = [
+        repo.spawn("checkpoint", "--task", task, f"writer {i}", environ=budget) for i in range(50)
+    ]
     results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else b"") for p in procs]
     assert [code for code, _ in results] == [0] * 50, [e for _, e in results if e]
     note = parse_note(repo.git("notes", "--ref=majordomus", "show", "HEAD").encode())

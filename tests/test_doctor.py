@@ -1,0 +1,44 @@
+"""doctor: each finding with what to do; exit 0 healthy, 1 not."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import AUTHOR, Repo
+
+
+def test_a_fresh_clone_needs_init_and_then_is_healthy(repo: Repo) -> None:
+    repo.task()
+    before = repo.run("doctor")
+    assert before.code == 1
+    assert before.out == (
+        "ok    profile   default (interval 1200s, checkpoint_max 400, handover_max 800)\n"
+        f"ok    identity  {AUTHOR}\n"
+        "FAIL  config    notes.rewriteRef does not include refs/notes/majordomus: records "
+        "will not follow amended or rebased commits (run majordomus init)\n"
+        "ok    locks     no lock files\n"
+        "ok    notes     1 notes, 1 records, 0 invalid\n"
+    )
+    assert repo.run("init").code == 0
+    after = repo.run("doctor", "--json")
+    assert after.code == 0
+    assert json.loads(after.out)["findings"][2] == {
+        "topic": "config",
+        "healthy": True,
+        "detail": "records follow amended and rebased commits",
+    }
+
+
+def test_rewrite_turned_off_and_a_remote_without_records_refspec(repo: Repo) -> None:
+    repo.run("init")
+    repo.git("config", "notes.rewrite.rebase", "false")
+    repo.git("remote", "add", "upstream", "https://example.invalid/repo.git")
+    result = repo.run("doctor")
+    assert result.code == 1
+    config = [line for line in result.out.splitlines() if " config " in line]
+    assert config == [
+        "FAIL  config    notes.rewrite.rebase is false: records will not follow git rebase "
+        "(git config --unset notes.rewrite.rebase)",
+        "ok    config    plain git fetch does not bring upstream's records (majordomus fetch "
+        "upstream does; majordomus init --remote upstream makes git fetch do it too)",
+    ]
