@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, NamedTuple
 
 import typer
 
@@ -19,8 +19,7 @@ from majordomus.errors import ExitCode, MajordomusError, RefusedError
 from majordomus.store import StaleLock
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Terminal:
+class Terminal(NamedTuple):
     """The streams and facts about them that a command may use."""
 
     stdin: IO[bytes]

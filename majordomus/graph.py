@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class Graph(Protocol):
@@ -16,8 +15,7 @@ class Graph(Protocol):
     def ahead_behind(self, commit: str, base: str) -> tuple[int, int]: ...
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Divergence:
+class Divergence(NamedTuple):
     label: str
     ahead: int | None
     behind: int | None

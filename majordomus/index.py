@@ -7,7 +7,6 @@ when it is to be shown.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import marshal
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -23,8 +22,7 @@ PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Located:
+class Located(NamedTuple):
     """A record and the commit its note is attached to now."""
 
     record: Record

@@ -5,14 +5,13 @@ Nothing here prints; clock, environment and sleep come in through `Context`.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import re
 import time
 import tomllib
 from collections.abc import Callable, Collection, Mapping
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from majordomus import profile as profiles
 from majordomus import remote
@@ -29,8 +28,7 @@ INPUT_MAX_BYTES = 64 * 1024  # no cap is near this: larger input is refused unre
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Context:
+class Context(NamedTuple):
     cwd: str
     environ: Mapping[str, str]
     profile_name: str | None = None
@@ -169,8 +167,7 @@ def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
 # ---- task ----------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class TaskCreated:
+class TaskCreated(NamedTuple):
     record: Located
     stale_locks: tuple[StaleLock, ...]
 
@@ -190,8 +187,7 @@ def task_new(
     return TaskCreated(located, locks)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class TaskSummary:
+class TaskSummary(NamedTuple):
     task: str
     title: str | None
     last_at: datetime.datetime
@@ -233,8 +229,7 @@ def task_use(ctx: Context, name: str) -> str:
 # ---- checkpoint and handover ----------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class CheckpointResult:
+class CheckpointResult(NamedTuple):
     record: Located
     previous_age_s: int | None
     stale_locks: tuple[StaleLock, ...]
@@ -261,8 +256,7 @@ def checkpoint(
     return CheckpointResult(located, previous_age, locks)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class HandoverResult:
+class HandoverResult(NamedTuple):
     record: Located
     dirty: bool
     stale_locks: tuple[StaleLock, ...]
@@ -328,8 +322,7 @@ def handover(
 # ---- resume ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ResumeResult:
+class ResumeResult(NamedTuple):
     task: str
     handover: Located | None
     divergence: Divergence | None
@@ -372,16 +365,14 @@ def resume(
 # ---- history and show -----------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class HistoryEntry(NamedTuple):
     located: Located
     reachable: bool
     divergence: Divergence | None  # handovers only
     resolved: bool | None  # handovers only
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class HistoryResult:
+class HistoryResult(NamedTuple):
     rev: str
     task: str | None
     entries: tuple[HistoryEntry, ...]
@@ -435,8 +426,7 @@ def history(
     )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ShowResult:
+class ShowResult(NamedTuple):
     commit: str
     records: tuple[Located, ...]
     invalid: int
@@ -456,8 +446,7 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
 # ---- check and watch ------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     task: str
     title: str | None
     profile: str
@@ -557,8 +546,7 @@ def watch(
 # ---- doctor and profile --------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """One line of `doctor`: what was checked, whether it is healthy, and what to do."""
 
     topic: str
@@ -708,8 +696,7 @@ def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> Pu
     return remote.push(store, git, name, sleep=ctx.sleep)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SyncResult:
+class SyncResult(NamedTuple):
     fetch: FetchReport
     push: PushReport
 

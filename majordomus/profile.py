@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from majordomus.errors import RefusedError
 from majordomus.records import TEXT_CEILING
@@ -21,8 +21,7 @@ _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(NamedTuple):
     name: str
     interval_s: int
     checkpoint_max: int
@@ -30,8 +29,7 @@ class Profile:
     sources: Mapping[str, str]  # "profile" and each key -> where its value came from
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ConfigFile:
+class ConfigFile(NamedTuple):
     """One parsed layer: its path, its default profile name and its profiles' values."""
 
     path: str

@@ -206,8 +206,7 @@ def _valid_resume(table: Mapping[str, Any]) -> bool:
     )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One table of an array of tables in a note: a record, an invalid one, or an unknown kind."""
 
     kind: str
@@ -228,8 +227,7 @@ class Entry:
         return self.kind in KINDS and self.record is None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Note:
+class Note(NamedTuple):
     """A parsed note: its entries in order, and any plain top-level keys a foreign writer left."""
 
     entries: tuple[Entry, ...]

@@ -7,7 +7,6 @@ helpers apply; remote names and URLs reach git as arguments, never a shell.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fnmatch
 import os
 import random
@@ -21,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from majordomus.errors import RefusedError, RemoteError, RepositoryError
 from majordomus.store import NOTES_REF, MergeReport, Store
@@ -178,15 +178,13 @@ def _kill(process: subprocess.Popen[str], *, group: bool) -> None:
 # ---- fetch and push ------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class FetchReport:
+class FetchReport(NamedTuple):
     remote: str
     remote_commit: str | None  # None: the remote has no records yet
     merge: MergeReport | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class PushReport:
+class PushReport(NamedTuple):
     remote: str
     outcome: str  # pushed, up-to-date, nothing (no records here), skipped (inside majordomus)
     notes_commit: str | None
@@ -287,24 +285,21 @@ def _retryable(summary: str) -> bool:
 # ---- init: configuration and the hook --------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(NamedTuple):
     key: str
     value: str
     state: str  # added, already, kept (the user's own value was left alone: see note)
     note: str = ""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class HookReport:
+class HookReport(NamedTuple):
     path: str
     state: str  # installed, updated, already, manual
     reason: str = ""  # why it is manual
     line: str = ""  # what to add by hand when it is manual
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class InitReport:
+class InitReport(NamedTuple):
     remote: str | None
     settings: tuple[Setting, ...]
     hook: HookReport

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import dataclasses
 import datetime
 import os
 import random
@@ -19,7 +18,7 @@ import subprocess
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pygit2
 
@@ -56,8 +55,7 @@ _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class UnreadableNote:
+class UnreadableNote(NamedTuple):
     """A note (or a whole notes ref) that could not be read, and why."""
 
     commit: str
@@ -65,8 +63,7 @@ class UnreadableNote:
     reason: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Annotated:
+class Annotated(NamedTuple):
     """The readable notes on one object, united across refs and summarised."""
 
     blobs: tuple[str, ...]  # distinct note blobs (one per ref that differs)
@@ -74,8 +71,7 @@ class Annotated:
     invalid: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class NoteSet:
+class NoteSet(NamedTuple):
     """Every note of the local and remote-tracking refs, united per annotated object."""
 
     commits: Mapping[str, Annotated]
@@ -87,14 +83,12 @@ class NoteSet:
         return len(self.unreadable) + sum(a.invalid for a in self.commits.values())
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class StaleLock:
+class StaleLock(NamedTuple):
     path: str
     age_s: int
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class WriteReport:
+class WriteReport(NamedTuple):
     notes_commit: str
     attempts: int
     stale_locks: tuple[StaleLock, ...]
@@ -949,8 +943,7 @@ def _plain_keys_agree(notes: Sequence[Note]) -> bool:
     return not kinds & set(seen)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class MergeReport:
+class MergeReport(NamedTuple):
     """What uniting fetched records into the local notes ref did."""
 
     outcome: str  # up-to-date, created, fast-forward, merged
