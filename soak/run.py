@@ -238,7 +238,7 @@ def hypothesis_run(
     @given(strategy)
     def run(value: Any) -> None:
         tried[0] += 1
-        if isinstance(value, tuple):
+        if type(value) is tuple:  # several arguments (st.tuples), not a NamedTuple value
             check(*value)
         else:
             check(value)
