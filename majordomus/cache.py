@@ -79,14 +79,6 @@ class ReadCache:
         _write_atomically(self.path, marshal.dumps((VERSION, keep_trees, keep_blobs)))
         self.dirty = False
 
-    def drop(self) -> bool:
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            return False
-        self.trees, self.blobs = {}, {}
-        return True
-
 
 Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
 Label = tuple[str, int | None, int | None]
@@ -138,14 +130,6 @@ class GraphCache:
         labels = {k: v for k, v in self.labels.items() if k.split(" ")[1] in keep}
         _write_atomically(self.path, marshal.dumps((VERSION, self.revs, reach, labels)))
         self.dirty = False
-
-    def drop(self) -> bool:
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            return False
-        self.revs, self.reach, self.labels = [], {}, {}
-        return True
 
 
 RECORDS_FILE_NAME = "majordomus-records-cache"

@@ -184,10 +184,6 @@ class Index:
             return 0
         return self._order.get(commit, len(self._order))
 
-    def count_on(self, commit: str) -> int:
-        """Records this index holds on one commit."""
-        return sum(1 for item in self.records if item.commit == commit)
-
 
 def label(store: Store, handover_commit: str, at_commit: str) -> Divergence:
     """The divergence label, from the graph cache when it already knows (or can derive) it."""
