@@ -510,6 +510,44 @@ class Store:
         """Append records to the note on `commit`, all or nothing, by compare-and-swap."""
         author = author or self.identity()
         name, _, email = author.rpartition(" <")
+        written: dict[str, Any] = {}
+
+        def build(tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid:
+            blob_id, written["position"] = self._note_blob(tree, commit, records)
+            written["blob"] = str(blob_id)
+            now = datetime.datetime.now(datetime.UTC)
+            signature = pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
+            tree_id = self._insert(tree, commit, blob_id)
+            return self.repo.create_commit(
+                None, signature, signature, message + "\n", tree_id, parents
+            )
+
+        swap = self._swap(build, message, "nothing was recorded", timeout_s, sleep, monotonic)
+        return WriteReport(
+            notes_commit=swap.target,
+            attempts=swap.attempts,
+            stale_locks=swap.stale_locks,
+            parent=swap.parent,
+            blob=written["blob"],
+            position=written["position"],
+        )
+
+    def _swap(
+        self,
+        build: Callable[[pygit2.Tree | None, list[pygit2.Oid]], pygit2.Oid | None],
+        message: str,
+        undone: str,
+        timeout_s: float | None,
+        sleep: Callable[[float], None],
+        monotonic: Callable[[], float],
+    ) -> Swap:
+        """Move the notes ref to what `build` makes of its current value, by compare-and-swap.
+
+        When another writer moved the ref first (or holds its lock), re-read, rebuild and
+        retry with jittered back-off until the budget runs out. `build` returning None
+        means there is nothing to move. A lock a killed writer left is reported, also
+        when it did not block us; it is never removed.
+        """
         budget = timeout_s if timeout_s is not None else self._write_timeout()
         deadline = monotonic() + budget
         attempts = 0
@@ -517,35 +555,24 @@ class Store:
         while True:
             attempts += 1
             ref = self.repo.references.get(NOTES_REF)
-            parent_tree, parents = self._write_base(ref)
-            blob_id, position = self._note_blob(parent_tree, commit, records)
-            tree_id = self._insert(parent_tree, commit, blob_id)
-            now = datetime.datetime.now(datetime.UTC)
-            signature = pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
-            new_commit = self.repo.create_commit(
-                None, signature, signature, message + "\n", tree_id, parents
-            )
+            tree, parents = self._write_base(ref)
+            parent = str(parents[0]) if parents else None
+            target = build(tree, parents)
+            if target is None:
+                return Swap(parent or "", parent, attempts, ())
             try:
                 if ref is None:
-                    self.repo.references.create(NOTES_REF, new_commit, force=False)
+                    self.repo.references.create(NOTES_REF, target, force=False)
                 else:
-                    ref.set_target(new_commit, message)
-                # A lock a killed writer left is reported even when it did not block us.
+                    ref.set_target(target, message)
                 for lock in self.stale_locks():
                     stale.setdefault(lock.path, lock)
-                return WriteReport(
-                    notes_commit=str(new_commit),
-                    attempts=attempts,
-                    stale_locks=tuple(stale.values()),
-                    parent=str(parents[0]) if parents else None,
-                    blob=str(blob_id),
-                    position=position,
-                )
+                return Swap(str(target), parent, attempts, tuple(stale.values()))
             except (pygit2.GitError, pygit2.AlreadyExistsError, OSError, ValueError):
                 for lock in self.stale_locks():
                     stale[lock.path] = lock
             if monotonic() >= deadline:
-                raise RepositoryError(self._contention_message(attempts, budget, stale))
+                raise RepositoryError(self._contention_message(attempts, budget, stale, undone))
             sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
 
     def check_writable(self) -> None:
@@ -561,7 +588,7 @@ class Store:
         return value if value > 0 else DEFAULT_WRITE_TIMEOUT_S
 
     def _contention_message(
-        self, attempts: int, budget: float, stale: Mapping[str, StaleLock]
+        self, attempts: int, budget: float, stale: Mapping[str, StaleLock], undone: str
     ) -> str:
         if not stale:
             # A lock too young to call stale may still be what blocked every attempt.
@@ -571,11 +598,11 @@ class Store:
             return (
                 f"{NOTES_REF} stayed locked for {budget:g} s ({attempts} attempts): {lock.path} is "
                 f"{lock.age_s} s old; if no git or majordomus process is running, remove it "
-                f"(rm '{lock.path}') and try again; nothing was recorded."
+                f"(rm '{lock.path}') and try again; {undone}."
             )
         return (
             f"{NOTES_REF} kept moving or stayed locked for {budget:g} s ({attempts} attempts); "
-            "nothing was recorded; try again (MAJORDOMUS_WRITE_TIMEOUT raises the budget)."
+            f"{undone}; try again (MAJORDOMUS_WRITE_TIMEOUT raises the budget)."
         )
 
     def lock_paths(self) -> list[Path]:
@@ -648,25 +675,7 @@ class Store:
 
     def _insert(self, tree: pygit2.Tree | None, rest: str, blob_id: pygit2.Oid) -> pygit2.Oid:
         """The tree with the note for `rest` at the place git would look, every other copy gone."""
-        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
-        if builder.get(rest) is not None:
-            builder.remove(rest)
-        fanned = tree is not None and any(
-            entry.filemode == _TREE and _HEX2.fullmatch(entry.name or "") for entry in tree
-        )
-        if fanned and len(rest) > 2:
-            assert tree is not None
-            head = rest[:2]
-            sub_entry = _entry(tree, head)
-            sub = self._tree(sub_entry.id) if sub_entry and sub_entry.filemode == _TREE else None
-            if sub_entry is not None and sub is None:
-                builder.remove(head)
-            builder.insert(head, self._insert(sub, rest[2:], blob_id), _TREE)
-            return builder.write()
-        builder.insert(rest, blob_id, _BLOB)
-        level = self.repo[builder.write()]
-        assert isinstance(level, pygit2.Tree)
-        return self._fan_out(level, len(rest))
+        return self._insert_many(tree, {rest: blob_id})
 
     def _fan_out(self, tree: pygit2.Tree, width: int) -> pygit2.Oid:
         """Fan a flat level out the way git does once it is crowded enough.
@@ -738,54 +747,39 @@ class Store:
                 f"the fetched records point at {theirs[:12]}, which is not a commit; nothing was "
                 "merged: ask whoever published them to repair their refs/notes/majordomus."
             )
-        budget = timeout_s if timeout_s is not None else self._write_timeout()
-        deadline = monotonic() + budget
-        attempts = 0
-        stale: dict[str, StaleLock] = {}
-        while True:
-            attempts += 1
-            ref = self.repo.references.get(NOTES_REF)
-            ours_tree, parents = self._write_base(ref)
-            united = raw = 0
+        outcome: dict[str, Any] = {}
+
+        def build(ours_tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid | None:
+            outcome.update(united=0, raw=0)
             if not parents:
-                outcome, target = "created", their_commit.id
-                added = self._records_added(None, their_commit.tree)
-            elif parents[0] == their_commit.id or self.repo.descendant_of(
+                outcome.update(kind="created", added=self._records_added(None, their_commit.tree))
+                return their_commit.id
+            if parents[0] == their_commit.id or self.repo.descendant_of(
                 parents[0], their_commit.id
             ):
-                return MergeReport("up-to-date", str(parents[0]), 0, 0, 0, attempts)
-            elif self.repo.descendant_of(their_commit.id, parents[0]):
-                outcome, target = "fast-forward", their_commit.id
+                outcome.update(kind="up-to-date", added=0)
+                return None
+            if self.repo.descendant_of(their_commit.id, parents[0]):
                 added = self._records_added(ours_tree, their_commit.tree)
-            else:
-                assert ours_tree is not None
-                outcome = "merged"
-                tree_id, added, united, raw = self._merged_tree(ours_tree, their_commit.tree)
-                signature = self._merge_signature()
-                target = self.repo.create_commit(
-                    None,
-                    signature,
-                    signature,
-                    message + "\n",
-                    tree_id,
-                    [parents[0], their_commit.id],
-                )
-            try:
-                if ref is None:
-                    self.repo.references.create(NOTES_REF, target, force=False)
-                else:
-                    ref.set_target(target, message)
-                return MergeReport(outcome, str(target), added, united, raw, attempts)
-            except (pygit2.GitError, pygit2.AlreadyExistsError, OSError, ValueError):
-                for lock in self.stale_locks():
-                    stale[lock.path] = lock
-            if monotonic() >= deadline:
-                raise RepositoryError(
-                    self._contention_message(attempts, budget, stale).replace(
-                        "nothing was recorded", "nothing was merged"
-                    )
-                )
-            sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
+                outcome.update(kind="fast-forward", added=added)
+                return their_commit.id
+            assert ours_tree is not None
+            tree_id, added, united, raw = self._merged_tree(ours_tree, their_commit.tree)
+            outcome.update(kind="merged", added=added, united=united, raw=raw)
+            signature = self._merge_signature()
+            return self.repo.create_commit(
+                None, signature, signature, message + "\n", tree_id, [parents[0], their_commit.id]
+            )
+
+        swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
+        return MergeReport(
+            outcome["kind"],
+            swap.target,
+            outcome["added"],
+            outcome["united"],
+            outcome["raw"],
+            swap.attempts,
+        )
 
     def _merge_signature(self) -> pygit2.Signature:
         # The notes commit's author is bookkeeping, not part of any record: a CI
@@ -831,10 +825,11 @@ class Store:
         return tree, added, united, raw
 
     def _insert_many(self, tree: pygit2.Tree | None, notes: Mapping[str, pygit2.Oid]) -> pygit2.Oid:
-        """`_insert` of many notes at once, each tree on the way written once.
+        """The tree with these notes (name: the remaining hex digits) where git would look
+        for them, every other copy gone, each tree on the way written once.
 
-        The same layout as inserting them one by one: into the subtrees where a
-        level is fanned out, else flat, then fanned out if the level is crowded.
+        Into the subtrees where a level is fanned out, else flat, then fanned out if
+        the level is crowded: the same layout as inserting them one by one.
         """
         builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
         for rest in notes:
@@ -941,6 +936,15 @@ def _plain_keys_agree(notes: Sequence[Note]) -> bool:
             seen[key] = value
     kinds = {entry.kind for note in notes for entry in note.entries}
     return not kinds & set(seen)
+
+
+class Swap(NamedTuple):
+    """Where a compare-and-swap left the notes ref."""
+
+    target: str
+    parent: str | None  # the value it was built on
+    attempts: int
+    stale_locks: tuple[StaleLock, ...]
 
 
 class MergeReport(NamedTuple):
