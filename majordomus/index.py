@@ -65,6 +65,7 @@ class Index:
         self.invalid = noteset.invalid
         self._resolved: set[str] | None = None
         self._task_ids: tuple[str, ...] | None = None
+        self._by_task: dict[str, list[Listed]] | None = None
         # Copies of one record share kind and id; a record of another kind that reuses
         # the id (only a forged note does) is another record, never a newer copy.
         copies: dict[tuple[str, str], list[Listed]] = {}
@@ -96,7 +97,7 @@ class Index:
         index._blobs = {row[1]: row[2] for row in rows}
         index._row_blobs = {(row[0][0], row[0][1]): row[2] for row in rows}
         index.invalid, index._resolved, index._task_ids = invalid, resolved, task_ids
-        index.has_copies = False
+        index.has_copies, index._by_task = False, None
         return index
 
     @property
@@ -135,12 +136,17 @@ class Index:
         key = (listed.summary.kind, listed.summary.id)
         return self._row_blobs.get(key) or self._blobs[listed.commit]
 
+    def of_task(self, task: str) -> list[Listed]:
+        """One task's records; grouped once, so per-task questions do not rescan them all."""
+        if self._by_task is None:
+            self._by_task = {}
+            for item in self.records:
+                self._by_task.setdefault(item.summary.task, []).append(item)
+        return self._by_task.get(task, [])
+
     def of_kind(self, kind: str, task: str | None = None) -> list[Listed]:
-        return [
-            item
-            for item in self.records
-            if item.summary.kind == kind and (task is None or item.summary.task == task)
-        ]
+        items = self.records if task is None else self.of_task(task)
+        return [item for item in items if item.summary.kind == kind]
 
     def tasks(self) -> dict[str, Listed | None]:
         """Task id -> its task record (None when only other records name it, or when this

@@ -160,6 +160,15 @@ def _write(
     return Located(record, head, report.position), report.stale_locks
 
 
+def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views, str]:
+    """Before a record is built: a commit to attach it to, a notes ref a write will not
+    destroy, the views of the current state, and the task it belongs to."""
+    store.head()
+    store.check_writable()
+    views = Views(store)
+    return views, current_task(ctx, store, views.task_ids, task)
+
+
 def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
     return max(0, int((now - then).total_seconds()))
 
@@ -203,7 +212,7 @@ def task_list(ctx: Context) -> list[TaskSummary]:
     current = store.current_task()
     summaries = []
     for task, task_record in index.tasks().items():
-        last_at = max(item.summary.at for item in index.records if item.summary.task == task)
+        last_at = max(item.summary.at for item in index.of_task(task))
         last_checkpoint = index.last("checkpoint", task)
         pending = index.open_handovers(task)
         summaries.append(
@@ -246,10 +255,7 @@ def checkpoint(
     cap = load_profile(ctx, store).checkpoint_max
     body = validated("checkpoint body", text, cap, allow_secret)
     sess = session_of(ctx, session)
-    store.head()
-    store.check_writable()
-    views = Views(store)
-    task_id = current_task(ctx, store, views.task_ids, task)
+    views, task_id = _prepare_write(ctx, store, task)
     previous = views.index(task_id).last("checkpoint", task_id)
     located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, views)
     previous_age = age_s(located.record.at, previous.at) if previous else None
@@ -310,10 +316,7 @@ def handover(
         )
     clean = {key: validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
     sess = session_of(ctx, session)
-    store.head()
-    store.check_writable()
-    views = Views(store)
-    task_id = current_task(ctx, store, views.task_ids, task)
+    views, task_id = _prepare_write(ctx, store, task)
     dirty = store.is_dirty()
     located, locks = _write(ctx, store, "handover", task_id, clean, sess, views)
     return HandoverResult(located, dirty, locks)
@@ -398,7 +401,7 @@ def history(
     else:
         task_id, index = None, Index(store.read_notes(), store, rev=commit)
     order = index.graph_order
-    chosen = [item for item in index.records if task_id is None or item.summary.task == task_id]
+    chosen = index.records if task_id is None else index.of_task(task_id)
     visible = [item for item in chosen if item.commit in order]
     hidden = len(chosen) - len(visible)
     shown = chosen if include_all else visible
@@ -467,7 +470,7 @@ def _check_task(
     elif task_record is not None:
         since = task_record.at
     else:
-        since = min(item.at for item in index.records if item.summary.task == task)
+        since = min(item.at for item in index.of_task(task))
     age = age_s(now, since)
     pending = index.open_handovers(task)
     return CheckResult(
@@ -489,9 +492,15 @@ def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> lis
     if all_tasks:
         index = Index(store.read_notes(), store)
         return [_check_task(index, t, prof, now) for t in sorted(index.tasks())]
+    return [_check_current(ctx, store, task, prof)]
+
+
+def _check_current(
+    ctx: Context, store: Store, task: str | None, prof: profiles.Profile
+) -> CheckResult:
     views = Views(store)
     task_id = current_task(ctx, store, views.task_ids, task)
-    return [_check_task(views.index(task_id), task_id, prof, now)]
+    return _check_task(views.index(task_id), task_id, prof, ctx.now())
 
 
 def watch(
@@ -517,16 +526,11 @@ def watch(
     prof = load_profile(ctx, store)
     start = monotonic()
     last_key: tuple[object, ...] | None = None
-    cached: tuple[dict[str, str], Index] | None = None
     reports = 0
     while True:
-        targets = store.ref_targets()
-        if cached is None or cached[0] != targets:
-            store = open_store(ctx)  # a fresh handle sees refs other processes moved
-            cached = (targets, Index(store.read_notes(), store))
-        index = cached[1]
-        task_id = current_task(ctx, store, index.tasks().keys(), task)
-        result = _check_task(index, task_id, prof, ctx.now())
+        # A fresh handle sees refs (and HEAD) other processes moved; the views cache
+        # makes an unchanged state cheap to read again.
+        result = _check_current(ctx, open_store(ctx), task, prof)
         key = (
             result.task,
             result.stale,

@@ -6,8 +6,19 @@ import json
 import random
 from pathlib import Path
 
-from majordomus.cache import FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME
-from tests.conftest import Repo
+from majordomus.cache import (
+    FILE_NAME,
+    GRAPH_FILE_NAME,
+    RECORDS_FILE_NAME,
+    VIEWS_FILE_NAME,
+    ViewCache,
+)
+from majordomus.index import Views
+from majordomus.index import _key as index_key
+from majordomus.ops import Context, _write
+from majordomus.records import new_record
+from majordomus.store import Store
+from tests.conftest import AUTHOR, Repo
 
 CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
 
@@ -115,3 +126,49 @@ def test_missing_is_never_cached(repo: Repo, tmp_path: Path) -> None:
     assert other.git("cat-file", "-t", feature).strip() == "commit"
     second = json.loads(other.run("resume", "--peek", "--json", "--task", task).out)
     assert (second["label"], second["ahead"], second["behind"]) == ("behind", 0, 1)
+
+
+def views_key(repo: Repo) -> str:
+    return ViewCache(repo.path / ".git" / VIEWS_FILE_NAME).key
+
+
+def current_key(repo: Repo) -> str:
+    return index_key(Store(str(repo.path), repo.environ).ref_targets())
+
+
+def test_our_writes_carry_the_views_over(repo: Repo) -> None:
+    task = repo.task()
+    for kind in ("checkpoint", "handover", "resume"):
+        argv = {
+            "checkpoint": ["checkpoint", "x"],
+            "handover": ["handover", "-o", "o", "-s", "s", "-n", "n"],
+            "resume": ["resume"],
+        }[kind]
+        assert repo.run(*argv).code == 0
+        assert views_key(repo) == current_key(repo), kind  # no full read needed next time
+    assert json.loads(repo.run("check", "--json").out)["task"] == task
+
+
+def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) -> None:
+    task = repo.task()
+    repo.run("checkpoint", "mine")
+    store = Store(str(repo.path), repo.environ)
+    views = Views(store)  # read before the other writer
+    foreign = Store(str(repo.path), repo.environ)
+    record = new_record(
+        "checkpoint",
+        record_id="c-0000000000000f0f",
+        task=task,
+        head=repo.head(),
+        at=repo.clock.now,
+        author=AUTHOR,
+        session=None,
+        fields={"body": "theirs"},
+    )
+    foreign.append(repo.head(), [record], "another writer")
+    before = views_key(repo)
+    ctx = Context(str(repo.path), repo.environ, now=repo.clock)
+    _write(ctx, store, "checkpoint", task, {"body": "ours"}, None, views)
+    assert views_key(repo) == before  # built on another state: left for a rebuild
+    history = json.loads(repo.run("history", "--task", task, "--json").out)
+    assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]
