@@ -35,14 +35,16 @@ KIND_TEXT: Mapping[str, tuple[str, ...]] = {
 COMMON_ORDER = ("v", "id", "task", "head", "at", "author", "session")
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
-_BIDI = frozenset(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+# The refused set, as a regex character range: control characters (category Cc, C1
+# included) other than newline and tab, and the bidi overrides and isolates. Input
+# holding one is refused; display escapes every one; the TOML writer escapes them too.
+REFUSED_RANGE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+REFUSED = re.compile(f"[{REFUSED_RANGE}]")
 
 
 def is_refused_char(char: str) -> bool:
     """Control characters other than newline and tab, and bidi overrides/isolates."""
-    if char in "\n\t":
-        return False
-    return char in _BIDI or unicodedata.category(char) == "Cc"
+    return REFUSED.match(char) is not None
 
 
 def _is_edge_space(char: str) -> bool:
@@ -343,7 +345,7 @@ _ESCAPES = {
 }
 # Escaped in every string majordomus writes: what TOML requires, plus C1 controls
 # and bidi overrides, so that `git log --notes` never prints them raw.
-_STRING_ESCAPE = re.compile('["\\\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]')
+_STRING_ESCAPE = re.compile(f'["\\\\\t\n{REFUSED_RANGE}]')
 
 
 def _string(text: str) -> str:

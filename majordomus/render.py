@@ -28,11 +28,7 @@ from majordomus.ops import (
     TaskSummary,
 )
 from majordomus.profile import Profile
-from majordomus.records import HANDOVER_FIELDS
-
-# The refused set of the spec (controls but newline and tab, C1 included; bidi
-# overrides and isolates), matched in one pass.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from majordomus.records import HANDOVER_FIELDS, REFUSED
 
 
 def _escape_text(match: re.Match[str]) -> str:
@@ -42,13 +38,13 @@ def _escape_text(match: re.Match[str]) -> str:
 
 def safe(text: str) -> str:
     """Text from a note, fit for a terminal: the refused set shown as escapes."""
-    return _UNSAFE.sub(_escape_text, text)
+    return REFUSED.sub(_escape_text, text)
 
 
 def dumps(value: Any) -> str:
     """JSON with every character of the refused set as a \\uXXXX escape, never raw."""
     text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _finite(value: Any) -> Any:
