@@ -592,11 +592,22 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
     for commit, annotated in sorted(noteset.commits.items()):
         if annotated.invalid:
+            parts = len(store.note(annotated.blobs).unreadable)
+            what = (
+                [f"{annotated.invalid - parts} invalid record(s)"]
+                if annotated.invalid > parts
+                else []
+            )
+            if parts:
+                what.append(
+                    f"{parts} part{'s' if parts > 1 else ''} that "
+                    f"{'are' if parts > 1 else 'is'} not TOML (written by hand?)"
+                )
             findings.append(
                 Finding(
                     "invalid",
                     False,
-                    f"note on {commit[:12]}: {annotated.invalid} invalid record(s) skipped "
+                    f"note on {commit[:12]}: {' and '.join(what)} skipped "
                     f"(see git notes --ref=majordomus show {commit[:12]})",
                 )
             )
