@@ -358,7 +358,21 @@ class Store:
             ref = self.repo.references.get(name)
             if ref is not None:
                 targets[name] = str(ref.resolve().target)
+                self._notes_commit(name, targets[name])
         return targets
+
+    def _notes_commit(self, name: str, target: str) -> pygit2.Commit:
+        """The commit a notes ref points at; a ref at anything else stops every command."""
+        obj = self.repo.get(target)
+        if isinstance(obj, pygit2.Commit):
+            return obj
+        if name == NOTES_REF:
+            raise RepositoryError(_not_a_commit(target))
+        raise RepositoryError(
+            f"{name} points at {target[:12]}, which is not a commit; majordomus will not read "
+            f"it: inspect it with git cat-file -t {target[:12]}, then delete it "
+            f"(git update-ref -d {name}) and fetch again."
+        )
 
     def read_notes(self) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache)."""
@@ -370,9 +384,6 @@ class Store:
         for name in self.notes_refs():
             target, tree = self._notes_tree(name)
             targets[name] = target
-            if tree is None:
-                unreadable.append(UnreadableNote("", name, f"{name} does not point at a commit"))
-                continue
             tree_id = str(tree.id)
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
@@ -434,13 +445,9 @@ class Store:
             cache.put_blob(blob, entry)
         return entry
 
-    def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree | None]:
-        ref = self.repo.references[name].resolve()
-        target = str(ref.target)
-        obj = self.repo.get(ref.target)
-        if not isinstance(obj, pygit2.Commit):
-            return target, None
-        return target, obj.tree
+    def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree]:
+        target = str(self.repo.references[name].resolve().target)
+        return target, self._notes_commit(name, target).tree
 
     def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
         for entry in tree:
@@ -628,10 +635,7 @@ class Store:
         target = ref.resolve().target
         obj = self.repo.get(target)
         if not isinstance(obj, pygit2.Commit):
-            raise RepositoryError(
-                f"{NOTES_REF} points at {str(target)[:12]}, which is not a commit; majordomus "
-                "will not overwrite it: inspect it with git cat-file -t, then repair or move it."
-            )
+            raise RepositoryError(_not_a_commit(str(target)))
         return obj.tree, [obj.id]
 
     def _note_blob(
@@ -975,6 +979,13 @@ def _unreadable_entry(blob_id: str, data: bytes) -> Entry:
     except UnicodeDecodeError:
         table["base64"] = base64.b64encode(data).decode("ascii")
     return Entry("unreadable", table, None)
+
+
+def _not_a_commit(target: str) -> str:
+    return (
+        f"{NOTES_REF} points at {target[:12]}, which is not a commit; majordomus will not "
+        "overwrite it: inspect it with git cat-file -t, then repair or move it."
+    )
 
 
 def _joined(texts: Sequence[bytes]) -> bytes:
