@@ -17,7 +17,7 @@ from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Located, Views, label, newest_first
+from majordomus.index import Index, Listed, Located, Views, label, newest_first
 from majordomus.records import HANDOVER_FIELDS, clean_text, new_record
 from majordomus.secret import find_secret
 from majordomus.store import StaleLock, Store
@@ -169,8 +169,31 @@ def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views,
     return views, current_task(ctx, store, views.task_ids, task)
 
 
+SKEW_TOLERANCE_S = 60  # clocks a minute apart are ordinary; further ahead is skew
+
+
 def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
     return max(0, int((now - then).total_seconds()))
+
+
+def skew_s(now: datetime.datetime, then: datetime.datetime) -> int | None:
+    """How far `then` lies ahead of `now`, when that is more than clocks normally drift:
+    a record from a clock that runs fast, whose age cannot be known."""
+    ahead = int((then - now).total_seconds())
+    return ahead if ahead > SKEW_TOLERANCE_S else None
+
+
+def _counted_checkpoint(
+    index: Index, task: str, now: datetime.datetime
+) -> tuple[Listed | None, Listed | None]:
+    """The newest checkpoint that can say how fresh the task is (not dated in the future),
+    and the newest one dated in the future after it, if any."""
+    skewed = None
+    for item in index.newest_first(index.of_kind("checkpoint", task)):
+        if skew_s(now, item.at) is None:
+            return item, skewed
+        skewed = skewed or item
+    return None, skewed
 
 
 # ---- task ----------------------------------------------------------------------------
@@ -203,6 +226,7 @@ class TaskSummary(NamedTuple):
     checkpoint_age_s: int | None
     open_handover: Located | None
     current: bool
+    skew_s: int | None = None  # a newer checkpoint is dated this far in the future
 
 
 def task_list(ctx: Context) -> list[TaskSummary]:
@@ -213,7 +237,7 @@ def task_list(ctx: Context) -> list[TaskSummary]:
     summaries = []
     for task, task_record in index.tasks().items():
         last_at = max(item.summary.at for item in index.of_task(task))
-        last_checkpoint = index.last("checkpoint", task)
+        last_checkpoint, skewed = _counted_checkpoint(index, task, now)
         pending = index.open_handovers(task)
         summaries.append(
             TaskSummary(
@@ -223,6 +247,7 @@ def task_list(ctx: Context) -> list[TaskSummary]:
                 checkpoint_age_s=age_s(now, last_checkpoint.at) if last_checkpoint else None,
                 open_handover=index.locate(pending[0]) if pending else None,
                 current=task == current,
+                skew_s=skew_s(now, skewed.at) if skewed else None,
             )
         )
     return sorted(summaries, key=lambda s: s.last_at, reverse=True)
@@ -242,6 +267,7 @@ class CheckpointResult(NamedTuple):
     record: Located
     previous_age_s: int | None
     stale_locks: tuple[StaleLock, ...]
+    previous_skew_s: int | None = None  # the previous one is dated this far after this one
 
 
 def checkpoint(
@@ -259,7 +285,8 @@ def checkpoint(
     previous = views.index(task_id).last("checkpoint", task_id)
     located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, views)
     previous_age = age_s(located.record.at, previous.at) if previous else None
-    return CheckpointResult(located, previous_age, locks)
+    skew = skew_s(located.record.at, previous.at) if previous else None
+    return CheckpointResult(located, previous_age, locks, skew)
 
 
 class HandoverResult(NamedTuple):
@@ -458,20 +485,27 @@ class CheckResult(NamedTuple):
     age_s: int
     stale: bool
     open_handover: Located | None
+    skewed: Located | None = None  # a newer checkpoint dated in the future, not counted
+    skew_s: int | None = None  # how far in the future it is dated
+    undated: bool = False  # every record of the task is dated in the future: age unknown
 
 
 def _check_task(
     index: Index, task: str, prof: profiles.Profile, now: datetime.datetime
 ) -> CheckResult:
-    last = index.last("checkpoint", task)
+    # A record dated in the future says nothing about when it was written: freshness
+    # is judged on what is dated up to now, so a fast clock can make a task look
+    # stale, never fresh.
+    last, skewed = _counted_checkpoint(index, task, now)
     task_record = index.tasks().get(task)
+    past = [item.at for item in index.of_task(task) if skew_s(now, item.at) is None]
     if last is not None:
-        since = last.at
-    elif task_record is not None:
+        since: datetime.datetime | None = last.at
+    elif task_record is not None and skew_s(now, task_record.at) is None:
         since = task_record.at
     else:
-        since = min(item.at for item in index.of_task(task))
-    age = age_s(now, since)
+        since = min(past, default=None)
+    age = age_s(now, since) if since is not None else 0
     pending = index.open_handovers(task)
     return CheckResult(
         task=task,
@@ -480,8 +514,11 @@ def _check_task(
         interval_s=prof.interval_s,
         last_checkpoint=index.locate(last) if last else None,
         age_s=age,
-        stale=age > prof.interval_s,
+        stale=since is None or age > prof.interval_s,
         open_handover=index.locate(pending[0]) if pending else None,
+        skewed=index.locate(skewed) if skewed else None,
+        skew_s=skew_s(now, skewed.at) if skewed else None,
+        undated=since is None,
     )
 
 
