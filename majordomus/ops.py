@@ -460,17 +460,42 @@ class ShowResult(NamedTuple):
     commit: str
     records: tuple[Located, ...]
     invalid: int
+    missing: bool = False  # no such commit in this clone: what the notes hold for the id
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{4,40}")
 
 
 def show(ctx: Context, rev: str | None = None) -> ShowResult:
     store = open_store(ctx)
-    commit = store.resolve(rev)
-    noteset = store.read_notes()
+    try:
+        commit, missing = store.resolve(rev), False
+    except RepositoryError as error:
+        # A commit this clone lacks (records fetched without it, or dropped) can still
+        # carry notes: list what they hold for a full or abbreviated id.
+        name = (rev or "").strip().lower()
+        if rev is None or _OBJECT_ID.fullmatch(name) is None:
+            raise
+        noteset = store.read_notes()
+        found = sorted(
+            c for c in noteset.commits.keys() | {u.commit for u in noteset.unreadable} if c
+        )
+        candidates = [c for c in found if c.startswith(name)]
+        if not candidates:
+            raise error from None
+        if len(candidates) > 1:
+            raise RepositoryError(
+                f"'{rev}' is ambiguous: notes are attached to "
+                f"{', '.join(c[:12] for c in candidates)}; give more digits."
+            ) from None
+        commit, missing = candidates[0], True
+    else:
+        noteset = store.read_notes()
     annotated = noteset.commits.get(commit)
     note = store.note(annotated.blobs) if annotated else None
     records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
-    return ShowResult(commit, records, (note.invalid if note else 0) + unreadable)
+    return ShowResult(commit, records, (note.invalid if note else 0) + unreadable, missing)
 
 
 # ---- check and watch ------------------------------------------------------------------------

@@ -329,6 +329,7 @@ def show(result: ShowResult, as_json: bool) -> str:
                 "commit": result.commit,
                 "records": [record_json(loc) for loc in result.records],
                 "invalid": result.invalid,
+                **({"missing": True} if result.missing else {}),
             }
         )
     blocks = [record_block(loc) for loc in result.records] or [
