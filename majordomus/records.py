@@ -342,6 +342,7 @@ def _too_deep(document: Mapping[str, Any], limit: int) -> bool:
 _HEADER = re.compile(
     r"""[ \t]*\[\[?[ \t]*(?:[A-Za-z0-9_-]+|"[^"\\]*"|'[^']*')[ \t]*\]\]?[ \t]*(?:#.*)?\r?"""
 )
+_KEY_START = re.compile(r"""[ \t]*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')[ \t]*[=.]""")
 _ERROR_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 _PREFIX_TRIES = 24  # parses spent looking for the readable start of one table
 
@@ -403,7 +404,15 @@ def _readable_prefix(lines: Sequence[str | None]) -> tuple[dict[str, Any], int]:
             found = _ERROR_LINE.search(str(error))
             if found is not None:
                 count = min(int(found.group(1)) - 1, count - 1)
-            else:  # something opened and never closed: step back further each time
+                continue
+            # Something opened and never closed (a string, an array): cut before the
+            # last line that starts a key, else step back further each time.
+            opener = next(
+                (i for i in range(count - 1, 0, -1) if _KEY_START.match(lines[i] or "")), None
+            )
+            if opener is not None:
+                count = opener
+            else:
                 count = max(0, count - step)
                 step *= 2
             continue

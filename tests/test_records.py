@@ -181,6 +181,7 @@ def test_a_note_that_is_not_toml_is_read_table_by_table() -> None:
         (f"prose\n{good}".encode() + b"\xff\n" + other.encode(), [b"prose", b"\xff"]),
         (f'{good}body = "twice"\nmore\n{other}'.encode(), [b'body = "twice"\nmore']),
         (f'{good}x = """never closed\n\n{other}'.encode(), [b'x = """never closed']),
+        (f"{good}extra = [\n1,\n2,\n".encode(), [b"extra = [\n1,\n2,"]),
     ]:
         note = parse_note(data)
         ids = [r.id for r in note.records]
