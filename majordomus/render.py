@@ -199,7 +199,9 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
             if t.checkpoint_age_s is not None
             else "no checkpoint"
         )
-        if t.skew_s is not None:
+        if t.skew_s is not None and t.checkpoint_age_s is None:
+            checkpoint = f"checkpoint {ago(None, t.skew_s)}"
+        elif t.skew_s is not None:
             checkpoint += f"; a newer one is {ago(None, t.skew_s)}"
         pending = f"open handover {safe(t.open_handover.record.id)}" if t.open_handover else ""
         last = ago(max(0, int((now - t.last_at).total_seconds())), _skew_of(now, t.last_at))

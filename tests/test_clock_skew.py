@@ -60,6 +60,22 @@ def test_only_future_checkpoints_fall_back_to_the_task_start(repo: Repo) -> None
         f"{task}: no checkpoint; task started 25m 00s ago, interval 20m, STALE, no open "
         f"handover; checkpoint {future} is in the future by 2h 00m (clock skew?), not counted\n",
     )
+    assert repo.run("task", "list").out == (
+        f"* {task}  queue drops acks under load  last activity in the future by 2h 00m "
+        "(clock skew?)  checkpoint in the future by 2h 00m (clock skew?)\n"
+    )
+
+
+def test_a_task_dated_in_the_future_throughout_is_stale(repo: Repo) -> None:
+    repo.clock.now = at(HOUR)
+    task = repo.task()
+    repo.clock.now = at(0)
+    result = repo.run("check")
+    assert (result.code, result.out) == (
+        1,
+        f"{task}: no checkpoint; every record is dated in the future, interval 20m, STALE, "
+        "no open handover\n",
+    )
 
 
 def test_task_list_flags_future_ages(repo: Repo) -> None:

@@ -67,6 +67,7 @@ def test_text_from_notes_is_escaped_in_text_and_json(repo: Repo) -> None:
     assert "\x1b" not in raw and "\x9b" not in raw and "\u202e" not in raw
     body = json.loads(raw)["records"][0]["body"]
     assert body == "\x1b]8;;http://evil\x07click\x1b]8;;\x07 \x9b31m \u202egnp.exe"  # lossless
+    repo.clock.advance(1800)  # to 03:30, when the foreign checkpoint is dated
     check = repo.run("check", "--json").out
     assert "\x1b" not in check and json.loads(check)["last_checkpoint"]["id"] == "c-f0"
 
