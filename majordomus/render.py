@@ -12,7 +12,6 @@ from typing import Any
 from majordomus.graph import Divergence
 from majordomus.index import Located
 from majordomus.ops import (
-    SKEW_TOLERANCE_S,
     CheckpointResult,
     CheckResult,
     FetchReport,
@@ -27,6 +26,7 @@ from majordomus.ops import (
     SyncResult,
     TaskCreated,
     TaskSummary,
+    skew_s,
 )
 from majordomus.profile import Profile
 from majordomus.records import HANDOVER_FIELDS, REFUSED
@@ -100,11 +100,6 @@ def ago(seconds: int | None, skew: int | None = None) -> str:
     if skew is not None:
         return f"in the future by {age(skew)} (clock skew?)"
     return f"{age(seconds)} ago"
-
-
-def _skew_of(now: datetime.datetime, then: datetime.datetime) -> int | None:
-    ahead = int((then - now).total_seconds())
-    return ahead if ahead > SKEW_TOLERANCE_S else None
 
 
 def interval(seconds: int) -> str:
@@ -204,7 +199,7 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
         elif t.skew_s is not None:
             checkpoint += f"; a newer one is {ago(None, t.skew_s)}"
         pending = f"open handover {safe(t.open_handover.record.id)}" if t.open_handover else ""
-        last = ago(max(0, int((now - t.last_at).total_seconds())), _skew_of(now, t.last_at))
+        last = ago(max(0, int((now - t.last_at).total_seconds())), skew_s(now, t.last_at))
         parts = [f"{mark} {safe(t.task)}", title, f"last activity {last}", checkpoint, pending]
         lines.append("  ".join(p for p in parts if p))
     return "\n".join(lines)
@@ -263,7 +258,7 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
     written = max(0, int((now - record.at).total_seconds()))
     lines = [
         f"handover {safe(record.id)}  task {safe(record.task)}  on {loc.commit[:12]}",
-        f"    by {safe(record.author)}, {ago(written, _skew_of(now, record.at))}",
+        f"    by {safe(record.author)}, {ago(written, skew_s(now, record.at))}",
         f"code since: {_label(result.divergence)}",
     ]
     lines += [f"{key}: {safe(record.text(key))}" for key in HANDOVER_FIELDS]
