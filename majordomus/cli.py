@@ -356,6 +356,11 @@ def show(
     if as_json and markdown:
         raise RefusedError("give --json or --markdown, not both.")
     result = ops.show(session.context(), rev)
+    if result.missing:
+        session.warn(
+            f"{result.commit[:12]} names no commit in this clone; listing what the notes hold "
+            "for it (fetch the commit to see it in history)."
+        )
     session.out(render.show_markdown(result) if markdown else render.show(result, as_json))
 
 

@@ -17,7 +17,7 @@ from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Located, Views, label, newest_first
+from majordomus.index import Index, Listed, Located, Views, label, newest_first
 from majordomus.records import HANDOVER_FIELDS, clean_text, new_record
 from majordomus.secret import find_secret
 from majordomus.store import StaleLock, Store
@@ -169,8 +169,31 @@ def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views,
     return views, current_task(ctx, store, views.task_ids, task)
 
 
+SKEW_TOLERANCE_S = 60  # clocks a minute apart are ordinary; further ahead is skew
+
+
 def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
     return max(0, int((now - then).total_seconds()))
+
+
+def skew_s(now: datetime.datetime, then: datetime.datetime) -> int | None:
+    """How far `then` lies ahead of `now`, when that is more than clocks normally drift:
+    a record from a clock that runs fast, whose age cannot be known."""
+    ahead = int((then - now).total_seconds())
+    return ahead if ahead > SKEW_TOLERANCE_S else None
+
+
+def _counted_checkpoint(
+    index: Index, task: str, now: datetime.datetime
+) -> tuple[Listed | None, Listed | None]:
+    """The newest checkpoint that can say how fresh the task is (not dated in the future),
+    and the newest one dated in the future after it, if any."""
+    skewed = None
+    for item in index.newest_first(index.of_kind("checkpoint", task)):
+        if skew_s(now, item.at) is None:
+            return item, skewed
+        skewed = skewed or item
+    return None, skewed
 
 
 # ---- task ----------------------------------------------------------------------------
@@ -203,6 +226,7 @@ class TaskSummary(NamedTuple):
     checkpoint_age_s: int | None
     open_handover: Located | None
     current: bool
+    skew_s: int | None = None  # a newer checkpoint is dated this far in the future
 
 
 def task_list(ctx: Context) -> list[TaskSummary]:
@@ -213,7 +237,7 @@ def task_list(ctx: Context) -> list[TaskSummary]:
     summaries = []
     for task, task_record in index.tasks().items():
         last_at = max(item.summary.at for item in index.of_task(task))
-        last_checkpoint = index.last("checkpoint", task)
+        last_checkpoint, skewed = _counted_checkpoint(index, task, now)
         pending = index.open_handovers(task)
         summaries.append(
             TaskSummary(
@@ -223,6 +247,7 @@ def task_list(ctx: Context) -> list[TaskSummary]:
                 checkpoint_age_s=age_s(now, last_checkpoint.at) if last_checkpoint else None,
                 open_handover=index.locate(pending[0]) if pending else None,
                 current=task == current,
+                skew_s=skew_s(now, skewed.at) if skewed else None,
             )
         )
     return sorted(summaries, key=lambda s: s.last_at, reverse=True)
@@ -242,6 +267,7 @@ class CheckpointResult(NamedTuple):
     record: Located
     previous_age_s: int | None
     stale_locks: tuple[StaleLock, ...]
+    previous_skew_s: int | None = None  # the previous one is dated this far after this one
 
 
 def checkpoint(
@@ -259,7 +285,8 @@ def checkpoint(
     previous = views.index(task_id).last("checkpoint", task_id)
     located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, views)
     previous_age = age_s(located.record.at, previous.at) if previous else None
-    return CheckpointResult(located, previous_age, locks)
+    skew = skew_s(located.record.at, previous.at) if previous else None
+    return CheckpointResult(located, previous_age, locks, skew)
 
 
 class HandoverResult(NamedTuple):
@@ -433,17 +460,42 @@ class ShowResult(NamedTuple):
     commit: str
     records: tuple[Located, ...]
     invalid: int
+    missing: bool = False  # no such commit in this clone: what the notes hold for the id
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{4,40}")
 
 
 def show(ctx: Context, rev: str | None = None) -> ShowResult:
     store = open_store(ctx)
-    commit = store.resolve(rev)
-    noteset = store.read_notes()
+    try:
+        commit, missing = store.resolve(rev), False
+    except RepositoryError as error:
+        # A commit this clone lacks (records fetched without it, or dropped) can still
+        # carry notes: list what they hold for a full or abbreviated id.
+        name = (rev or "").strip().lower()
+        if rev is None or _OBJECT_ID.fullmatch(name) is None:
+            raise
+        noteset = store.read_notes()
+        found = sorted(
+            c for c in noteset.commits.keys() | {u.commit for u in noteset.unreadable} if c
+        )
+        candidates = [c for c in found if c.startswith(name)]
+        if not candidates:
+            raise error from None
+        if len(candidates) > 1:
+            raise RepositoryError(
+                f"'{rev}' is ambiguous: notes are attached to "
+                f"{', '.join(c[:12] for c in candidates)}; give more digits."
+            ) from None
+        commit, missing = candidates[0], True
+    else:
+        noteset = store.read_notes()
     annotated = noteset.commits.get(commit)
     note = store.note(annotated.blobs) if annotated else None
     records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
-    return ShowResult(commit, records, (note.invalid if note else 0) + unreadable)
+    return ShowResult(commit, records, (note.invalid if note else 0) + unreadable, missing)
 
 
 # ---- check and watch ------------------------------------------------------------------------
@@ -458,20 +510,27 @@ class CheckResult(NamedTuple):
     age_s: int
     stale: bool
     open_handover: Located | None
+    skewed: Located | None = None  # a newer checkpoint dated in the future, not counted
+    skew_s: int | None = None  # how far in the future it is dated
+    undated: bool = False  # every record of the task is dated in the future: age unknown
 
 
 def _check_task(
     index: Index, task: str, prof: profiles.Profile, now: datetime.datetime
 ) -> CheckResult:
-    last = index.last("checkpoint", task)
+    # A record dated in the future says nothing about when it was written: freshness
+    # is judged on what is dated up to now, so a fast clock can make a task look
+    # stale, never fresh.
+    last, skewed = _counted_checkpoint(index, task, now)
     task_record = index.tasks().get(task)
+    past = [item.at for item in index.of_task(task) if skew_s(now, item.at) is None]
     if last is not None:
-        since = last.at
-    elif task_record is not None:
+        since: datetime.datetime | None = last.at
+    elif task_record is not None and skew_s(now, task_record.at) is None:
         since = task_record.at
     else:
-        since = min(item.at for item in index.of_task(task))
-    age = age_s(now, since)
+        since = min(past, default=None)
+    age = age_s(now, since) if since is not None else 0
     pending = index.open_handovers(task)
     return CheckResult(
         task=task,
@@ -480,8 +539,11 @@ def _check_task(
         interval_s=prof.interval_s,
         last_checkpoint=index.locate(last) if last else None,
         age_s=age,
-        stale=age > prof.interval_s,
+        stale=since is None or age > prof.interval_s,
         open_handover=index.locate(pending[0]) if pending else None,
+        skewed=index.locate(skewed) if skewed else None,
+        skew_s=skew_s(now, skewed.at) if skewed else None,
+        undated=since is None,
     )
 
 
@@ -586,17 +648,32 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
         for lock in store.stale_locks(older_than_s=0)
     ]
     findings.extend(locks or [Finding("locks", True, "no lock files")])
-    noteset = store.read_notes()
+    try:
+        noteset = store.read_notes()
+    except RepositoryError as error:
+        findings.append(Finding("notes", False, error.message.rstrip(".")))
+        return findings
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
     for commit, annotated in sorted(noteset.commits.items()):
         if annotated.invalid:
+            parts = len(store.note(annotated.blobs).unreadable)
+            what = (
+                [f"{annotated.invalid - parts} invalid record(s)"]
+                if annotated.invalid > parts
+                else []
+            )
+            if parts:
+                what.append(
+                    f"{parts} part{'s' if parts > 1 else ''} that "
+                    f"{'are' if parts > 1 else 'is'} not TOML (written by hand?)"
+                )
             findings.append(
                 Finding(
                     "invalid",
                     False,
-                    f"note on {commit[:12]}: {annotated.invalid} invalid record(s) skipped "
+                    f"note on {commit[:12]}: {' and '.join(what)} skipped "
                     f"(see git notes --ref=majordomus show {commit[:12]})",
                 )
             )

@@ -230,11 +230,18 @@ class Entry(NamedTuple):
 
 
 class Note(NamedTuple):
-    """A parsed note: its entries in order, and any plain top-level keys a foreign writer left."""
+    """A parsed note: its entries in order, and any plain top-level keys a foreign writer left.
+
+    A note that is not valid TOML as a whole (edited by hand) is `salvaged`: its
+    tables that parse on their own are its entries, and the text that does not
+    parse is kept, part by part, in `unreadable`.
+    """
 
     entries: tuple[Entry, ...]
     other: Mapping[str, Any]
     invalid_plain: int  # known kinds stored as something other than an array of tables
+    unreadable: tuple[bytes, ...] = ()  # the parts of a salvaged note that do not parse
+    salvaged: bool = False
 
     @property
     def records(self) -> tuple[Record, ...]:
@@ -242,7 +249,11 @@ class Note(NamedTuple):
 
     @property
     def invalid(self) -> int:
-        return self.invalid_plain + sum(1 for entry in self.entries if entry.invalid)
+        return (
+            self.invalid_plain
+            + len(self.unreadable)
+            + sum(1 for entry in self.entries if entry.invalid)
+        )
 
 
 class Summary(NamedTuple):
@@ -278,11 +289,19 @@ def summarise(note: Note) -> tuple[Summary, ...]:
 
 
 class NoteError(ValueError):
-    """A note that cannot be read at all: too large, not UTF-8, not TOML."""
+    """A note that cannot be read at all: too large, nested too deeply, not TOML."""
+
+
+class NotTomlError(NoteError):
+    """A note that is not valid TOML (or not UTF-8) as a whole: its tables may still be read."""
 
 
 def parse_note(data: bytes) -> Note:
-    return note_from_document(load_document(data))
+    """The note a blob holds; a note that is not TOML as a whole is salvaged table by table."""
+    try:
+        return note_from_document(load_document(data))
+    except NotTomlError:
+        return salvage(data)
 
 
 def load_document(data: bytes) -> dict[str, Any]:
@@ -292,9 +311,9 @@ def load_document(data: bytes) -> dict[str, Any]:
     try:
         document = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as error:
-        raise NoteError(f"note is not UTF-8 text ({error.reason})") from None
+        raise NotTomlError(f"note is not UTF-8 text ({error.reason})") from None
     except tomllib.TOMLDecodeError as error:
-        raise NoteError(f"note is not valid TOML ({error})") from None
+        raise NotTomlError(f"note is not valid TOML ({error})") from None
     except RecursionError:
         raise NoteError("note is nested too deeply to parse") from None
     except ValueError as error:  # an integer too long for int(), say
@@ -316,6 +335,95 @@ def _too_deep(document: Mapping[str, Any], limit: int) -> bool:
         elif isinstance(value, list):
             stack.extend((item, depth + 1) for item in value)
     return False
+
+
+# A table header that starts a table of its own: `[[kind]]` or `[name]`, one plain or
+# quoted key (a dotted header such as `[checkpoint.detail]` continues the table above).
+_HEADER = re.compile(
+    r"""[ \t]*\[\[?[ \t]*(?:[A-Za-z0-9_-]+|"[^"\\]*"|'[^']*')[ \t]*\]\]?[ \t]*(?:#.*)?\r?"""
+)
+_KEY_START = re.compile(r"""[ \t]*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')[ \t]*[=.]""")
+_ERROR_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+_PREFIX_TRIES = 24  # parses spent looking for the readable start of one table
+
+
+def salvage(data: bytes) -> Note:
+    """Every table of a note that is not TOML as a whole, read on its own.
+
+    A table runs from its header to the next header, or to the first line that
+    cannot belong to it (text appended by `git notes append`, a line broken by
+    `git notes edit`); the text from there to the next header is one unreadable
+    part. A table cut short that is no longer a valid record counts once, as that
+    unreadable part.
+    """
+    lines: list[str | None] = []
+    for raw in data.split(b"\n"):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(None)  # a line that is not UTF-8 belongs to no table
+    starts = [i for i, line in enumerate(lines) if line is not None and _HEADER.fullmatch(line)]
+    bounds = list(zip([0, *starts], [*starts, len(lines)], strict=True))
+    entries: list[Entry] = []
+    other: dict[str, Any] = {}
+    invalid_plain = 0
+    unreadable: list[bytes] = []
+    raw_lines = data.split(b"\n")
+    for start, end in bounds:
+        if start == end:
+            continue
+        document, used = _readable_prefix(lines[start:end])
+        rest = b"\n".join(raw_lines[start + used : end])
+        broken = bool(rest.strip())
+        note = note_from_document(document) if document else Note((), {}, 0)
+        if broken and note.entries and all(entry.invalid for entry in note.entries):
+            note = Note((), note.other, note.invalid_plain)  # counted once, as the part below
+        entries.extend(note.entries)
+        for key, value in note.other.items():
+            if key not in other:
+                other[key] = value
+                invalid_plain += key in KINDS
+        if broken:
+            unreadable.append(rest.strip(b"\n"))
+    return Note(tuple(entries), other, invalid_plain, tuple(unreadable), salvaged=True)
+
+
+def _readable_prefix(lines: Sequence[str | None]) -> tuple[dict[str, Any], int]:
+    """The longest start of `lines` (found in a few parses) that is a TOML document on its
+    own, and how many lines it takes."""
+    count = next((i for i, line in enumerate(lines) if line is None), len(lines))
+    step = 1
+    for _ in range(_PREFIX_TRIES):
+        while count and not (lines[count - 1] or "").strip():
+            count -= 1
+        if not count:
+            break
+        try:
+            document = tomllib.loads("\n".join(line or "" for line in lines[:count]))
+        except tomllib.TOMLDecodeError as error:
+            found = _ERROR_LINE.search(str(error))
+            if found is not None:
+                count = min(int(found.group(1)) - 1, count - 1)
+                continue
+            # Something opened and never closed (a string, an array): cut before the
+            # last line that starts a key, else step back further each time.
+            opener = next(
+                (i for i in range(count - 1, 0, -1) if _KEY_START.match(lines[i] or "")), None
+            )
+            if opener is not None:
+                count = opener
+            else:
+                count = max(0, count - step)
+                step *= 2
+            continue
+        except (ValueError, RecursionError):
+            count = max(0, count - step)
+            step *= 2
+            continue
+        if _too_deep(document, NESTING_MAX):
+            break
+        return document, count
+    return {}, 0
 
 
 def note_from_document(document: Mapping[str, Any]) -> Note:
@@ -405,6 +513,7 @@ def union(notes: Sequence[Note]) -> Note:
     entries: list[Entry] = []
     other: dict[str, Any] = {}
     invalid_plain = 0
+    unreadable: dict[bytes, None] = {}  # one part in two copies of a note is one part
     for note in notes:
         for entry in note.entries:
             if entry.key not in seen:
@@ -414,22 +523,37 @@ def union(notes: Sequence[Note]) -> Note:
             if key not in other:
                 other[key] = value
                 invalid_plain += key in KINDS
-    return Note(tuple(entries), other, invalid_plain)
+        unreadable.update(dict.fromkeys(note.unreadable))
+    salvaged = any(note.salvaged for note in notes)
+    return Note(tuple(entries), other, invalid_plain, tuple(unreadable), salvaged)
 
 
 def append_text(existing: str | None, records: Sequence[Record]) -> str:
-    """The note text with `records` appended, the existing text kept byte for byte.
+    """`append_note` on text."""
+    data = append_note(existing.encode("utf-8") if existing is not None else None, records)
+    return data.decode("utf-8")
 
-    Raises NoteError when the existing note would not stay valid TOML with the
-    records appended (a foreign note that uses a kind's name for a plain key):
-    a write never destroys what it cannot read.
+
+def append_note(existing: bytes | None, records: Sequence[Record]) -> bytes:
+    """The note with `records` appended after the existing bytes, which are kept byte for byte.
+
+    A note that is not valid TOML as a whole takes them too: every table in it
+    stays as readable as it was. Raises NoteError when the result would not read
+    back every record the note held plus the new ones (a note too large or too
+    deep to parse): a write never destroys what it cannot read.
     """
-    addition = dump_tables((record.kind, record.table) for record in records)
-    if existing is None or not existing.strip():
+    addition = dump_tables((record.kind, record.table) for record in records).encode("utf-8")
+    if not existing:
         return addition
-    text = existing.rstrip("\n") + "\n\n" + addition
+    before = parse_note(existing)
+    data = existing + (b"\n" if existing.endswith(b"\n") else b"\n\n") + addition
     try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        after = parse_note(data)
+    except NoteError as error:
         raise NoteError(f"the existing note cannot take more records ({error})") from None
-    return text
+    kept = {entry.key for entry in after.entries}
+    lost = [entry for entry in before.entries if entry.record and entry.key not in kept]
+    written = {(record.kind, record.id) for record in after.records}
+    if lost or not all((record.kind, record.id) in written for record in records):
+        raise NoteError("the existing note cannot take more records and stay readable")
+    return data

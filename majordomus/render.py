@@ -26,6 +26,7 @@ from majordomus.ops import (
     SyncResult,
     TaskCreated,
     TaskSummary,
+    skew_s,
 )
 from majordomus.profile import Profile
 from majordomus.records import HANDOVER_FIELDS, REFUSED
@@ -92,6 +93,13 @@ def age(seconds: int | None) -> str:
         return f"{hours}h {minutes:02d}m"
     days, hours = divmod(hours, 24)
     return f"{days}d {hours:02d}h"
+
+
+def ago(seconds: int | None, skew: int | None = None) -> str:
+    """An age as a sentence says it, or the flag for a record dated in the future."""
+    if skew is not None:
+        return f"in the future by {age(skew)} (clock skew?)"
+    return f"{age(seconds)} ago"
 
 
 def interval(seconds: int) -> str:
@@ -169,6 +177,7 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
                         "last_at": rfc3339(t.last_at),
                         "checkpoint_age_s": t.checkpoint_age_s,
                         "open_handover": record_json(t.open_handover) if t.open_handover else None,
+                        **({"skew_s": t.skew_s} if t.skew_s is not None else {}),
                     }
                     for t in tasks
                 ]
@@ -185,23 +194,37 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
             if t.checkpoint_age_s is not None
             else "no checkpoint"
         )
+        if t.skew_s is not None and t.checkpoint_age_s is None:
+            checkpoint = f"checkpoint {ago(None, t.skew_s)}"
+        elif t.skew_s is not None:
+            checkpoint += f"; a newer one is {ago(None, t.skew_s)}"
         pending = f"open handover {safe(t.open_handover.record.id)}" if t.open_handover else ""
-        last = age(max(0, int((now - t.last_at).total_seconds())))
-        parts = [f"{mark} {safe(t.task)}", title, f"last activity {last} ago", checkpoint, pending]
+        last = ago(max(0, int((now - t.last_at).total_seconds())), skew_s(now, t.last_at))
+        parts = [f"{mark} {safe(t.task)}", title, f"last activity {last}", checkpoint, pending]
         lines.append("  ".join(p for p in parts if p))
     return "\n".join(lines)
 
 
 def checkpoint(result: CheckpointResult, as_json: bool) -> str:
     if as_json:
+        skew = result.previous_skew_s
         return dumps(
-            {"record": record_json(result.record), "previous_age_s": result.previous_age_s}
+            {
+                "record": record_json(result.record),
+                "previous_age_s": result.previous_age_s,
+                **({"skew_s": skew} if skew is not None else {}),
+            }
         )
     previous = (
         f"previous checkpoint of this task: {age(result.previous_age_s)} before this one"
         if result.previous_age_s is not None
         else "first checkpoint of this task"
     )
+    if result.previous_skew_s is not None:
+        previous = (
+            f"previous checkpoint of this task: dated {age(result.previous_skew_s)} after this "
+            "one (clock skew?)"
+        )
     return f"{record_block(result.record)}\n{previous}"
 
 
@@ -235,7 +258,7 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
     written = max(0, int((now - record.at).total_seconds()))
     lines = [
         f"handover {safe(record.id)}  task {safe(record.task)}  on {loc.commit[:12]}",
-        f"    by {safe(record.author)}, {age(written)} ago",
+        f"    by {safe(record.author)}, {ago(written, skew_s(now, record.at))}",
         f"code since: {_label(result.divergence)}",
     ]
     lines += [f"{key}: {safe(record.text(key))}" for key in HANDOVER_FIELDS]
@@ -303,6 +326,7 @@ def show(result: ShowResult, as_json: bool) -> str:
                 "commit": result.commit,
                 "records": [record_json(loc) for loc in result.records],
                 "invalid": result.invalid,
+                **({"missing": True} if result.missing else {}),
             }
         )
     blocks = [record_block(loc) for loc in result.records] or [
@@ -316,7 +340,7 @@ def show(result: ShowResult, as_json: bool) -> str:
 
 
 def check_json(result: CheckResult) -> dict[str, Any]:
-    return {
+    out = {
         "task": result.task,
         "profile": result.profile,
         "interval_s": result.interval_s,
@@ -325,12 +349,19 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "stale": result.stale,
         "open_handover": record_json(result.open_handover) if result.open_handover else None,
     }
+    if result.skewed is not None:
+        out["skew_s"] = result.skew_s
+        out["skewed_checkpoint"] = record_json(result.skewed)
+    return out
 
 
 def check_line(result: CheckResult, colour: bool = False) -> str:
     what = (
         "last checkpoint" if result.last_checkpoint is not None else "no checkpoint; task started"
     )
+    since = f"{what} {age(result.age_s)} ago"
+    if result.undated:
+        since = "no checkpoint; every record is dated in the future"
     status = "STALE" if result.stale else "fresh"
     if colour:
         status = f"\x1b[{'31;1' if result.stale else '32'}m{status}\x1b[0m"
@@ -339,9 +370,15 @@ def check_line(result: CheckResult, colour: bool = False) -> str:
         if result.open_handover
         else "no open handover"
     )
+    skewed = ""
+    if result.skewed is not None:
+        skewed = (
+            f"; checkpoint {safe(result.skewed.record.id)} is {ago(None, result.skew_s)}, "
+            "not counted"
+        )
     return (
-        f"{safe(result.task)}: {what} {age(result.age_s)} ago, "
-        f"interval {interval(result.interval_s)}, {status}, {pending}"
+        f"{safe(result.task)}: {since}, "
+        f"interval {interval(result.interval_s)}, {status}, {pending}{skewed}"
     )
 
 

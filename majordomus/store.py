@@ -34,8 +34,9 @@ from majordomus.records import (
     NoteError,
     Record,
     Summary,
-    append_text,
+    append_note,
     dump_note,
+    dump_tables,
     load_document,
     note_from_document,
     parse_note,
@@ -357,7 +358,21 @@ class Store:
             ref = self.repo.references.get(name)
             if ref is not None:
                 targets[name] = str(ref.resolve().target)
+                self._notes_commit(name, targets[name])
         return targets
+
+    def _notes_commit(self, name: str, target: str) -> pygit2.Commit:
+        """The commit a notes ref points at; a ref at anything else stops every command."""
+        obj = self.repo.get(target)
+        if isinstance(obj, pygit2.Commit):
+            return obj
+        if name == NOTES_REF:
+            raise RepositoryError(_not_a_commit(target))
+        raise RepositoryError(
+            f"{name} points at {target[:12]}, which is not a commit; majordomus will not read "
+            f"it: inspect it with git cat-file -t {target[:12]}, then delete it "
+            f"(git update-ref -d {name}) and fetch again."
+        )
 
     def read_notes(self) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache)."""
@@ -369,9 +384,6 @@ class Store:
         for name in self.notes_refs():
             target, tree = self._notes_tree(name)
             targets[name] = target
-            if tree is None:
-                unreadable.append(UnreadableNote("", name, f"{name} does not point at a commit"))
-                continue
             tree_id = str(tree.id)
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
@@ -433,13 +445,9 @@ class Store:
             cache.put_blob(blob, entry)
         return entry
 
-    def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree | None]:
-        ref = self.repo.references[name].resolve()
-        target = str(ref.target)
-        obj = self.repo.get(ref.target)
-        if not isinstance(obj, pygit2.Commit):
-            return target, None
-        return target, obj.tree
+    def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree]:
+        target = str(self.repo.references[name].resolve().target)
+        return target, self._notes_commit(name, target).tree
 
     def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
         for entry in tree:
@@ -466,8 +474,9 @@ class Store:
             if document is None:
                 try:
                     document = load_document(self._blob_data(blob))
-                except NoteError as error:
-                    self._cache[blob] = error
+                except NoteError:
+                    # Not one TOML document: read the way every other read does.
+                    self._cache[blob] = self._parse_blob(blob)
                     continue
                 documents.put(blob, document)
             self._cache[blob] = note_from_document(document)
@@ -626,10 +635,7 @@ class Store:
         target = ref.resolve().target
         obj = self.repo.get(target)
         if not isinstance(obj, pygit2.Commit):
-            raise RepositoryError(
-                f"{NOTES_REF} points at {str(target)[:12]}, which is not a commit; majordomus "
-                "will not overwrite it: inspect it with git cat-file -t, then repair or move it."
-            )
+            raise RepositoryError(_not_a_commit(str(target)))
         return obj.tree, [obj.id]
 
     def _note_blob(
@@ -640,21 +646,22 @@ class Store:
             try:
                 data = self._blob_data(str(blob_id))
                 parse_note(data)
-                texts.append(data.decode("utf-8"))
+                texts.append(data)
             except NoteError as error:
                 raise RepositoryError(
                     f"the note on {commit[:12]} cannot be read ({error}); majordomus will not "
                     f"overwrite it: inspect it with git notes --ref=majordomus show {commit[:12]}."
                 ) from None
-        existing = "\n".join(text.rstrip("\n") for text in texts) if texts else None
+        # Two copies of one note (a damaged tree) become one, each copy's text kept.
+        existing = (texts[0] if len(texts) == 1 else _joined(texts)) if texts else None
         try:
-            text = append_text(existing, records)
+            data = append_note(existing, records)
         except NoteError as error:
             raise RepositoryError(
                 f"the note on {commit[:12]} is not in majordomus format ({error}); majordomus "
-                "will not overwrite it."
+                "will not overwrite it: inspect it with git notes --ref=majordomus show "
+                f"{commit[:12]}."
             ) from None
-        data = text.encode("utf-8")
         written = union([parse_note(data)]).records
         first = records[0]
         position = next(
@@ -871,7 +878,13 @@ class Store:
         is every distinct text concatenated, unread; nothing is ever dropped.
         """
         parsed = [self._parse_blob(blob_id) for blob_id in blob_ids]
-        notes = [note for note in parsed if isinstance(note, Note)]
+        if any(isinstance(note, Note) and note.salvaged for note in parsed):
+            onto = self._united_onto_text(blob_ids, parsed)
+            if onto is not None:
+                return onto
+            notes: list[Note] = []  # every text is kept as it is, below
+        else:
+            notes = [note for note in parsed if isinstance(note, Note)]
         if notes and _plain_keys_agree(notes):
             kept = [
                 _unreadable_entry(blob_id, self._blob_data(blob_id))
@@ -895,6 +908,49 @@ class Store:
             kept_data = [other for other in kept_data if other not in data] + [data]
         parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept_data]
         return self.repo.create_blob(b"\n".join(parts)), False
+
+    def _united_onto_text(
+        self, blob_ids: Sequence[str], parsed: Sequence[Note | NoteError]
+    ) -> tuple[pygit2.Oid, bool] | None:
+        """Notes united on the bytes of the first one that is not TOML as a whole (edited
+        by hand): its text stays byte for byte, and what the others hold that it lacks is
+        appended as tables, as a write would. None when that cannot keep everything.
+        """
+        base_id, base = next(
+            (blob_id, note)
+            for blob_id, note in zip(blob_ids, parsed, strict=True)
+            if isinstance(note, Note) and note.salvaged
+        )
+        data = self._blob_data(base_id)
+        present = {entry.key for entry in base.entries}
+        extra: list[Entry] = []
+        for blob_id, note in zip(blob_ids, parsed, strict=True):
+            if blob_id == base_id:
+                continue
+            if isinstance(note, NoteError):
+                extra.append(_unreadable_entry(blob_id, self._blob_data(blob_id)))
+                continue
+            if any(base.other.get(key, value) != value for key, value in note.other.items()):
+                return None
+            if note.other.keys() - base.other.keys():
+                return None  # plain keys cannot be appended below tables
+            for entry in note.entries:
+                if entry.key not in present:
+                    present.add(entry.key)
+                    extra.append(entry)
+            if any(part not in data for part in note.unreadable):
+                extra.append(_unreadable_entry(blob_id, self._blob_data(blob_id)))
+        if extra:
+            addition = dump_tables((entry.kind, entry.table) for entry in extra).encode("utf-8")
+            data += (b"\n" if data.endswith(b"\n") else b"\n\n") + addition
+        try:
+            united = parse_note(data)
+        except NoteError:
+            return None
+        if not present <= {entry.key for entry in united.entries}:
+            return None
+        readable = not any(isinstance(note, NoteError) for note in parsed)
+        return self.repo.create_blob(data), readable
 
     def _records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> int:
         """Records the move from `before` to `after` adds, counted per annotated commit."""
@@ -923,6 +979,17 @@ def _unreadable_entry(blob_id: str, data: bytes) -> Entry:
     except UnicodeDecodeError:
         table["base64"] = base64.b64encode(data).decode("ascii")
     return Entry("unreadable", table, None)
+
+
+def _not_a_commit(target: str) -> str:
+    return (
+        f"{NOTES_REF} points at {target[:12]}, which is not a commit; majordomus will not "
+        "overwrite it: inspect it with git cat-file -t, then repair or move it."
+    )
+
+
+def _joined(texts: Sequence[bytes]) -> bytes:
+    return b"\n".join(text if text.endswith(b"\n") else text + b"\n" for text in texts)
 
 
 def _plain_keys_agree(notes: Sequence[Note]) -> bool:

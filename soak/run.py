@@ -408,7 +408,7 @@ def hostile_notes(c: Campaign) -> Row:
         row.notes += [
             f"{len(corpus)} hostile notes, each alone in its own repository and then all "
             f"together, {rounds} times: {', '.join(case.name for case in corpus)}; and "
-            "remote-tracking notes refs at a blob and with escapes",
+            "a remote-tracking notes ref with escapes",
             "each through history, history --all, show, check, check --all, task list, "
             "resume --peek and doctor, in text and --json (in-process; JSON parsed strictly), "
             "and history --all and task list as real processes (bytes checked): exit codes as "

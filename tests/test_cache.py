@@ -35,7 +35,8 @@ def answers(repo: Repo) -> tuple[object, ...]:
     peek = repo.run("resume", "--peek", "--json")
     mine = json.loads(repo.run("history", "--task", task, "--all", "--json").out)
     first = json.loads(repo.run("history", "HEAD~1", "--task", task, "--json").out)
-    return history, json.loads(peek.out), peek.code, check, mine, first
+    shown = json.loads(repo.run("show", "--json").out)
+    return history, json.loads(peek.out), peek.code, check, mine, first, shown
 
 
 def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> None:
@@ -43,6 +44,7 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
     repo.task()
     repo.git("config", "notes.rewriteRef", "refs/notes/majordomus")
     repo.commit("second")
+    performed: set[str] = set()
     for step in range(60):
         action = rng.choice(
             [
@@ -55,8 +57,10 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
                 "switch",
                 "task",
                 "amend",
+                "hand",
             ]
         )
+        performed.add(action)
         if action == "commit":
             repo.commit(f"step {step}")
         elif action == "checkpoint":
@@ -65,6 +69,8 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
             assert repo.run("handover", "-o", "o", "-s", f"s{step}", "-n", "n").code == 0
         elif action == "amend":  # copies the note: one record now sits on two commits
             repo.git("commit", "-q", "--amend", "--allow-empty", "-m", f"amended {step}")
+        elif action == "hand":  # a person's line: the note is no longer one TOML document
+            repo.git("notes", "--ref=majordomus", "append", "-m", f"by hand {step}", "HEAD")
         elif action == "resume":
             assert repo.run("resume").code in (0, 1)
         elif action == "task":
@@ -83,6 +89,7 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
             cached = answers(repo)
             drop_caches(repo)
             assert answers(repo) == cached, f"step {step}"
+    assert "hand" in performed and "amend" in performed
 
 
 def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> None:

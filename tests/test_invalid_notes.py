@@ -40,8 +40,8 @@ def test_invalid_notes_are_skipped_and_counted(repo: Repo) -> None:
     )
     assert sorted(lines) == sorted(
         [
-            f"FAIL  invalid   note on {grandparent} in refs/notes/majordomus: note is not valid "
-            "TOML (Expected '=' after a key in a key/value pair (at line 1, column 7))",
+            f"FAIL  invalid   note on {grandparent}: 1 part that is not TOML (written by hand?) "
+            f"skipped (see git notes --ref=majordomus show {grandparent})",
             f"FAIL  invalid   note on {head} in refs/notes/majordomus: note is 1048579 bytes, "
             "over the 1 MiB limit; not parsed",
             f"FAIL  invalid   note on {parent}: 1 invalid record(s) skipped "
@@ -67,6 +67,7 @@ def test_text_from_notes_is_escaped_in_text_and_json(repo: Repo) -> None:
     assert "\x1b" not in raw and "\x9b" not in raw and "\u202e" not in raw
     body = json.loads(raw)["records"][0]["body"]
     assert body == "\x1b]8;;http://evil\x07click\x1b]8;;\x07 \x9b31m \u202egnp.exe"  # lossless
+    repo.clock.advance(1800)  # to 03:30, when the foreign checkpoint is dated
     check = repo.run("check", "--json").out
     assert "\x1b" not in check and json.loads(check)["last_checkpoint"]["id"] == "c-f0"
 

@@ -152,9 +152,8 @@ def test_a_kind_that_is_not_an_array_of_tables_is_invalid() -> None:
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
-        (b"this is not toml", "note is not valid TOML"),
-        (b"\xff\xfe", "note is not UTF-8 text"),
         (b"x" * (1024 * 1024 + 1), "note is 1048577 bytes, over the 1 MiB limit; not parsed"),
+        (b"x = " + b"[" * 5000 + b"]" * 5000, "note is nested too deeply to parse"),
     ],
 )
 def test_unreadable_notes_raise_note_error(data: bytes, reason: str) -> None:
@@ -172,9 +171,34 @@ def test_append_keeps_existing_text_byte_for_byte() -> None:
     assert note.invalid == 1  # the hand-written table lacks every required field, and stays
 
 
-def test_append_refuses_a_note_it_would_break() -> None:
+def test_a_note_that_is_not_toml_is_read_table_by_table() -> None:
+    good = append_text(None, [checkpoint("c-0000000000000001")])
+    other = append_text(None, [checkpoint("c-0000000000000002")])
+    for data, parts in [
+        (b"this is not toml", [b"this is not toml"]),
+        (b"\xff\xfe", [b"\xff\xfe"]),
+        (f"{good}\na note from a person\n".encode(), [b"a note from a person"]),
+        (f"prose\n{good}".encode() + b"\xff\n" + other.encode(), [b"prose", b"\xff"]),
+        (f'{good}body = "twice"\nmore\n{other}'.encode(), [b'body = "twice"\nmore']),
+        (f'{good}x = """never closed\n\n{other}'.encode(), [b'x = """never closed']),
+        (f"{good}extra = [\n1,\n2,\n".encode(), [b"extra = [\n1,\n2,"]),
+    ]:
+        note = parse_note(data)
+        ids = [r.id for r in note.records]
+        assert ids == [r for r in ("c-0000000000000001", "c-0000000000000002") if r in ids]
+        assert (list(note.unreadable), note.invalid, note.salvaged) == (parts, len(parts), True)
+    broken = good.replace('body = "reproduced"', "body = reproduced")
+    note = parse_note(f"{broken}\n{other}".encode())
+    assert ([r.id for r in note.records], note.invalid) == (["c-0000000000000002"], 1)
+
+
+def test_append_keeps_a_note_that_is_not_toml_and_refuses_one_it_cannot_read() -> None:
+    for existing in ('checkpoint = "a plain key"\n', "free text", "[[checkpoint]\n"):
+        text = append_text(existing, [checkpoint()])
+        assert text.startswith(existing)
+        assert parse_note(text.encode()).records == (checkpoint(),)
     with pytest.raises(NoteError):
-        append_text('checkpoint = "a plain key"\n', [checkpoint()])
+        append_text("x = " + "[" * 5000 + "]" * 5000, [checkpoint()])
 
 
 def test_union_is_by_id_and_keeps_first_copy() -> None:

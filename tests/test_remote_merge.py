@@ -95,17 +95,34 @@ def test_a_note_that_is_not_toml_is_never_dropped(repo: Repo) -> None:
     repo.git("notes", "--ref=majordomus", "add", "-f", "-m", "hand-written, not [toml", "HEAD")
     mine_blob = repo.git("notes", "--ref=majordomus", "list", "HEAD").strip()
     report = merge(repo, theirs)
-    assert (report.outcome, report.notes_united, report.notes_raw) == ("merged", 1, 1)
-    merged = parse_note(repo.git("notes", "--ref=majordomus", "show", "HEAD").encode())
-    # The unreadable text is kept whole in an unknown-kind table; the records stay readable.
-    assert [e.table for e in merged.entries if e.kind == "unreadable"] == [
-        {"blob": mine_blob, "text": "hand-written, not [toml\n"}
-    ]
+    assert (report.outcome, report.notes_united, report.notes_raw) == ("merged", 1, 0)
+    text = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    # The hand-written text stays byte for byte; their records are appended after it.
+    assert text.startswith(repo.git("cat-file", "blob", mine_blob) + "\n[[task]]\n")
+    merged = parse_note(text.encode())
     assert theirs_id in [record.id for record in merged.records]
     repo.git("update-ref", "-d", THEIRS)
     shown = json.loads(repo.run("show", "--json").out)
     assert theirs_id in [record["id"] for record in shown["records"]]
-    assert shown["invalid"] == 0
+    assert shown["invalid"] == 1
+
+
+def test_a_note_that_cannot_be_read_at_all_is_kept_in_a_table(repo: Repo) -> None:
+    repo.task("queue drops acks")
+    theirs_id = checkpoint(repo, "theirs")
+    theirs = diverge(repo)
+    path = repo.path.parent / "deep.toml"
+    path.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-F", str(path), "HEAD")
+    mine_blob = repo.git("notes", "--ref=majordomus", "list", "HEAD").strip()
+    report = merge(repo, theirs)
+    assert (report.outcome, report.notes_united, report.notes_raw) == ("merged", 1, 1)
+    merged = parse_note(repo.git("notes", "--ref=majordomus", "show", "HEAD").encode())
+    # The unreadable text is kept whole in an unknown-kind table; the records stay readable.
+    assert [e.table for e in merged.entries if e.kind == "unreadable"] == [
+        {"blob": mine_blob, "text": path.read_text()}
+    ]
+    assert theirs_id in [record.id for record in merged.records]
 
 
 def test_fast_forward_and_first_fetch(repo: Repo) -> None:

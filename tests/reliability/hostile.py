@@ -104,16 +104,16 @@ def cases(task: str) -> list[Case]:
     padding = "# " + "p" * (1 << 20) + "\n"
     hostile_task = "t-\\u001b[2Jabcd\\u009b"
     return [
-        Case("not TOML", b"[[checkpoint]\nv = 1\n", 1, writable=False),
-        Case("not UTF-8", b'[[checkpoint]]\nbody = "\xff\xfe"\n', 1, writable=False),
-        Case("byte-order mark", b"\xef\xbb\xbf" + good.encode(), 1, writable=False),
+        # Not TOML as a whole: read table by table, and a write appends after the bytes.
+        Case("not TOML", b"[[checkpoint]\nv = 1\n", 1),
+        Case("not UTF-8", b'[[checkpoint]]\nbody = "\xff\xfe"\n', 1),
+        Case("byte-order mark", b"\xef\xbb\xbf" + good.encode(), 1),
         Case("wrong types", "\n".join(wrong_types).encode(), len(wrong_types)),
         Case("missing fields", "\n".join(missing).encode(), len(missing)),
         Case(
             "kinds as plain keys",
             b'checkpoint = "x"\nhandover = []\nresume = { a = 1 }\ntask = [1, 2]\n',
             4,
-            writable=False,
         ),
         Case(
             "over the ceiling",
@@ -253,14 +253,13 @@ def cases(task: str) -> list[Case]:
             0,
         ),
         Case(
-            "valid but unusual",  # an inline array cannot take a [[checkpoint]] more
+            "valid but unusual",  # an inline array: a [[checkpoint]] after it is read apart
             (
                 f'checkpoint = [{{ v = 1, id = "c-inline", task = "{task}", head = "{HEAD40}", '
                 'at = 2026-11-30T04:00:00.5+01:00, author = "A <a@b>", body = "inline" }]\n'
             ).encode(),
             0,
             listed=("c-inline",),
-            writable=False,
         ),
         Case("an empty note", b"", 0),
         Case(
@@ -332,12 +331,11 @@ def _plant_gitlink(path: Path, environ: Mapping[str, str], target: str) -> None:
 
 
 def plant_remote_refs(path: Path, environ: Mapping[str, str], task: str) -> int:
-    """Remote-tracking notes refs a fetch could bring: one at a blob, one with escapes.
+    """A remote-tracking notes ref a fetch could bring, with escapes.
 
-    Returns the invalid count they add (the ref that is not a commit).
+    Returns the invalid count it adds. (A ref at a blob stops every command with
+    exit 3: test_a_notes_ref_that_is_not_a_commit.)
     """
-    blob = git(path, environ, "hash-object", "-w", "--stdin", stdin=b"not a commit").strip()
-    git(path, environ, "update-ref", "refs/notes/remotes/evil/majordomus", blob)
     note = record("checkpoint", f"c-remote{ESCAPES}", task, body=f'"{ESCAPES}"')
     blob_id = git(path, environ, "hash-object", "-w", "--stdin", stdin=note.encode()).strip()
     git(
@@ -351,4 +349,4 @@ def plant_remote_refs(path: Path, environ: Mapping[str, str], task: str) -> int:
         blob_id,
         "HEAD",
     )
-    return 1
+    return 0

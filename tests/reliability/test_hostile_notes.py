@@ -185,15 +185,18 @@ def test_a_notes_ref_that_is_not_a_commit(tmp_path: Path) -> None:
     clone = make_clone(tmp_path / "clone", env)
     task = run_cli(clone, env, "task", "new", "t").out.strip()
     tree = git(clone, env, "rev-parse", "HEAD^{tree}").strip()
-    git(clone, env, "update-ref", NOTES_REF, tree)
-    for argv in READS:
-        result = run_cli(clone, env, *argv, "--json")
-        assert result.code in ALLOWED[argv[0]] | {2}, (argv, result.err)
-        assert "Traceback" not in result.err
-    assert json.loads(run_cli(clone, env, "history", "--json").out)["invalid"] == 1
-    result = run_cli(clone, env, "checkpoint", "--task", task, "x")
-    assert result.code == 3 and "not a commit" in result.err
-    assert git(clone, env, "rev-parse", NOTES_REF).strip() == tree
+    blob = git(clone, env, "hash-object", "-w", "--stdin", stdin=b"not a commit").strip()
+    for ref, target in ((NOTES_REF, tree), ("refs/notes/remotes/evil/majordomus", blob)):
+        git(clone, env, "update-ref", ref, target)
+        for argv in [*READS, ("checkpoint", "--task", task, "x")]:
+            result = run_cli(clone, env, *argv, "--json")
+            expected = 1 if argv[0] == "doctor" else 3
+            assert result.code == expected, (argv, result.err)
+            assert "Traceback" not in result.err
+            if expected == 3:
+                assert result.err.count("\n") == 1 and "not a commit" in result.err
+        assert git(clone, env, "rev-parse", ref).strip() == target
+        git(clone, env, "update-ref", "-d", ref)
 
 
 # ---- hostile notes that arrive by fetch ------------------------------------------------------

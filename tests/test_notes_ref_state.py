@@ -1,0 +1,87 @@
+"""A notes ref that does not point at a commit: every command says so and exits 3."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Repo
+
+NOTES_REF = "refs/notes/majordomus"
+REMOTE_REF = "refs/notes/remotes/origin/majordomus"
+COMMANDS = [
+    ("history",),
+    ("history", "--all"),
+    ("show",),
+    ("show", "--markdown"),
+    ("check",),
+    ("check", "--all"),
+    ("task", "list"),
+    ("task", "use", "0000"),
+    ("task", "new", "another"),
+    ("resume",),
+    ("resume", "--peek"),
+    ("checkpoint", "x"),
+    ("handover", "-o", "o", "-s", "s", "-n", "n"),
+    ("watch", "--count", "1"),
+]
+
+
+def local_sentence(target: str) -> str:
+    return (
+        f"majordomus: {NOTES_REF} points at {target[:12]}, which is not a commit; majordomus "
+        "will not overwrite it: inspect it with git cat-file -t, then repair or move it.\n"
+    )
+
+
+def remote_sentence(target: str) -> str:
+    return (
+        f"majordomus: {REMOTE_REF} points at {target[:12]}, which is not a commit; majordomus "
+        f"will not read it: inspect it with git cat-file -t {target[:12]}, then delete it "
+        f"(git update-ref -d {REMOTE_REF}) and fetch again.\n"
+    )
+
+
+def broken(repo: Repo, ref: str, what: str) -> str:
+    task = repo.task()
+    assert repo.run("checkpoint", "before").code == 0
+    repo.git("update-ref", "refs/notes/kept", NOTES_REF)
+    if what == "blob":
+        target = repo.git("hash-object", "-w", "--stdin", input="not a commit").strip()
+    else:
+        target = repo.git("rev-parse", "HEAD^{tree}").strip()
+    repo.git("update-ref", ref, target)
+    assert task
+    return target
+
+
+@pytest.mark.parametrize("what", ["blob", "tree"])
+def test_every_command_exits_3_naming_the_fix(repo: Repo, what: str) -> None:
+    target = broken(repo, NOTES_REF, what)
+    for argv in COMMANDS:
+        for extra in ([], ["--json"]) if argv[0] not in ("watch", "task") else ([],):
+            if argv == ("show", "--markdown") and extra:
+                continue
+            result = repo.run(*argv, *extra)
+            assert (result.code, result.out, result.err) == (3, "", local_sentence(target)), argv
+    assert repo.git("rev-parse", NOTES_REF).strip() == target
+    doctor = repo.run("doctor")
+    assert doctor.code == 1
+    assert f"FAIL  notes     {local_sentence(target)[12:-2]}" in doctor.out.splitlines()
+
+
+def test_a_remote_tracking_ref_that_is_not_a_commit(repo: Repo) -> None:
+    target = broken(repo, REMOTE_REF, "blob")
+    for argv in COMMANDS:
+        result = repo.run(*argv)
+        assert (result.code, result.out, result.err) == (3, "", remote_sentence(target)), argv
+    assert repo.git("rev-parse", REMOTE_REF).strip() == target
+    kept = repo.git("rev-parse", "refs/notes/kept")
+    assert repo.git("rev-parse", NOTES_REF) == kept
+    doctor = repo.run("doctor")
+    assert (doctor.code, f"FAIL  notes     {remote_sentence(target)[12:-2]}" in doctor.out) == (
+        1,
+        True,
+    )
+    # The fix the sentence names works.
+    repo.git("update-ref", "-d", REMOTE_REF)
+    assert repo.run("history").code == 0
