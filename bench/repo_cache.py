@@ -189,7 +189,7 @@ def _write_notes_commit(
     _data(stream, b"Notes added by 'majordomus'")
     for note in notes:
         stream.write(b"N inline :%d\n" % (note.index + 1))
-        _data(stream, render_note(note.records, shas[note.index]).encode("utf-8"))
+        _data(stream, render_note(note.records, shas[note.index], note.foreign).encode("utf-8"))
 
 
 def _validate_notes(

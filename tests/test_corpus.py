@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -57,7 +57,9 @@ def planting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Planting]:
             continue
         target = by_file[note.file].target
         result = run_cli(clone, environ, "show", target, "--json")
-        document = strict_json(result.out) if result.code == 0 else {"records": [], "invalid": -1}
+        document: dict[str, Any] = {"records": [], "invalid": -1}
+        if result.code == 0:
+            document = strict_json(result.out)
         records = [f"{r['kind']} {r['id']}" for r in document["records"]]
         text = run_cli(clone, environ, "show", target).out
         shown[note.file] = Shown(result.code, records, document["invalid"], text)
@@ -96,7 +98,7 @@ def test_each_note_reads_as_its_manifest_says(planting: Planting, note: CorpusNo
         assert text in shown.text, (text, shown.text)
 
 
-def _history(planting: Planting, *extra: str) -> dict[str, object]:
+def _history(planting: Planting, *extra: str) -> dict[str, Any]:
     result = run_cli(planting.path, planting.environ, "history", "--json", *extra)
     assert result.code == 0, result.err
     document = strict_json(result.out)
@@ -107,7 +109,7 @@ def _history(planting: Planting, *extra: str) -> dict[str, object]:
 def test_history_reads_the_whole_corpus_once(planting: Planting) -> None:
     every = _history(planting, "--all")
     reachable = _history(planting)
-    listed = [f"{r['kind']} {r['id']}" for r in every["records"]]  # type: ignore[attr-defined]
+    listed = [f"{r['kind']} {r['id']}" for r in every["records"]]
     assert len(listed) == len(set(listed)), "a record listed twice"
     assert set(listed) == {record for note in CORPUS for record in note.records}
     assert every["invalid"] == reachable["invalid"] == sum(note.invalid for note in CORPUS)
