@@ -22,7 +22,7 @@ from majordomus.records import (
     normalise_text,
     note_from_document,
 )
-from tests.corpus import corpus
+from tests.corpus import PROFILES, corpus
 
 BIDI = "".join(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 HEX = "0123456789abcdef"
@@ -303,8 +303,13 @@ def profile_documents(draw: st.DrawFn) -> bytes:
     return data
 
 
+# The seeds: every profile file in fixtures/profiles/, whole and mutated.
+profile_files = st.sampled_from([path.read_bytes() for path in sorted(PROFILES.glob("*/*.toml"))])
+
 raw_profiles = st.one_of(
     st.binary(max_size=200),
     profile_documents(),
     mutated(profile_documents()),
+    profile_files,
+    mutated(profile_files),
 )
