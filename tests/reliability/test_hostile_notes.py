@@ -192,7 +192,11 @@ def test_a_notes_ref_that_is_not_a_commit(tmp_path: Path) -> None:
         assert "Traceback" not in result.err
     assert json.loads(run_cli(clone, env, "history", "--json").out)["invalid"] == 1
     result = run_cli(clone, env, "checkpoint", "--task", task, "x")
-    assert result.code == 3 and "not a commit" in result.err
+    assert (result.code, result.err) == (
+        3,
+        f"majordomus: {NOTES_REF} points at {tree[:12]}, which is not a commit; majordomus will "
+        "not overwrite it: inspect it with git cat-file -t, then repair or move it.\n",
+    )
     assert git(clone, env, "rev-parse", NOTES_REF).strip() == tree
 
 
