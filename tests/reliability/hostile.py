@@ -140,8 +140,9 @@ def plant_remote_refs(path: Path, environ: Mapping[str, str], task: str) -> int:
     """
     blob = git(path, environ, "hash-object", "-w", "--stdin", stdin=b"not a commit").strip()
     git(path, environ, "update-ref", "refs/notes/remotes/evil/majordomus", blob)
-    note = record("checkpoint", f"c-remote{ESCAPES}", task, body=f'"{ESCAPES}"')
-    blob_id = git(path, environ, "hash-object", "-w", "--stdin", stdin=note.encode()).strip()
+    (note,) = (n for n in corpus() if n.file == "hostile/remote-tracking-escapes.toml")
+    data = note.note_bytes(task)
+    blob_id = git(path, environ, "hash-object", "-w", "--stdin", stdin=data).strip()
     git(
         path,
         environ,
