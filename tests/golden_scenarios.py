@@ -198,6 +198,8 @@ def hostile(t: Transcript) -> None:
         t.run(repo, "show")
         t.run(repo, "show", "--json")
     t.run(repo, "show", "--markdown")
+    _plant(t, repo, task, "hostile/markdown-that-tries-to-leave-its-code-block.toml")
+    t.run(repo, "show", "--markdown")
     _plant(t, repo, task, "hostile/a-task-id-that-drives-the-terminal.toml")
     t.run(repo, "show")
     _plant(t, repo, task, "invalid/not-toml.toml")
