@@ -346,6 +346,12 @@ def refusals(t: Transcript) -> None:
     plain = t.tmp / "plain"
     plain.mkdir()
     t.run(Repo(plain, repo.environ, t.clock), "check")
+    t.run(Repo(t.tmp / "nowhere", repo.environ, t.clock), "check")
+    (t.tmp / "sha256").mkdir()
+    sha256 = Repo(t.tmp / "sha256", repo.environ, t.clock)
+    t.git(sha256, "init", "-q", "--object-format=sha256", ".")
+    t.git(sha256, "commit", "-q", "--allow-empty", "-m", "a SHA-256 repository")
+    t.run(sha256, "check")
     t.run(
         repo,
         "checkpoint",
@@ -359,6 +365,11 @@ def refusals(t: Transcript) -> None:
     t.run(repo, "history")
     assert saved is not None
     repo.git("update-ref", "refs/notes/majordomus", saved)
+    t.note("an existing pre-push hook is never overwritten: init says what to add")
+    hook = repo.path / ".git" / "hooks" / "pre-push"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text("#!/bin/sh\nexec ./ci/lint.sh\n")
+    t.run(repo, "init")
     t.note("remotes")
     t.run(repo, "fetch", "nowhere")
     t.run(repo, "push", "nowhere")
