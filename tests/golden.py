@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tests.conftest import START, Clock, Repo, hermetic_environ
+from tests.conftest import Clock, Repo, hermetic_environ
 from tests.corpus import GOLDEN
 
 _RANDOM_ID = re.compile(r"\b(t-[0-9a-f]{12}|[chr]-[0-9a-f]{16})\b")
@@ -180,8 +180,6 @@ def main() -> int:
         print(f"{'unchanged' if old == text else 'rewrote'} {path.relative_to(GOLDEN.parent)}")
     return 0
 
-
-__all__ = ["SCENARIOS", "START", "Transcript", "fixed_id", "main", "produce", "scenario"]
 
 if __name__ == "__main__":
     sys.exit(main())
