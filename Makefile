@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test lint typecheck check bench soak clean
+.PHONY: venv demo test lint typecheck check bench soak clean golden
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict soak
 
 check: lint typecheck test
+
+# Rewrite the golden transcripts in fixtures/golden/ after an intended change of output;
+# review the diff like code.
+golden: $(STAMP)
+	$(BIN)/python -m tests.golden
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -1,18 +1,28 @@
 """The benchmark data set: which commits carry notes, and the TOML records in them.
 
 Pure and deterministic (seeded): the same shape always gives the same records,
-so a cached repository is keyed by the shape and GENERATOR_VERSION alone.
+so a cached repository is keyed by the shape, GENERATOR_VERSION and the foreign
+notes it draws from the shared corpus (fixtures/notes/): what other writers
+leave beside majordomus' records (unknown kinds), appended to one note in
+FOREIGN_EVERY, as a union merge or a concatenating rewrite would.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
+import hashlib
 import random
+import tomllib
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 # Bump whenever the generated repository changes in any way: it keys the cache.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
+
+CORPUS_NOTES = Path(__file__).resolve().parent.parent / "fixtures" / "notes"
+FOREIGN_EVERY = 25  # one note in this many also carries a foreign note of the corpus
 
 EPOCH = datetime.datetime(2024, 1, 8, 9, 0, tzinfo=datetime.UTC)
 COMMIT_SPACING_S = 60  # one commit a minute; records land within their commit's minute
@@ -53,7 +63,8 @@ class Shape:
 
     @property
     def key(self) -> str:
-        return f"g{GENERATOR_VERSION}-c{self.commits}-n{self.notes}-t{self.tasks}"
+        foreign = hashlib.sha256("\0".join(foreign_notes()).encode()).hexdigest()[:8]
+        return f"g{GENERATOR_VERSION}-{foreign}-c{self.commits}-n{self.notes}-t{self.tasks}"
 
     @property
     def handover_index(self) -> int:
@@ -84,6 +95,7 @@ class PlannedNote:
 
     index: int
     records: tuple[Record, ...]
+    foreign: str = ""  # a foreign note of the corpus appended after the records, or ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,6 +117,26 @@ class Plan:
     expectation: Expectation
 
 
+@functools.cache
+def foreign_notes() -> tuple[str, ...]:
+    """The corpus notes that hold only what other writers leave: no record, nothing invalid.
+
+    Valid TOML made of arrays of tables, so appended to a note it stays one valid
+    document whose records are unchanged (the data set stays spec-valid).
+    """
+    manifest = tomllib.loads((CORPUS_NOTES / "manifest.toml").read_text(encoding="utf-8"))
+    texts = []
+    for note in manifest["note"]:
+        if note.get("records") or note.get("invalid", 0) or note.get("on", "commit") != "commit":
+            continue
+        text = (CORPUS_NOTES / note["file"]).read_text(encoding="utf-8")
+        if text.strip():
+            texts.append(text)
+    if not texts:
+        raise RuntimeError(f"{CORPUS_NOTES}/manifest.toml names no foreign note to draw from")
+    return tuple(texts)
+
+
 def commit_time(index: int) -> datetime.datetime:
     return EPOCH + datetime.timedelta(seconds=index * COMMIT_SPACING_S)
 
@@ -116,8 +148,13 @@ def plan(shape: Shape) -> Plan:
     positions = _note_positions(rng, shape)
     owners = _assign_tasks(rng, positions, task_ids, shape.handover_index)
     writer = _TaskWriter(rng, task_ids[0], shape.handover_index)
+    foreign = foreign_notes()
     notes = tuple(
-        PlannedNote(index, writer.records_for(index, owner, _next_same(owners, positions, n)))
+        PlannedNote(
+            index,
+            writer.records_for(index, owner, _next_same(owners, positions, n)),
+            foreign[(n // FOREIGN_EVERY) % len(foreign)] if n % FOREIGN_EVERY == 1 else "",
+        )
         for n, (index, owner) in enumerate(zip(positions, owners, strict=True))
     )
     return Plan(shape=shape, notes=notes, expectation=writer.expectation(shape))
@@ -284,9 +321,11 @@ def _text(rng: random.Random, low: int, high: int) -> str:
     return " ".join(words).replace("\n ", "\n").strip()
 
 
-def render_note(records: Sequence[Record], head: str) -> str:
-    """The note text: arrays of tables, one per record, `head` after `task` as stored."""
-    return "\n".join(_render_record(record, head) for record in records)
+def render_note(records: Sequence[Record], head: str, foreign: str = "") -> str:
+    """The note text: arrays of tables, one per record, `head` after `task` as stored,
+    then the foreign note (if any) after a blank line, as git concatenates notes."""
+    text = "\n".join(_render_record(record, head) for record in records)
+    return text + "\n" + foreign if foreign else text
 
 
 def _render_record(record: Record, head: str) -> str:

@@ -189,7 +189,7 @@ def _write_notes_commit(
     _data(stream, b"Notes added by 'majordomus'")
     for note in notes:
         stream.write(b"N inline :%d\n" % (note.index + 1))
-        _data(stream, render_note(note.records, shas[note.index]).encode("utf-8"))
+        _data(stream, render_note(note.records, shas[note.index], note.foreign).encode("utf-8"))
 
 
 def _validate_notes(
@@ -228,8 +228,17 @@ def _cat_blobs(blobs: Sequence[str], repo: Path, env: Mapping[str, str]) -> list
     return texts
 
 
+RECORD_KINDS = ("task", "checkpoint", "handover", "resume")
+
+
 def _check_note(document: Mapping[str, object], records: int, head: str) -> None:
-    tables = [table for value in document.values() if isinstance(value, list) for table in value]
+    # Tables of other kinds are the corpus's foreign notes, appended on purpose.
+    tables = [
+        table
+        for kind in RECORD_KINDS
+        if isinstance(value := document.get(kind), list)
+        for table in value
+    ]
     if len(tables) != records:
         raise RuntimeError(f"note on {head} holds {len(tables)} records, expected {records}")
     for table in tables:

@@ -374,7 +374,7 @@ def check(
     """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
     session = _session(ctx)
     results = ops.check(session.context(), task, all_tasks)
-    session.out(render.check(results, as_json, session.terminal.colour))
+    session.out(render.check(results, as_json, session.terminal.colour, all_tasks))
     if any(result.stale for result in results):
         raise _exit(ExitCode.NEGATIVE)
 

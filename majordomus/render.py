@@ -382,9 +382,11 @@ def check_line(result: CheckResult, colour: bool = False) -> str:
     )
 
 
-def check(results: Sequence[CheckResult], as_json: bool, colour: bool = False) -> str:
+def check(
+    results: Sequence[CheckResult], as_json: bool, colour: bool = False, every: bool = False
+) -> str:
     if as_json:
-        if len(results) == 1:
+        if len(results) == 1 and not every:
             return dumps(check_json(results[0]))
         return dumps({"checks": [check_json(r) for r in results]})
     if not results:

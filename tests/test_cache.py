@@ -110,7 +110,16 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
         (git_dir / name).write_bytes(b"")
     assert repo.run("history", "--json").out == before
     dropped = repo.run("doctor", "--drop-cache")
-    assert dropped.out.startswith("ok    cache     read caches dropped\n")
+    assert (dropped.code, dropped.out) == (
+        1,  # unhealthy only because this clone never ran `majordomus init`
+        "ok    cache     read caches dropped\n"
+        "ok    profile   default (interval 1200s, checkpoint_max 400, handover_max 800)\n"
+        "ok    identity  Ada Lovelace <ada@example.com>\n"
+        "FAIL  config    notes.rewriteRef does not include refs/notes/majordomus: records will "
+        "not follow amended or rebased commits (run majordomus init)\n"
+        "ok    locks     no lock files\n"
+        "ok    notes     31 notes, 32 records, 0 invalid\n",
+    )
     # doctor reads the notes again afterwards, which rebuilds only the notes cache.
     assert sorted(p.name for p in git_dir.glob("majordomus-*")) == [FILE_NAME, "majordomus-task"]
 

@@ -47,8 +47,13 @@ def test_checkpoint_json_and_previous_age(repo: Repo) -> None:
     assert record["id"].startswith("c-") and len(record["id"]) == 18
     repo.clock.advance(754.9)
     second = repo.run("checkpoint", "the retry loop re-enters before the ack")
-    assert second.out.endswith("\nprevious checkpoint of this task: 12m 34s before this one\n")
-    assert second.out.startswith("2026-11-30T03:12:34Z  checkpoint c-")
+    second_id = as_json(repo, "history", "--limit", "1")["records"][0]["id"]
+    assert second.out == (
+        f"2026-11-30T03:12:34Z  checkpoint {second_id}  task {task}  on {repo.head()[:12]}\n"
+        f"    by {AUTHOR}\n"
+        "    the retry loop re-enters before the ack\n"
+        "previous checkpoint of this task: 12m 34s before this one\n"
+    )
 
 
 def test_checkpoint_from_file_and_stdin(repo: Repo) -> None:
@@ -258,7 +263,7 @@ def handover(repo: Repo, label: str) -> str:
 
 
 def test_resume_records_and_resolves(repo: Repo) -> None:
-    repo.task()
+    task = repo.task()
     first = handover(repo, "one")
     repo.clock.advance(60)
     second = handover(repo, "two")
@@ -292,7 +297,7 @@ def test_resume_records_and_resolves(repo: Repo) -> None:
     }
     text = repo.run("resume")
     assert (text.code, text.out) == (1, "")
-    assert text.err.startswith("majordomus: no open handover for t-")
+    assert text.err == f"majordomus: no open handover for {task}; nothing to resume.\n"
 
 
 def test_resume_text_output(repo: Repo) -> None:
@@ -345,8 +350,14 @@ def test_history_order_labels_and_hidden(repo: Repo) -> None:
     assert everything["records"][0]["body"] == "on side"
     assert everything["hidden"] == 0
     text = repo.run("history", "--limit", "1")
-    assert text.out.endswith(
-        f"({1} more on commits not reachable from {repo.head()[:12]}; --all shows them)\n"
+    assert text.out == (
+        f"2026-11-30T03:00:10Z  handover {hid}  task {task}  on {base[:12]}  "
+        "[advanced, 1 ahead, 0 behind; open]\n"
+        f"    by {AUTHOR}\n"
+        "    objective: objective one\n"
+        "    state: state\n"
+        "    next: next\n"
+        f"(1 more on commits not reachable from {repo.head()[:12]}; --all shows them)\n"
     )
     from_side = as_json(repo, "history", "side")
     assert from_side["hidden"] == 0 and from_side["records"][0]["body"] == "on side"
@@ -484,4 +495,4 @@ def test_version_and_help(repo: Repo) -> None:
     assert (version.code, version.out) == (0, "majordomus 0.1.0\n")
     bad = repo.run("checkpoint", "--nope")
     assert bad.code == 2
-    assert bad.err.startswith("majordomus: No such option: --nope")
+    assert bad.err == "majordomus: No such option: --nope (see majordomus checkpoint --help)\n"

@@ -16,6 +16,7 @@ def foreign_checkpoint(repo: Repo, task: str, body_toml: str, record_id: str = "
 
 def test_invalid_notes_are_skipped_and_counted(repo: Repo) -> None:
     task = repo.task()
+    first = repo.head()
     for text in ("plain text note", "[[checkpoint]]\nv = 1\n"):
         repo.commit("c")
         repo.git("notes", "--ref=majordomus", "add", "-m", text, "HEAD")
@@ -29,7 +30,10 @@ def test_invalid_notes_are_skipped_and_counted(repo: Repo) -> None:
     shown = json.loads(repo.run("show", "--json", "HEAD~1").out)
     assert (shown["records"], shown["invalid"]) == ([], 1)
     assert repo.run("check").code == 0
-    assert repo.run("history").out.endswith(
+    assert repo.run("history").out == (
+        f"2026-11-30T03:00:00Z  task {task}  task {task}  on {first[:12]}\n"
+        f"    by {AUTHOR}\n"
+        "    queue drops acks under load\n"
         "(3 invalid notes or records skipped; majordomus doctor lists them)\n"
     )
     doctor = repo.run("doctor")

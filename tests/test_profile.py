@@ -136,7 +136,10 @@ def test_profile_command_and_caps_from_files(repo: Repo, home: Path) -> None:
     repo.task()
     refused = repo.run("checkpoint", "x" * 281)
     assert (refused.code, refused.out) == (2, "")
-    assert "checkpoint body is 281 characters, over the cap of 280" in refused.err
+    assert refused.err == (
+        "majordomus: checkpoint body is 281 characters, over the cap of 280; nothing was "
+        "recorded (shorten it: it is never truncated).\n"
+    )
     assert repo.run("--profile", "default", "checkpoint", "x" * 281).code == 0
 
 

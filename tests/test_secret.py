@@ -60,8 +60,11 @@ def test_a_secret_is_refused_and_never_printed_back(repo: Repo) -> None:
     assert token not in result.err
     assert repo.notes_ref() == before
     handover = repo.run("handover", "-o", "o", "-s", SAMPLES["an AWS access key id"], "-n", "n")
-    assert (
-        handover.code == 2 and "state looks like it contains an AWS access key id" in handover.err
+    assert (handover.code, handover.err) == (
+        2,
+        "majordomus: state looks like it contains an AWS access key id (at character 1); "
+        "notes are pushed and their history is permanent, so nothing was recorded: remove it, "
+        "or pass --allow-secret if it is not a secret.\n",
     )
     allowed = repo.run("checkpoint", "--allow-secret", f"used {token} to reproduce")
     assert allowed.code == 0, allowed.err

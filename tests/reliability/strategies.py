@@ -22,6 +22,7 @@ from majordomus.records import (
     normalise_text,
     note_from_document,
 )
+from tests.corpus import PROFILES, corpus
 
 BIDI = "".join(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 HEX = "0123456789abcdef"
@@ -244,10 +245,15 @@ SPLICES = [
     b"\xef\xbb\xbf",
 ]
 
+# The seeds: every note of the corpus in fixtures/notes/, whole and mutated.
+corpus_notes = st.sampled_from([note.data for note in corpus()])
+
 raw_notes = st.one_of(
     st.binary(max_size=200),
     note_documents(),
     mutated(note_documents()),
+    corpus_notes,
+    mutated(corpus_notes),
 )
 
 PROFILE_VALUES: list[Any] = [
@@ -297,8 +303,13 @@ def profile_documents(draw: st.DrawFn) -> bytes:
     return data
 
 
+# The seeds: every profile file in fixtures/profiles/, whole and mutated.
+profile_files = st.sampled_from([path.read_bytes() for path in sorted(PROFILES.glob("*/*.toml"))])
+
 raw_profiles = st.one_of(
     st.binary(max_size=200),
     profile_documents(),
     mutated(profile_documents()),
+    profile_files,
+    mutated(profile_files),
 )

@@ -1,0 +1,376 @@
+"""The scenarios behind fixtures/golden/: the README walkthrough, a merge, a shallow
+clone, hostile notes, and every refusal. Each step advances the fixed clock first."""
+
+from __future__ import annotations
+
+from tests.conftest import Repo
+from tests.corpus import CORPUS_TASK, NOTES
+from tests.golden import Transcript, scenario
+
+TITLE = "queue drops acks under load"
+FIRST = "reproduced under 50 concurrent enqueues; the retry loop re-enters before the ack"
+OBJECTIVE = "find why acks drop under concurrent enqueue"
+STATE = "ack-before-retry cuts drops from 9% to 1.5%; a second race remains in flush()"
+NEXT = "run tests/stress.py with FLUSH_DELAY=5ms and read the flush() lock order"
+
+
+@scenario
+def walkthrough(t: Transcript) -> None:
+    """The README's walkthrough, then every read command in text and JSON."""
+    repo = t.repo("queue")
+    repo.commit("queue: first cut", {"queue.py": "def enqueue(item):\n    retry(item)\n"})
+    t.clock.advance(10 * 60)
+    task = t.run(repo, "task", "new", TITLE).strip()
+    t.clock.advance(2 * 60 + 9)
+    t.run(repo, "checkpoint", FIRST)
+    t.clock.advance(8 * 60)
+    (repo.path / "queue.py").write_text("def enqueue(item):\n    ack(item)\n    retry(item)\n")
+    t.git(repo, "commit", "-q", "-am", "queue: ack before retry (attempt)")
+    t.clock.advance(5 * 60)
+    t.run(
+        repo,
+        "handover",
+        "--objective",
+        OBJECTIVE,
+        "--state",
+        STATE,
+        "--next",
+        NEXT,
+        shown=(
+            f"majordomus handover --objective '{OBJECTIVE}' \\\n"
+            f"      --state '{STATE}' \\\n"
+            f"      --next '{NEXT}'"
+        ),
+    )
+    t.note("the next morning, in a new session; the code moved on meanwhile")
+    t.clock.advance(3 * 3600)
+    repo.commit("queue: log every ack")
+    t.clock.advance(2 * 3600)
+    repo.commit("ci: run the stress test nightly")
+    t.clock.advance(48 * 60)
+    t.run(repo, "resume")
+    t.clock.advance(60)
+    prefix = task[2:6]
+    t.run(repo, "history", "--task", prefix)
+    t.clock.advance(5 * 60)
+    t.run(
+        repo, "checkpoint", "flush() takes the lock after the ack: FLUSH_DELAY=5ms drops 4 of 200"
+    )
+    t.clock.advance(4 * 60 + 10)
+    t.run(repo, "check")
+    t.note("every read, as text and as JSON")
+    for argv in (
+        ("task", "list"),
+        ("show",),
+        ("show", "HEAD~2"),
+        ("history",),
+        ("history", "--limit", "2"),
+        ("check", "--all"),
+        ("resume", "--peek"),
+        ("profile",),
+    ):
+        t.run(repo, *argv)
+        t.run(repo, *argv, "--json")
+    t.run(repo, "show", "HEAD~2", "--markdown")
+    t.run(repo, "checkpoint", "--json", "a checkpoint, answered in JSON")
+    t.run(repo, "watch", "--count", "1")
+    t.clock.advance(60)
+    t.run(repo, "handover", "--json", "-o", OBJECTIVE, "-s", "flush() order found", "-n", NEXT)
+    t.clock.advance(60)
+    t.run(repo, "resume", "--json")
+    t.run(repo, "resume", "--json")
+    t.run(repo, "task", "new", "--json", "flush() holds the lock too long")
+    t.run(repo, "task", "use", prefix)
+    t.run(repo, "task", "list")
+    t.run(repo, "doctor")
+    t.run(repo, "doctor", "--json")
+    t.run(repo, "doctor", "--drop-cache")
+    t.run(repo, "--version")
+    t.git(repo, "log", "--notes=majordomus", "-1", "--format=%h %s%n%N", "HEAD~2")
+
+
+def _handover(t: Transcript, repo: Repo, what: str) -> None:
+    t.run(repo, "handover", "-o", OBJECTIVE, "-s", what, "-n", NEXT)
+
+
+@scenario
+def merge(t: Transcript) -> None:
+    """A handover on a branch that is merged; labels from every side of a history with merges."""
+    repo = t.repo("queue")
+    t.clock.advance(60)
+    task = t.run(repo, "task", "new", TITLE).strip()
+    t.git(repo, "switch", "-q", "-c", "feature")
+    t.clock.advance(60)
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "feature: ack before retry")
+    t.clock.advance(60)
+    _handover(t, repo, "the ack moved; flush() still races")
+    t.clock.advance(60)
+    t.git(repo, "switch", "-q", "main")
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "main: bump version")
+    t.note("on main, which lacks the handover's commit and has one of its own")
+    t.run(repo, "resume", "--peek")
+    t.run(repo, "history")
+    t.run(repo, "history", "--all")
+    t.clock.advance(60)
+    t.git(repo, "merge", "-q", "--no-edit", "feature")
+    t.clock.advance(60)
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "main: after the merge")
+    t.note("after the merge: the handover's commit is an ancestor of HEAD")
+    t.run(repo, "resume", "--peek")
+    t.run(repo, "resume", "--peek", "--json")
+    t.run(repo, "history", "--limit", "1")
+    t.git(repo, "rev-list", "--left-right", "--count", "feature...HEAD")
+    t.note("an older checkout: HEAD is an ancestor of the handover's commit")
+    t.git(repo, "switch", "-q", "--detach", "feature~1")
+    t.run(repo, "resume", "--peek")
+    t.note("an unrelated history")
+    t.git(repo, "switch", "-q", "--orphan", "elsewhere")
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "unrelated root")
+    t.run(repo, "resume", "--peek")
+    t.note("a handover on a commit that no longer exists")
+    t.git(repo, "switch", "-q", "main")
+    t.git(repo, "switch", "-q", "-c", "dropped")
+    t.clock.advance(60)
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "dropped: an experiment")
+    t.clock.advance(60)
+    _handover(t, repo, "tried an experiment, then dropped the branch")
+    t.git(repo, "switch", "-q", "main")
+    t.git(repo, "branch", "-q", "-D", "dropped")
+    t.git(repo, "reflog", "expire", "--expire=now", "--all")
+    t.git(repo, "gc", "-q", "--prune=now")
+    t.run(repo, "resume", "--peek", "--task", task[2:6])
+    t.clock.advance(60)
+    t.run(repo, "resume")
+    t.run(repo, "history", "--all")
+
+
+@scenario
+def shallow(t: Transcript) -> None:
+    """A depth-1 clone (what CI checks out) with the notes fetched: labels are never guessed."""
+    origin = t.repo("origin")
+    t.clock.advance(60)
+    task = t.run(origin, "task", "new", TITLE).strip()
+    t.clock.advance(60)
+    origin.commit("queue: ack before retry")
+    _handover(t, origin, "handed over two commits before the tip")
+    for message in ("queue: log every ack", "ci: stress nightly"):
+        t.clock.advance(60)
+        origin.commit(message)
+    ci = t.repo("ci", commit=False)
+    t.git(ci, "fetch", "-q", "--depth", "1", f"file://{origin.path}", "main")
+    t.git(ci, "reset", "-q", "--hard", "FETCH_HEAD", shown="git reset -q --hard FETCH_HEAD")
+    t.git(ci, "fetch", "-q", f"file://{origin.path}", "refs/notes/majordomus:refs/notes/majordomus")
+    t.clock.advance(60)
+    t.note("the handover's commit is past the shallow boundary: the label is unknown")
+    t.run(ci, "resume", "--peek", "--task", task[2:6])
+    t.run(ci, "resume", "--peek", "--task", task[2:6], "--json")
+    t.run(ci, "history")
+    t.run(ci, "history", "--all")
+    t.run(ci, "history", "--all", "--json")
+    t.run(ci, "show", "HEAD")
+    t.run(ci, "doctor")
+    t.note("deepened past the handover's commit, the label is exact")
+    t.git(ci, "fetch", "-q", "--deepen", "3", f"file://{origin.path}", "main")
+    t.run(ci, "resume", "--peek", "--task", task[2:6])
+
+
+def _plant(t: Transcript, repo: Repo, task: str, name: str) -> None:
+    """A corpus note, byte for byte, on a new commit (as someone with push access wrote it)."""
+    data = (NOTES / name).read_bytes().replace(CORPUS_TASK.encode(), task.encode())
+    t.clock.advance(60)
+    repo.commit(f"planted: {name}")
+    blob = repo.git("hash-object", "-w", "--stdin", input=data.decode("utf-8")).strip()
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-C", blob, "HEAD")
+    t.note(f"fixtures/notes/{name} written on HEAD with git notes add -C")
+
+
+@scenario
+def hostile(t: Transcript) -> None:
+    """Notes from someone with push access: escaped in text, JSON and markdown; invalid counted."""
+    repo = t.repo("queue")
+    task = t.run(repo, "task", "new", TITLE).strip()
+    for name in (
+        "hostile/terminal-escapes-everywhere.toml",
+        "hostile/raw-c1-bidi-and-zero-width-characters.toml",
+        "hostile/floats-json-cannot-carry.toml",
+    ):
+        _plant(t, repo, task, name)
+        t.run(repo, "show")
+        t.run(repo, "show", "--json")
+    t.run(repo, "show", "--markdown")
+    _plant(t, repo, task, "hostile/markdown-that-tries-to-leave-its-code-block.toml")
+    t.run(repo, "show", "--markdown")
+    _plant(t, repo, task, "hostile/a-task-id-that-drives-the-terminal.toml")
+    t.run(repo, "show")
+    _plant(t, repo, task, "invalid/not-toml.toml")
+    t.run(repo, "show")
+    t.run(repo, "show", "--json")
+    t.run(repo, "history", "--limit", "3")
+    t.run(repo, "task", "list")
+    t.run(repo, "check", "--all")
+    t.run(repo, "doctor")
+    t.note("a write on a note that is not TOML refuses, and keeps the note")
+    t.run(repo, "checkpoint", "on top")
+
+
+@scenario
+def remote(t: Transcript) -> None:
+    """init, push, fetch and sync between two clones of a bare remote."""
+    alice = t.repo("alice")
+    bare = t.tmp / "remote.git"
+    t.git(alice, "init", "-q", "--bare", "-b", "main", str(bare))
+    t.git(alice, "remote", "add", "origin", str(bare))
+    t.git(alice, "push", "-q", "origin", "main")
+    t.run(alice, "init")
+    t.run(alice, "init", "--json")
+    t.clock.advance(60)
+    task = t.run(alice, "task", "new", TITLE).strip()
+    t.clock.advance(60)
+    t.run(alice, "checkpoint", FIRST)
+    t.run(alice, "push")
+    bob = t.repo("bob", commit=False)
+    t.git(bob, "remote", "add", "origin", str(bare))
+    t.git(bob, "fetch", "-q", "origin")
+    t.git(bob, "reset", "-q", "--hard", "origin/main")
+    t.run(bob, "init")
+    t.run(bob, "fetch")
+    t.run(bob, "fetch", "--json")
+    t.run(bob, "history")
+    t.clock.advance(60)
+    t.run(bob, "task", "use", task)
+    t.run(bob, "checkpoint", "bob was here")
+    t.run(bob, "sync")
+    t.run(alice, "fetch", "--json")
+    t.run(alice, "push", "--json")
+    t.run(alice, "sync", "--json")
+    t.run(alice, "doctor")
+
+
+@scenario
+def refusals(t: Transcript) -> None:
+    """Every refusal and error: one sentence on stderr, its exit code, nothing written."""
+    repo = t.repo("queue")
+    t.note("no task yet")
+    t.run(repo, "checkpoint", "no task to attach this to")
+    t.run(repo, "check")
+    t.run(repo, "resume")
+    t.run(repo, "task", "list")
+    t.clock.advance(60)
+    t.run(repo, "task", "new", TITLE)
+    t.note("text: over the cap, empty, control and bidi characters, a secret")
+    t.run(
+        repo,
+        "checkpoint",
+        "x" * 401,
+        shown="majordomus checkpoint \"$(printf 'x%.0s' $(seq 401))\"",
+    )
+    t.run(repo, "checkpoint", "   ")
+    t.run(
+        repo, "checkpoint", "red \x1b[31malert", shown="majordomus checkpoint $'red \\e[31malert'"
+    )
+    t.run(
+        repo, "checkpoint", "a \u202e reversed", shown="majordomus checkpoint $'a \\u202e reversed'"
+    )
+    t.run(repo, "checkpoint", "key AKIAIOSFODNN7EXAMPLE in the log")
+    t.run(
+        repo, "task", "new", "t" * 201, shown="majordomus task new \"$(printf 't%.0s' $(seq 201))\""
+    )
+    t.run(repo, "handover", "-o", OBJECTIVE, "-s", "half done")
+    t.run(repo, "handover", "-o", OBJECTIVE, "-s", "half done", "-n", "")
+    t.run(
+        repo,
+        "handover",
+        "-F",
+        "-",
+        stdin=b'objective = "o"\nstate = "s"\n',
+        shown='printf \'objective = "o"\\nstate = "s"\\n\' | majordomus handover -F -',
+    )
+    t.run(
+        repo,
+        "handover",
+        "-F",
+        "-",
+        stdin=b'objective = "o\nstate',
+        shown="printf 'objective = \"o\\nstate' | majordomus handover -F -",
+    )
+    t.run(
+        repo,
+        "checkpoint",
+        "-F",
+        "-",
+        stdin=b"\xff\xfe",
+        shown="printf '\\xff\\xfe' | majordomus checkpoint -F -",
+    )
+    t.run(
+        repo,
+        "checkpoint",
+        "-F",
+        "-",
+        stdin=b"x" * (64 * 1024 + 1),
+        shown="head -c 65537 /dev/zero | tr '\\0' x | majordomus checkpoint -F -",
+    )
+    t.run(repo, "checkpoint", "-F", "missing.txt")
+    t.note("flags and names")
+    t.run(repo, "checkpoint", "--bogus", "x")
+    t.run(repo, "check", "--task", "abc")
+    t.run(repo, "check", "--task", "ffff")
+    t.run(repo, "watch", "--every", "0")
+    t.run(repo, "history", "--limit", "0")
+    t.run(repo, "fetch", "--upload-pack=touch /tmp/pwned")
+    t.run(repo, "--profile", "nope", "check")
+    head = repo.head()
+    forged = "".join(
+        f'[[task]]\nv = 1\nid = "{task}"\ntask = "{task}"\nhead = "{head}"\n'
+        f'at = 2026-11-30T01:00:00Z\nauthor = "Ada Lovelace <ada@example.com>"\ntitle = "twin"\n\n'
+        for task in ("t-abcd00000001", "t-abcd00000002")
+    )
+    t.clock.advance(60)
+    repo.commit("two tasks sharing a prefix, written by hand")
+    repo.git("notes", "--ref=majordomus", "add", "-m", forged, "HEAD")
+    t.note("two task records whose ids share the prefix abcd, written with git notes add")
+    t.normalise.keep("t-abcd00000001", "t-abcd00000002")
+    t.run(repo, "task", "use", "abcd")
+    t.note("a profile file with an unknown key")
+    (repo.path / ".majordomus.toml").write_text('[profiles.default]\ncolour = "always"\n')
+    t.run(repo, "checkpoint", "with a broken profile")
+    (repo.path / ".majordomus.toml").unlink()
+    t.note("negative answers")
+    t.clock.advance(30 * 60)
+    t.run(repo, "check")
+    t.run(repo, "resume", "--peek")
+    t.note("repository state")
+    t.run(repo, "show", "deadbeef")
+    t.run(repo, "history", "no-such-branch")
+    empty = t.repo("empty", commit=False)
+    t.run(empty, "task", "new", TITLE)
+    plain = t.tmp / "plain"
+    plain.mkdir()
+    t.run(Repo(plain, repo.environ, t.clock), "check")
+    t.run(Repo(t.tmp / "nowhere", repo.environ, t.clock), "check")
+    (t.tmp / "sha256").mkdir()
+    sha256 = Repo(t.tmp / "sha256", repo.environ, t.clock)
+    t.git(sha256, "init", "-q", "--object-format=sha256", ".")
+    t.git(sha256, "commit", "-q", "--allow-empty", "-m", "a SHA-256 repository")
+    t.run(sha256, "check")
+    t.run(
+        repo,
+        "checkpoint",
+        "nobody wrote this",
+        environ={"GIT_COMMITTER_NAME": "", "GIT_AUTHOR_NAME": ""},
+    )
+    t.note("a notes ref that points at a tree, not a commit")
+    saved = repo.notes_ref()
+    repo.git("update-ref", "refs/notes/majordomus", repo.head() + "^{tree}")
+    t.run(repo, "checkpoint", "on a broken ref")
+    t.run(repo, "history")
+    assert saved is not None
+    repo.git("update-ref", "refs/notes/majordomus", saved)
+    t.note("an existing pre-push hook is never overwritten: init says what to add")
+    hook = repo.path / ".git" / "hooks" / "pre-push"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text("#!/bin/sh\nexec ./ci/lint.sh\n")
+    t.run(repo, "init")
+    t.note("remotes")
+    t.run(repo, "fetch", "nowhere")
+    t.run(repo, "push", "nowhere")
+    t.run(repo, "fetch", "-origin")
