@@ -209,7 +209,7 @@ def hostile(t: Transcript) -> None:
     t.run(repo, "task", "list")
     t.run(repo, "check", "--all")
     t.run(repo, "doctor")
-    t.note("a write on a note that is not TOML refuses, and keeps the note")
+    t.note("a write on a note that is not TOML appends after its bytes, which it keeps")
     t.run(repo, "checkpoint", "on top")
 
 
