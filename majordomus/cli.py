@@ -301,6 +301,12 @@ def resume(
     session = _session(ctx)
     result = ops.resume(session.context(), task, peek, session_name)
     session.locks(result.stale_locks)
+    if result.implied:
+        made = "" if peek else "; it is now the current task here"
+        session.terminal.stderr.write(
+            f"majordomus: no current task: took {render.safe(result.task)}, the one task with "
+            f"an open handover reachable from HEAD{made}.\n"
+        )
     if result.handover is None:
         if as_json:
             session.out(render.resume_json(result))
@@ -308,6 +314,7 @@ def resume(
             session.terminal.stderr.write(
                 f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
             )
+            session.out(render.resume_nothing_open(result))
         raise _exit(ExitCode.NEGATIVE)
     session.out(render.resume(result, session.now(), as_json))
 

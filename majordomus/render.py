@@ -222,8 +222,29 @@ def resume_json(result: ResumeResult) -> str:
             "recorded": result.recorded is not None,
             "open_handovers": result.open_handovers,
             "superseded": list(result.superseded),
+            **(
+                {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
+                if result.handover is None
+                else {}
+            ),
         }
     )
+
+
+def resume_nothing_open(result: ResumeResult) -> str:
+    """No open handover: what the task recorded since its last handover or resume, whole."""
+    if not result.checkpoints_since:
+        return (
+            f"no checkpoints of {safe(result.task)} since its last handover or resume; "
+            "majordomus history --task shows what came before"
+        )
+    count = len(result.checkpoints_since)
+    lines = [
+        f"{_count(count, 'checkpoint')} of {safe(result.task)} since its last handover or "
+        "resume, newest first:"
+    ]
+    lines += [record_block(loc) for loc in result.checkpoints_since]
+    return "\n".join(lines)
 
 
 def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
