@@ -13,8 +13,8 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping
 from typing import IO, Any, NamedTuple
 
+from majordomus import agents, remote
 from majordomus import profile as profiles
-from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
 from majordomus.index import Index, Located, Views, label, newest_first
@@ -109,10 +109,14 @@ def session_task(
         return candidates[0], True
     if candidates:
         raise AmbiguousTaskError(tuple(candidates))
-    raise RefusedError(
+    raise NoTaskError(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
     )
+
+
+class NoTaskError(RefusedError):
+    """No task named, none current, and no open handover reachable from HEAD to take."""
 
 
 class AmbiguousTaskError(RefusedError):
@@ -671,6 +675,10 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
                     f"(see git notes --ref=majordomus show {commit[:12]})",
                 )
             )
+    findings.extend(
+        Finding("agent", found.healthy, found.detail)
+        for found in agents.findings(store.workdir, ctx.environ)
+    )
     records = sum(len(a.summaries) for a in noteset.commits.values())
     with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
     findings.append(
@@ -782,3 +790,18 @@ def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
     git = remote.Git(store)
     fetched = remote.fetch(store, git, name, sleep=ctx.sleep)
     return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep))
+
+
+# ---- coding agents -----------------------------------------------------------------------
+
+
+def agent_install(
+    ctx: Context,
+    agent: str,
+    scope: str = "local",
+    enforce: bool = False,
+    dry_run: bool = False,
+    remove: bool = False,
+) -> agents.Change:
+    """Write (or remove) majordomus' hook entries in a coding agent's settings file."""
+    return agents.install(open_store(ctx), ctx.environ, agent, scope, enforce, dry_run, remove)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from majordomus.agents import Change
 from majordomus.graph import Divergence
 from majordomus.index import Located
 from majordomus.ops import (
@@ -599,4 +600,23 @@ def show_markdown(result: ShowResult) -> str:
             "",
             f"_{result.invalid} invalid notes or records skipped; `majordomus doctor` lists them._",
         ]
+    return "\n".join(lines)
+
+
+def agent_change(change: Change, dry_run: bool, remove: bool) -> str:
+    """What `agent install` did or, with --dry-run, would do (the diff first)."""
+    lines = [change.diff.rstrip("\n")] if dry_run and change.diff else []
+    if not change.changed:
+        lines.append(f"{change.path}: already as asked; nothing to change")
+    elif dry_run:
+        lines.append(f"{change.path}: would be written (--dry-run: nothing was changed)")
+    elif remove:
+        lines.append(f"{change.path}: majordomus hooks removed")
+    else:
+        lines.append(f"{change.path}: hooks on {', '.join(change.events)}")
+    if change.excluded is not None:
+        verb = "would add" if dry_run else "added"
+        lines.append(f"{verb} {change.excluded} to .git/info/exclude (kept out of git)")
+    if not remove and change.changed:
+        lines.append(f"hook command: {change.command}")
     return "\n".join(lines)
