@@ -115,7 +115,7 @@ def test_budget_out_of_range_is_refused(repo: Repo) -> None:
 # ---- the bound, as a property of the pure block --------------------------------------------
 
 texts = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=600
+    st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600
 ).filter(lambda t: t.strip() != "")
 
 
