@@ -15,7 +15,7 @@ import pytest
 from majordomus import agents
 from tests.conftest import Repo
 
-THEIRS = {
+THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(make test)"]},
     "env": {"FOO": "1"},
     "hooks": {
