@@ -594,10 +594,12 @@ def context(
 @app.command()
 def hook(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Argument(help="claude, codex or gemini.")],
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
     event: Annotated[
         str | None,
-        typer.Argument(help="The hook event (default: hook_event_name from the input)."),
+        typer.Argument(
+            metavar="[EVENT]", help="The hook event (default: hook_event_name from the input)."
+        ),
     ] = None,
     enforce: Annotated[
         bool,
@@ -628,7 +630,7 @@ def hook(
 @agent_app.command("install")
 def agent_install(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Argument(help="claude, codex or gemini.")],
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
     scope: Annotated[
         str,
         typer.Option(
