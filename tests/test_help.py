@@ -21,4 +21,6 @@ def test_top_level_examples_are_kept_as_lines(repo: Repo) -> None:
 
 def test_hook_help_goes_to_the_full_command_line(repo: Repo) -> None:
     result = repo.run("hook", "claude", "--help")
-    assert result.code == 0 and result.out.startswith("Usage: majordomus hook [OPTIONS] AGENT")
+    assert result.code == 0 and result.out.startswith(
+        "Usage: majordomus hook [OPTIONS] {AGENT} [EVENT]"
+    )
