@@ -7,13 +7,11 @@ event however often it runs, an invalid file refused untouched, atomic replace.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import os
 import re
 import shlex
 import sys
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -202,6 +200,8 @@ def dump(data: Mapping[str, Any]) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write beside the file, flush to disk, then rename over it: old or new, never half."""
+    import tempfile  # here, not at the top: every command imports this module (for doctor)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o777
@@ -247,7 +247,7 @@ def _exclude_line(store: Store, path: Path) -> tuple[Path, str | None]:
 
 
 def install(
-    store: Store,
+    store: Store | None,
     environ: Mapping[str, str],
     agent: str,
     scope: str = "local",
@@ -264,10 +264,16 @@ def install(
     if agent == "codex" and scope == "user" and environ.get("CODEX_HOME"):
         path = Path(environ["CODEX_HOME"]) / "hooks.json"
     else:
-        path = settings_path(agent, scope, store.workdir, home)
+        path = settings_path(agent, scope, store.workdir if store else None, home)
     warnings: list[str] = []
-    in_tree = scope != "user"
-    if in_tree and scope == "local" and not remove and _is_tracked(store, path):
+    in_tree = scope != "user" and store is not None
+    if (
+        store is not None
+        and in_tree
+        and scope == "local"
+        and not remove
+        and _is_tracked(store, path)
+    ):
         raise RefusedError(
             f"{path} is tracked by git, so a local install would change what your team "
             "shares: use --scope project to change it on purpose, or --scope user."
@@ -284,6 +290,8 @@ def install(
     after = edited(data, wanted)
     changed = after != data or (before is None and not remove)
     text = dump(after) if changed else (before or "")
+    import difflib
+
     diff = "".join(
         difflib.unified_diff(
             (before or "").splitlines(keepends=True),
@@ -293,7 +301,7 @@ def install(
         )
     )
     excluded = None
-    if in_tree and scope == "local" and not remove:
+    if store is not None and in_tree and scope == "local" and not remove:
         exclude, excluded = _exclude_line(store, path)
         if excluded is not None and not dry_run:
             exclude.parent.mkdir(parents=True, exist_ok=True)

@@ -804,4 +804,10 @@ def agent_install(
     remove: bool = False,
 ) -> agents.Change:
     """Write (or remove) majordomus' hook entries in a coding agent's settings file."""
-    return agents.install(open_store(ctx), ctx.environ, agent, scope, enforce, dry_run, remove)
+    try:
+        store: Store | None = open_store(ctx)
+    except RepositoryError:
+        if scope != "user":
+            raise
+        store = None  # the user's own settings need no repository
+    return agents.install(store, ctx.environ, agent, scope, enforce, dry_run, remove)

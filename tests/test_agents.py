@@ -227,3 +227,12 @@ def test_doctor_reports_gemini_and_codex_switches(repo: Repo) -> None:
     config.parent.mkdir()
     config.write_text("[features]\ncodex_hooks = false\n")
     assert "codex_hooks = false: Codex runs no hooks" in repo.run("doctor").out
+
+
+def test_user_scope_works_outside_a_repository(repo: Repo, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo.run("-C", str(plain), "agent", "install", "gemini", "--scope", "user").code == 0
+    home = Path(repo.environ["HOME"])
+    assert ours(json.loads((home / ".gemini/settings.json").read_text()), "BeforeAgent")
+    assert repo.run("-C", str(plain), "agent", "install", "gemini").code == 3
