@@ -199,8 +199,11 @@ def dump(data: Mapping[str, Any]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write beside the file, flush to disk, then rename over it: old or new, never half."""
+    """Write beside the file, flush to disk, then rename over it: old or new, never half.
+    A symbolic link (settings kept in a dotfiles repository) is followed, never replaced."""
     import tempfile  # here, not at the top: every command imports this module (for doctor)
+
+    path = Path(os.path.realpath(path))
 
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -304,10 +307,14 @@ def install(
     if store is not None and in_tree and scope == "local" and not remove:
         exclude, excluded = _exclude_line(store, path)
         if excluded is not None and not dry_run:
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-            sep = "" if not existing or existing.endswith("\n") else "\n"
-            write_atomic(exclude, f"{existing}{sep}{excluded}\n")
+            try:
+                existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+                sep = "" if not existing or existing.endswith("\n") else "\n"
+                write_atomic(exclude, f"{existing}{sep}{excluded}\n")
+            except (OSError, UnicodeDecodeError) as error:
+                raise RepositoryError(
+                    f"cannot add {excluded} to {exclude} ({error}); nothing was changed."
+                ) from None
     if scope == "project" and not remove:
         warnings.append(
             f"{path} is shared: its hooks run `majordomus` from PATH, so teammates need "
@@ -321,7 +328,12 @@ def install(
         )
     written = changed and not dry_run and not (remove and before is None)
     if written:
-        write_atomic(path, text)
+        try:
+            write_atomic(path, text)
+        except OSError as error:
+            raise RepositoryError(
+                f"cannot write {path} ({error.strerror or error}); it was left as it was."
+            ) from None
     return Change(
         agent=agent,
         scope=scope,

@@ -236,3 +236,34 @@ def test_user_scope_works_outside_a_repository(repo: Repo, tmp_path: Path) -> No
     home = Path(repo.environ["HOME"])
     assert ours(json.loads((home / ".gemini/settings.json").read_text()), "BeforeAgent")
     assert repo.run("-C", str(plain), "agent", "install", "gemini").code == 3
+
+
+def test_a_settings_file_that_cannot_be_written_is_one_sentence(repo: Repo) -> None:
+    (repo.path / ".claude").mkdir()
+    target = repo.path / ".claude" / "settings.json"
+    target.symlink_to("/proc/no-such-process/settings.json")  # not even root can write there
+    result = repo.run("agent", "install", "claude", "--scope", "project")
+    assert result.code == 3 and result.out == ""
+    assert result.err.startswith(f"majordomus: cannot write {target} (")
+    assert result.err.endswith("; it was left as it was.\n") and result.err.count("\n") == 1
+    assert os.readlink(target) == "/proc/no-such-process/settings.json"
+
+
+def test_a_symbolic_link_to_dotfiles_is_followed_not_replaced(repo: Repo, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps({"model": "opus"}))
+    home = Path(repo.environ["HOME"])
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").symlink_to(dotfiles)
+    assert repo.run("agent", "install", "claude", "--scope", "user").code == 0
+    assert (home / ".claude" / "settings.json").is_symlink()
+    data = json.loads(dotfiles.read_text())
+    assert data["model"] == "opus" and ours(data, "SessionStart")
+
+
+def test_a_settings_path_blocked_by_a_file_is_refused(repo: Repo) -> None:
+    (repo.path / ".claude").write_text("a file where the folder should be\n")
+    result = repo.run("agent", "install", "claude", "--scope", "project")
+    assert result.code == 2 and result.err.startswith("majordomus: cannot read ")
+    assert (repo.path / ".claude").read_text() == "a file where the folder should be\n"
