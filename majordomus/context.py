@@ -145,10 +145,12 @@ def _status_line(st: Status) -> str:
 
 
 def _how_lines(st: Status) -> list[str]:
+    # An implied task is not current yet: the commands must name it.
+    flag = f" --task {render.safe(st.task)}" if st.implied else ""
     lines = [
-        f'Record: majordomus checkpoint "what is true now" (at most {st.checkpoint_max} '
+        f'Record: majordomus checkpoint{flag} "what is true now" (at most {st.checkpoint_max} '
         "characters, refused if longer, never cut); before the session ends: majordomus "
-        'handover --objective "..." --state "..." --next "...".'
+        f'handover{flag} --objective "..." --state "..." --next "...".'
     ]
     if st.handover is not None:
         lines.append("Pick up the open handover with: majordomus resume.")

@@ -119,8 +119,9 @@ def answer(
     return _silent(agent, name)  # PreCompact / PreCompress / SessionEnd: never block
 
 
-def _stale(ctx: Context) -> tuple[Store, CheckResult] | None:
-    """The store and the check of the session's task, when that task is stale."""
+def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
+    """The store, the check of the session's task and the flag that names it in a command
+    (`--task T` when the task was implied, not current), when that task is stale."""
     from majordomus import ops
     from majordomus.errors import RefusedError
     from majordomus.index import Views
@@ -130,11 +131,12 @@ def _stale(ctx: Context) -> tuple[Store, CheckResult] | None:
     prof = ops.load_profile(ctx, store)
     views = Views(store)
     try:
-        task, _ = ops.session_task(ctx, store, views, None)
+        task, implied = ops.session_task(ctx, store, views, None)
     except RefusedError:  # no task, or several to choose from: nothing to remind of
         return None
     result = ops._check_task(views.index(task), task, prof, ctx.now())
-    return (store, result) if result.stale else None
+    flag = f" --task {task}" if implied else ""
+    return (store, result, flag) if result.stale else None
 
 
 def _stale_line(ctx: Context) -> str | None:
@@ -143,11 +145,11 @@ def _stale_line(ctx: Context) -> str | None:
     found = _stale(ctx)
     if found is None:
         return None
-    _, result = found
+    _, result, flag = found
     return (
         f"majordomus: task {render.safe(result.task)} has no checkpoint for "
         f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}): record "
-        'what is true now with majordomus checkpoint "..." before it is lost.'
+        f'what is true now with majordomus checkpoint{render.safe(flag)} "..." before it is lost.'
     )
 
 
@@ -158,7 +160,7 @@ def _stop_reason(ctx: Context) -> str | None:
     found = _stale(ctx)
     if found is None:
         return None
-    store, result = found
+    store, result, flag = found
     last = result.last_checkpoint.record.id if result.last_checkpoint else "-"
     episode = f"{result.task} {last}\n"
     path = store.gitdir / STOP_STATE_FILE
@@ -171,8 +173,9 @@ def _stop_reason(ctx: Context) -> str | None:
     return (
         f"majordomus: task {render.safe(result.task)} has no checkpoint for "
         f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}). Before "
-        'stopping, run: majordomus checkpoint "<what is true now>" (or, to end the session, '
-        'majordomus handover --objective "..." --state "..." --next "...").'
+        f'stopping, run: majordomus checkpoint{render.safe(flag)} "<what is true now>" (or, to '
+        f'end the session, majordomus handover{render.safe(flag)} --objective "..." --state '
+        '"..." --next "...").'
     )
 
 

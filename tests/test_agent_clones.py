@@ -67,3 +67,22 @@ def test_a_shallow_clone_never_guesses(
     # ...and named explicitly, its label is `unknown`, never a guess.
     text = session_start(Repo(shallow.path, {**environ, "MAJORDOMUS_TASK": task}, clock))
     assert f"Open handover {hid} on " in text and "(unknown)" in text
+
+
+def test_the_commands_offered_for_an_implied_task_name_it(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    _, remote, task, _ = seeded_with_handover(tmp_path, environ, clock)
+    second = clone(str(remote), tmp_path / "second", environ, clock)
+    assert second.run("fetch").code == 0
+    assert f'Record: majordomus checkpoint --task {task} "what is true now"' in session_start(
+        second
+    )
+    clock.advance(3600)
+    stop = {"hook_event_name": "Stop", "stop_hook_active": False, "cwd": str(second.path)}
+    result = second.run("hook", "claude", "--enforce", stdin=json.dumps(stop).encode())
+    reason = json.loads(result.out)["reason"]
+    command = reason.split("run: ")[1].split(" (or")[0]
+    assert command == f'majordomus checkpoint --task {task} "<what is true now>"'
+    done = second.run("checkpoint", "--task", task, "what is true now")
+    assert done.code == 0, done.err  # the command offered works as offered
