@@ -135,9 +135,7 @@ def pointer_line(loc: Located) -> str:
 def _status_line(st: Status) -> str:
     check = st.check
     what = "last checkpoint" if check.last_checkpoint is not None else "no checkpoint yet; task"
-    verdict = (
-        "STALE: record a checkpoint now" if check.stale else "fresh"
-    )  # the reminder an agent acts on
+    verdict = "STALE: record a checkpoint now" if check.stale else "fresh"
     return (
         f"Status: {what} {render.age(check.age_s)} old, interval "
         f"{render.interval(check.interval_s)}: {verdict}."
@@ -163,10 +161,11 @@ def _fits(lines: Sequence[str], budget: int) -> bool:
 
 def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     """The text, within `max_chars`: fixed lines first, then records whole while they fit."""
+    task = render.safe(st.task)
     title = f' "{render.safe(st.title)}"' if st.title else ""
-    head = [f"majordomus context: task {render.safe(st.task)}{title}"]
+    head = [f"majordomus context: task {task}{title}"]
     if not _fits(head, max_chars):
-        head = [f"majordomus context: task {render.safe(st.task)}"]
+        head = [f"majordomus context: task {task}"]
     optional_head = []
     if st.implied:
         optional_head.append(
@@ -184,19 +183,22 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     for line in optional_head:
         if total([line], fixed_tail) <= max_chars:
             head.append(line)
-    # Whatever does not fit is counted, and the line saying so is reserved in advance.
-    summary_reserve = ["(NNNNNN more records left out: majordomus history --task " + st.task]
+    # Whatever does not fit is counted, and the line saying so is reserved in advance
+    # whenever it may be needed.
+    summary_reserve = [f"(999999 more records left out: majordomus history --task {task})"]
     records: list[tuple[Located, list[str]]] = []
     if st.handover is not None and st.divergence is not None:
         records.append((st.handover, handover_lines(st.handover, st.divergence, now)))
     if st.checkpoints:
         records += [(loc, checkpoint_lines(loc, now)) for loc in st.checkpoints]
     heading_added = False
-    for loc, lines in records:
+    for position, (loc, lines) in enumerate(records):
         needs_heading = loc.record.kind == "checkpoint" and not heading_added
         heading = ["Checkpoints, newest first:"] if needs_heading else []
         tail = [*summary_reserve, *fixed_tail]
-        if total([*heading, *lines], tail) <= max_chars:
+        later = len(records) - position - 1 + st.more_checkpoints
+        whole_tail = tail if omitted or later else fixed_tail
+        if total([*heading, *lines], whole_tail) <= max_chars:
             body += [*heading, *lines]
             heading_added = heading_added or needs_heading
             included.append(loc.record.id)
@@ -215,16 +217,15 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
         if total([note], [*summary_reserve, *fixed_tail]) <= max_chars:
             body.append(note)
     if omitted:
-        body.append(
-            f"({omitted} more records left out: majordomus history --task {render.safe(st.task)})"
-        )
+        body.append(f"({omitted} more records left out: majordomus history --task {task})")
     lines = [*head, *body, *fixed_tail]
     # The fixed lines hold only bounded text, but a forged task id may be long: shed
-    # whole lines, least needed first, rather than ever exceed the budget.
+    # whole lines, from the end, rather than ever exceed the budget.
     while not _fits(lines, max_chars) and len(lines) > 1:
         lines.pop()
     text = "\n".join(lines) if _fits(lines, max_chars) else ""
-    return ContextResult(st.task, text, tuple(i for i in included if i in text), omitted)
+    kept = tuple(i for i in included if i in text)
+    return ContextResult(st.task, text, kept, omitted + len(included) - len(kept))
 
 
 def build(

@@ -135,6 +135,7 @@ def located(kind: str, n: int, fields: dict[str, str]) -> Located:
     handover=st.one_of(st.none(), st.tuples(texts, texts, texts)),
     title=st.one_of(st.none(), texts),
     implied=st.booleans(),
+    task=st.one_of(st.just(TASK), texts),  # a forged note may name any task id
 )
 def test_any_budget_any_records_whole_or_pointer_never_cut(
     budget: int,
@@ -142,6 +143,7 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
     handover: tuple[str, str, str] | None,
     title: str | None,
     implied: bool,
+    task: str,
 ) -> None:
     checkpoints = tuple(located("checkpoint", i, {"body": b}) for i, b in enumerate(bodies))
     open_handover = (
@@ -149,9 +151,9 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
         if handover
         else None
     )
-    check = ops.CheckResult(TASK, title, "default", 1200, None, 5, False, open_handover)
+    check = ops.CheckResult(task, title, "default", 1200, None, 5, False, open_handover)
     status = context.Status(
-        task=TASK, title=title, implied=implied, check=check, checkpoint_max=400,
+        task=task, title=title, implied=implied, check=check, checkpoint_max=400,
         handover=open_handover, divergence=Divergence("current", 0, 0) if handover else None,
         older_open=0, checkpoints=checkpoints, more_checkpoints=0,
     )  # fmt: skip
@@ -172,3 +174,16 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
             assert loc.record.id not in result.text or "left out" in result.text
     for line in result.text.split("\n"):
         assert "\x1b" not in line and "\u202e" not in line
+
+
+def test_the_last_record_needs_no_room_for_a_line_it_will_not_need() -> None:
+    only = located("checkpoint", 1, {"body": "x" * 300})
+    check = ops.CheckResult(TASK, None, "default", 1200, only, 5, False, None)
+    status = context.Status(
+        task=TASK, title=None, implied=False, check=check, checkpoint_max=400, handover=None,
+        divergence=None, older_open=0, checkpoints=(only,), more_checkpoints=0,
+    )  # fmt: skip
+    exact = len(context.block(status, START, context.MAX_MAX_CHARS).text)
+    assert context.block(status, START, exact).included == (only.record.id,)
+    tight = context.block(status, START, exact - 1)
+    assert tight.included == () and tight.omitted == 1 and len(tight.text) <= exact - 1
