@@ -34,6 +34,7 @@ from suite import (
     checkpoint_after_git_row,
     checkpoint_row,
     cold_rows,
+    hook_rows,
     reads,
     rev_list_answer,
     warm_rows,
@@ -105,6 +106,8 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
     log("warm reads")
     warm = warm_rows(setup, read, plan)
     resume = next(row for row in warm if row.name == "resume --peek")
+    log("hook claude, as an agent starts it")
+    hooks = hook_rows(setup, read, expect, workdir / "hook-input")
     graph_rows, chunks = _graph_variants(fixture, setup, workdir / "graph")
     write = scratch_clone(fixture, workdir / "write", setup.env)
     elsewhere = scratch_clone(fixture, workdir / "git-write", setup.env)
@@ -118,7 +121,7 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
     )
     return SizeResult(
         fixture=fixture,
-        rows=(*warm, written, foreign, *cold),
+        rows=(*warm, *hooks, written, foreign, *cold),
         graph_rows=graph_rows,
         graph_chunks=chunks,
         git_answer=rev_list_answer(resume.baseline, expect),

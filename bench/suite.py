@@ -138,6 +138,8 @@ class Setup:
 WARM = Target(limit=1.0, aim=0.5)
 COLD = Target(limit=2.0)
 WRITE = Target(limit=2.0, aim=1.3)
+HOOK = Target(limit=4.0, aim=2.5)  # against a bare `import pygit2`; absolute aim: well under 1 s
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
 
 
 def interleave(commands: Sequence[Command], setup: Setup, cwd: Path) -> list[Series]:
@@ -371,3 +373,54 @@ def _check_resume(stdout: bytes, expect: Expectation) -> str:
     )
     wanted = (expect.open_handover, "advanced", expect.ahead, 0)
     return "" if got == wanted else f"got {got}, expected {wanted}"
+
+
+def hook_rows(setup: Setup, repo: Path, expect: Expectation, inputs: Path) -> list[Row]:
+    """`hook claude` as Claude Code runs it (the hook's JSON on stdin, a fresh process) against
+    the floor of any Python hook that reads git: starting Python and importing pygit2."""
+    inputs.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for event in HOOK_EVENTS:
+        payload = inputs / f"{event}.json"
+        payload.write_text(
+            json.dumps(
+                {"session_id": "bench", "hook_event_name": event, "source": "startup",
+                 "cwd": str(repo)}
+            ),
+            encoding="utf-8",
+        )  # fmt: skip
+        mine = Command(
+            f"hook claude {event}",
+            (("sh", "-c", f'MAJORDOMUS_TASK={expect.task} exec "$0" hook claude < "$1"',
+              str(setup.majordomus), str(payload)),),
+        )  # fmt: skip
+        floor = Command(
+            "python -c 'import pygit2'",
+            (("sh", "-c", 'exec "$0" -c "import pygit2" < "$1"', str(setup.python),
+              str(payload)),),
+        )  # fmt: skip
+        ours, base = interleave((mine, floor), setup, repo)
+        answer = "" if ours.failure else _check_hook(ours.outcomes[-1].stdout, expect, event)
+        rows.append(Row(f"hook claude {event}", "warm", ours, base, HOOK, answer=answer))
+    return rows
+
+
+def _check_hook(stdout: bytes, expect: Expectation, event: str) -> str:
+    if not stdout.strip() and event == "UserPromptSubmit":
+        return "no reminder although the benchmark task is stale"
+    document = _json(stdout)
+    specific = document.get("hookSpecificOutput") if document else None
+    if (
+        document is None
+        or set(document) != {"hookSpecificOutput"}
+        or not isinstance(specific, dict)
+    ):
+        return "output is not the documented JSON"
+    text = specific.get("additionalContext")
+    if specific.get("hookEventName") != event or not isinstance(text, str):
+        return "output is not the documented JSON"
+    if expect.task not in text:
+        return "the context does not name the task"
+    if event == "SessionStart" and expect.open_handover not in text:
+        return "the context does not carry the open handover"
+    return ""

@@ -11,6 +11,13 @@ def main() -> int:
     # small objects while reading notes: the cyclic collector only slows it down.
     # (`watch`, which runs for long, turns it back on.)
     gc.disable()
+    if sys.argv[1:2] == ["hook"]:
+        # Agents run this at every prompt: answered without loading the full command line.
+        from majordomus.hooks import main as hook
+
+        code = hook(sys.argv[1:])
+        if code is not None:
+            return code
     from majordomus.cli import run
 
     return run(sys.argv[1:])

@@ -15,7 +15,7 @@ from typing import IO, Annotated, Any, NamedTuple
 import typer
 
 from majordomus import __version__, ops, render
-from majordomus.errors import ExitCode, MajordomusError, RefusedError
+from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
 from majordomus.store import StaleLock
 
 
@@ -79,11 +79,13 @@ Checkpoints and handovers for debugging sessions, stored as git notes.
 Records are TOML notes on refs/notes/majordomus, attached to the commit they
 describe: `git log --notes=majordomus` shows them, and they travel with the code.
 
+\b
   majordomus task new "queue drops acks under load"
   majordomus checkpoint "reproduced with 50 concurrent enqueues"
   majordomus handover --objective ... --state ... --next ...
   majordomus resume          # in the next session
   majordomus history         # the record, newest first
+  majordomus agent install claude   # agent sessions start with the handover
 
 Exit codes: 0 done, 1 a negative answer (stale, nothing open, unhealthy),
 2 refused input, 3 repository state, 4 remote failure.
@@ -301,6 +303,12 @@ def resume(
     session = _session(ctx)
     result = ops.resume(session.context(), task, peek, session_name)
     session.locks(result.stale_locks)
+    if result.implied:
+        made = "" if peek else "; it is now the current task here"
+        session.terminal.stderr.write(
+            f"majordomus: no current task: took {render.safe(result.task)}, the one task with "
+            f"an open handover reachable from HEAD{made}.\n"
+        )
     if result.handover is None:
         if as_json:
             session.out(render.resume_json(result))
@@ -308,6 +316,7 @@ def resume(
             session.terminal.stderr.write(
                 f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
             )
+            session.out(render.resume_nothing_open(result))
         raise _exit(ExitCode.NEGATIVE)
     session.out(render.resume(result, session.now(), as_json))
 
@@ -537,6 +546,140 @@ def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False)
     """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
     session = _session(ctx)
     session.out(render.sync(ops.sync(session.context(), remote), as_json))
+
+
+# ---- coding agents ----------------------------------------------------------------------
+
+agent_app = typer.Typer(
+    help="Wire majordomus into a coding agent's hooks (Claude Code, Codex, Gemini CLI).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(agent_app, name="agent")
+
+
+@app.command()
+def context(
+    ctx: typer.Context,
+    max_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-chars", metavar="N", help="Budget in characters (200..100000; default 4000)."
+        ),
+    ] = 4000,
+    task: TaskOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One bounded block for a new session: the task, its open handover, staleness, the
+    newest checkpoints and how to record.
+
+    A record is included whole or replaced by a pointer line, never cut. Outside a
+    repository or with no task: a short line, exit 0.
+    """
+    from majordomus import context as contexts
+
+    session = _session(ctx)
+    result = contexts.build(session.context(), max_chars, task)
+    if as_json:
+        session.out(
+            render.dumps(
+                {
+                    "task": result.task,
+                    "text": result.text,
+                    "chars": result.chars,
+                    "included": list(result.included),
+                    "omitted": result.omitted,
+                }
+            )
+        )
+    else:
+        session.out(result.text)
+
+
+@app.command()
+def hook(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
+    event: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[EVENT]", help="The hook event (default: hook_event_name from the input)."
+        ),
+    ] = None,
+    enforce: Annotated[
+        bool,
+        typer.Option("--enforce", help="On Stop, block once per stale episode."),
+    ] = False,
+) -> None:
+    """What an agent's hook runs: reads the hook's JSON on stdin, answers in that agent's
+    format, always exits 0, never writes a record.
+
+    Session start: the context block. Prompt submit: a one-line reminder when the
+    task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
+    """
+    from majordomus import hooks
+
+    session = _session(ctx)
+    hooks.run(
+        agent,
+        event,
+        stdin=session.terminal.stdin,
+        stdout=session.terminal.stdout,
+        cwd=session.cwd,
+        environ=session.environ,
+        now=session.now,
+        enforce=enforce,
+    )
+
+
+@agent_app.command("install")
+def agent_install(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            metavar="local|project|user",
+            help="local: this clone only, kept out of git (default); project: the shared, "
+            "committed file; user: your home directory.",
+        ),
+    ] = "local",
+    enforce: Annotated[
+        bool,
+        typer.Option("--enforce", help="Also add a Stop hook that blocks once when stale."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the change; write nothing.")
+    ] = False,
+    remove: Annotated[
+        bool, typer.Option("--remove", help="Remove majordomus' entries only.")
+    ] = False,
+) -> None:
+    """Write majordomus' hook entries into the agent's settings file.
+
+    Keeps every other key and hook; one majordomus entry per event however often it
+    runs; an invalid settings file is refused and left untouched (exit 2).
+    """
+    session = _session(ctx)
+    change = ops.agent_install(session.context(), agent, scope, enforce, dry_run, remove)
+    for warning in change.warnings:
+        session.warn(warning)
+    session.out(render.agent_change(change, dry_run, remove))
+
+
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
+    task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]')."""
+    session = _session(ctx)
+    try:
+        from majordomus import mcp_server
+    except ImportError:
+        raise RepositoryError(
+            "majordomus mcp needs the MCP SDK: pip install 'majordomus[mcp]'."
+        ) from None
+    mcp_server.serve(session.cwd, session.environ)
 
 
 # ---- the one place errors become exit codes ------------------------------------------------

@@ -13,8 +13,8 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping
 from typing import IO, Any, NamedTuple
 
+from majordomus import agents, remote
 from majordomus import profile as profiles
-from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
 from majordomus.index import Index, Listed, Located, Views, label, newest_first
@@ -77,6 +77,58 @@ def current_task(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
     )
+
+
+def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
+    """The tasks that have an open handover on a commit reachable from HEAD."""
+    pending: dict[str, set[str]] = {}
+    for task in views.task_ids:
+        index = views.index(task)
+        commits = {item.commit for item in index.open_handovers(task)}
+        if commits:
+            pending[task] = commits
+    if not pending:
+        return []
+    reach = store.reachable(store.head(), set().union(*pending.values()))
+    return sorted(task for task, commits in pending.items() if commits & reach.keys())
+
+
+def session_task(
+    ctx: Context, store: Store, views: Views, explicit: str | None
+) -> tuple[str, bool]:
+    """The task a fresh session works on, and whether it was implied rather than named.
+
+    As `current_task`; with none set, the task of the open handover reachable from HEAD
+    when exactly one task has one (what a new clone or a new agent session picks up).
+    """
+    for name in (explicit, ctx.environ.get("MAJORDOMUS_TASK") or None, store.current_task()):
+        if name:
+            return resolve_task(views.task_ids, name), False
+    candidates = tasks_with_open_handover(store, views)
+    if len(candidates) == 1:
+        return candidates[0], True
+    if candidates:
+        raise AmbiguousTaskError(tuple(candidates))
+    raise NoTaskError(
+        "no current task: start one with majordomus task new TITLE, pick one with "
+        "majordomus task use TASK, or pass --task TASK."
+    )
+
+
+class NoTaskError(RefusedError):
+    """No task named, none current, and no open handover reachable from HEAD to take."""
+
+
+class AmbiguousTaskError(RefusedError):
+    """No current task, and several tasks have an open handover reachable from HEAD."""
+
+    def __init__(self, candidates: tuple[str, ...]) -> None:
+        super().__init__(
+            f"no current task, and {len(candidates)} tasks have an open handover reachable "
+            f"from HEAD: {', '.join(candidates)}; pick one with majordomus task use TASK "
+            "(or pass --task TASK)."
+        )
+        self.candidates = candidates
 
 
 def validated(field: str, raw: str, cap: int, allow_secret: bool) -> str:
@@ -360,6 +412,24 @@ class ResumeResult(NamedTuple):
     open_handovers: int
     superseded: tuple[str, ...]
     stale_locks: tuple[StaleLock, ...]
+    checkpoints_since: tuple[Located, ...] = ()  # when nothing is open, newest first
+    implied: bool = False  # the task was taken from the one open handover reachable from HEAD
+
+
+def checkpoints_since(index: Index, task: str) -> list[Located]:
+    """The task's checkpoints newer than its last handover or resume, newest first."""
+    relevant = [
+        item
+        for item in index.of_task(task)
+        if item.summary.kind in ("checkpoint", "handover", "resume")
+    ]
+    found = []
+    for item in index.newest_first(relevant):
+        if item.summary.kind != "checkpoint":
+            break
+        found.append(item)
+    index.preload(found)
+    return [index.locate(item) for item in found]
 
 
 def resume(
@@ -371,17 +441,18 @@ def resume(
     if not peek:
         store.check_writable()
     views = Views(store)
-    task_id = current_task(ctx, store, views.task_ids, task)
+    task_id, implied = session_task(ctx, store, views, task)
     index = views.index(task_id)
     pending = index.open_handovers(task_id)
     if not pending:
-        return ResumeResult(task_id, None, None, None, 0, (), ())
+        since = tuple(checkpoints_since(index, task_id))
+        return ResumeResult(task_id, None, None, None, 0, (), (), since, implied)
     newest, older = index.locate(pending[0]), pending[1:]
     div = label(store, newest.commit, head)
     store.flush()
     superseded = tuple(h.summary.id for h in older)
     if peek:
-        return ResumeResult(task_id, newest, div, None, len(pending), superseded, ())
+        return ResumeResult(task_id, newest, div, None, len(pending), superseded, (), (), implied)
     fields: dict[str, Any] = {"handover": newest.record.id, "label": div.label}
     if div.ahead is not None:
         fields["ahead"] = div.ahead
@@ -389,7 +460,11 @@ def resume(
         fields["behind"] = div.behind
     fields["supersedes"] = list(superseded)
     recorded, locks = _write(ctx, store, "resume", task_id, fields, sess, views)
-    return ResumeResult(task_id, newest, div, recorded, len(pending), superseded, locks)
+    if implied:
+        store.set_current_task(task_id)  # the session now works on it: checkpoints go there
+    return ResumeResult(
+        task_id, newest, div, recorded, len(pending), superseded, locks, (), implied
+    )
 
 
 # ---- history and show -----------------------------------------------------------------------
@@ -677,6 +752,10 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
                     f"(see git notes --ref=majordomus show {commit[:12]})",
                 )
             )
+    findings.extend(
+        Finding("agent", found.healthy, found.detail)
+        for found in agents.findings(store.workdir, ctx.environ)
+    )
     records = sum(len(a.summaries) for a in noteset.commits.values())
     with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
     findings.append(
@@ -788,3 +867,24 @@ def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
     git = remote.Git(store)
     fetched = remote.fetch(store, git, name, sleep=ctx.sleep)
     return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep))
+
+
+# ---- coding agents -----------------------------------------------------------------------
+
+
+def agent_install(
+    ctx: Context,
+    agent: str,
+    scope: str = "local",
+    enforce: bool = False,
+    dry_run: bool = False,
+    remove: bool = False,
+) -> agents.Change:
+    """Write (or remove) majordomus' hook entries in a coding agent's settings file."""
+    try:
+        store: Store | None = open_store(ctx)
+    except RepositoryError:
+        if scope != "user":
+            raise
+        store = None  # the user's own settings need no repository
+    return agents.install(store, ctx.environ, agent, scope, enforce, dry_run, remove)

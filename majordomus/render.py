@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from majordomus.agents import Change
 from majordomus.graph import Divergence
 from majordomus.index import Located
 from majordomus.ops import (
@@ -245,8 +246,29 @@ def resume_json(result: ResumeResult) -> str:
             "recorded": result.recorded is not None,
             "open_handovers": result.open_handovers,
             "superseded": list(result.superseded),
+            **(
+                {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
+                if result.handover is None
+                else {}
+            ),
         }
     )
+
+
+def resume_nothing_open(result: ResumeResult) -> str:
+    """No open handover: what the task recorded since its last handover or resume, whole."""
+    if not result.checkpoints_since:
+        return (
+            f"no checkpoints of {safe(result.task)} since its last handover or resume; "
+            "majordomus history --task shows what came before"
+        )
+    count = len(result.checkpoints_since)
+    lines = [
+        f"{_count(count, 'checkpoint')} of {safe(result.task)} since its last handover or "
+        "resume, newest first:"
+    ]
+    lines += [record_block(loc) for loc in result.checkpoints_since]
+    return "\n".join(lines)
 
 
 def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
@@ -617,4 +639,23 @@ def show_markdown(result: ShowResult) -> str:
             "",
             f"_{result.invalid} invalid notes or records skipped; `majordomus doctor` lists them._",
         ]
+    return "\n".join(lines)
+
+
+def agent_change(change: Change, dry_run: bool, remove: bool) -> str:
+    """What `agent install` did or, with --dry-run, would do (the diff first)."""
+    lines = [change.diff.rstrip("\n")] if dry_run and change.diff else []
+    if not change.changed:
+        lines.append(f"{change.path}: already as asked; nothing to change")
+    elif dry_run:
+        lines.append(f"{change.path}: would be written (--dry-run: nothing was changed)")
+    elif remove:
+        lines.append(f"{change.path}: majordomus hooks removed")
+    else:
+        lines.append(f"{change.path}: hooks on {', '.join(change.events)}")
+    if change.excluded is not None:
+        verb = "would add" if dry_run else "added"
+        lines.append(f"{verb} {change.excluded} to .git/info/exclude (kept out of git)")
+    if not remove and change.changed:
+        lines.append(f"hook command: {change.command}")
     return "\n".join(lines)

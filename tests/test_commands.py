@@ -294,10 +294,15 @@ def test_resume_records_and_resolves(repo: Repo) -> None:
         "recorded": False,
         "open_handovers": 0,
         "superseded": [],
+        "checkpoints_since": [],
     }
     text = repo.run("resume")
-    assert (text.code, text.out) == (1, "")
-    assert text.err == f"majordomus: no open handover for {task}; nothing to resume.\n"
+    assert (text.code, text.out, text.err) == (
+        1,
+        f"no checkpoints of {task} since its last handover or resume; "
+        f"majordomus history --task shows what came before\n",
+        f"majordomus: no open handover for {task}; nothing to resume.\n",
+    )
 
 
 def test_resume_text_output(repo: Repo) -> None:

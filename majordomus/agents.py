@@ -1,0 +1,422 @@
+"""Coding agents' settings files: write, remove and inspect majordomus' hook entries.
+
+Read-modify-write that keeps every other key and entry, one majordomus entry per
+event however often it runs, an invalid file refused untouched, atomic replace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from majordomus.errors import RefusedError, RepositoryError
+from majordomus.store import Store
+
+AGENTS = ("claude", "codex", "gemini")
+SCOPES = ("local", "project", "user")
+TIMEOUT_S = 10  # the hook answers well inside a second; this only bounds a wedged one
+# Our entries are recognised by their command: `... majordomus hook AGENT ...`, whatever
+# the path or interpreter in front of it.
+OURS = re.compile(r"""majordomus(?:\.exe)?['"]?\s+hook\s""")
+
+
+class Events(NamedTuple):
+    session_start: str
+    prompt: str
+    stop: str
+
+
+EVENTS = {
+    "claude": Events("SessionStart", "UserPromptSubmit", "Stop"),
+    "codex": Events("SessionStart", "UserPromptSubmit", "Stop"),
+    "gemini": Events("SessionStart", "BeforeAgent", "AfterAgent"),
+}
+# Files, relative to the work tree (project) or the home directory (user).
+PROJECT_FILE = {
+    "claude": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+}
+LOCAL_FILE = {"claude": ".claude/settings.local.json"}  # the others have none
+USER_FILE = {
+    "claude": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+}
+
+
+class Change(NamedTuple):
+    """What `agent install` did, or would do with --dry-run."""
+
+    agent: str
+    scope: str
+    path: Path
+    changed: bool
+    written: bool
+    events: tuple[str, ...]  # the events that carry a majordomus entry afterwards
+    command: str
+    diff: str
+    excluded: str | None  # the line added to .git/info/exclude, if any
+    warnings: tuple[str, ...]
+
+
+def settings_path(agent: str, scope: str, workdir: Path | None, home: Path) -> Path:
+    if scope == "user":
+        return home / USER_FILE[agent]
+    if workdir is None:
+        raise RepositoryError(
+            "this repository has no work tree; use --scope user, or run in a clone with one."
+        )
+    if scope == "local" and agent in LOCAL_FILE:
+        return workdir / LOCAL_FILE[agent]
+    return workdir / PROJECT_FILE[agent]
+
+
+def hook_command(agent: str, scope: str, executable: str | None = None) -> str:
+    """The command the agent runs. Project scope is committed and shared: a bare
+    `majordomus` found on PATH, never a path from this machine. Local and user scopes
+    stay on this machine: the absolute path, so a desktop app's PATH does not matter."""
+    if scope == "project":
+        return f"majordomus hook {agent}"
+    script = Path(executable or sys.executable).parent / "majordomus"
+    if executable is None and script.is_file() and os.access(script, os.X_OK):
+        return shlex.join([str(script), "hook", agent])
+    return shlex.join([executable or sys.executable, "-m", "majordomus", "hook", agent])
+
+
+def load(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text and its JSON object; an absent file is an empty object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise RefusedError(f"cannot read {path} ({error}); nothing was changed.") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except (ValueError, RecursionError) as error:
+        raise RefusedError(
+            f"{path} is not valid JSON ({error}); fix it (or move it away) and run again; "
+            "nothing was changed."
+        ) from None
+    if not isinstance(data, dict):
+        raise RefusedError(f"{path} does not hold a JSON object; nothing was changed.")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise RefusedError(f'{path}: "hooks" is not an object; nothing was changed.')
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise RefusedError(
+                f'{path}: "hooks.{event}" is not a list of hook groups; nothing was changed.'
+            )
+    return text, data
+
+
+def is_ours(hook: object) -> bool:
+    if not isinstance(hook, dict):
+        return False
+    command = hook.get("command")
+    return isinstance(command, str) and OURS.search(command + " ") is not None
+
+
+def _entry(agent: str, command: str) -> dict[str, Any]:
+    hook: dict[str, Any] = {"type": "command", "command": command}
+    if agent == "gemini":
+        hook = {"name": "majordomus", **hook, "timeout": TIMEOUT_S * 1000}  # milliseconds
+    else:
+        hook["timeout"] = TIMEOUT_S
+    return {"hooks": [hook]}
+
+
+def our_events(data: Mapping[str, Any]) -> tuple[str, ...]:
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return ()
+    return tuple(
+        event
+        for event, groups in hooks.items()
+        if isinstance(groups, list)
+        and any(
+            isinstance(g, dict)
+            and isinstance(g.get("hooks"), list)
+            and any(map(is_ours, g["hooks"]))
+            for g in groups
+        )
+    )
+
+
+def edited(data: dict[str, Any], wanted: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """`data` with exactly the `wanted` majordomus entries (event -> group), everything
+    else kept in place. An event whose one entry is already the wanted one is left as is."""
+    out: dict[str, Any] = json.loads(json.dumps(data))
+    hooks: dict[str, Any] = out.get("hooks", {})
+    for event in list(hooks):
+        groups = hooks[event]
+        mine = [g for g in groups if isinstance(g, dict) and any(map(is_ours, _hooks_of(g)))]
+        if event in wanted and mine == [wanted[event]]:
+            continue
+        kept = []
+        for group in groups:
+            inner = _hooks_of(group)
+            if not any(map(is_ours, inner)):
+                kept.append(group)
+                continue
+            rest = [h for h in inner if not is_ours(h)]
+            if rest:
+                kept.append({**group, "hooks": rest})
+        if event in wanted:
+            kept.append(wanted[event])
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    for event, group in wanted.items():
+        if event not in hooks:
+            hooks[event] = [group]
+    if hooks:
+        out["hooks"] = hooks
+    else:
+        out.pop("hooks", None)
+    return out
+
+
+def _hooks_of(group: object) -> list[Any]:
+    if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+        return list(group["hooks"])
+    return []
+
+
+def dump(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write beside the file, flush to disk, then rename over it: old or new, never half.
+    A symbolic link (settings kept in a dotfiles repository) is followed, never replaced."""
+    import tempfile  # here, not at the top: every command imports this module (for doctor)
+
+    path = Path(os.path.realpath(path))
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _is_tracked(store: Store, path: Path) -> bool:
+    assert store.workdir is not None
+    result = store.git(
+        f"--work-tree={store.workdir}",
+        "ls-files",
+        "--error-unmatch",
+        "--",
+        str(path.relative_to(store.workdir)),
+        check=False,
+    )
+    return result.returncode == 0
+
+
+def _exclude_line(store: Store, path: Path) -> tuple[Path, str | None]:
+    """The `.git/info/exclude` line that keeps `path` out of git, None when it is there."""
+    assert store.workdir is not None
+    line = "/" + path.relative_to(store.workdir).as_posix()
+    exclude = store.commondir / "info" / "exclude"
+    try:
+        present = line in exclude.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        present = False
+    return exclude, None if present else line
+
+
+def install(
+    store: Store | None,
+    environ: Mapping[str, str],
+    agent: str,
+    scope: str = "local",
+    enforce: bool = False,
+    dry_run: bool = False,
+    remove: bool = False,
+    executable: str | None = None,
+) -> Change:
+    if agent not in AGENTS:
+        raise RefusedError(f"unknown agent '{agent}': give one of {', '.join(AGENTS)}.")
+    if scope not in SCOPES:
+        raise RefusedError(f"unknown scope '{scope}': give one of {', '.join(SCOPES)}.")
+    home = Path(environ.get("HOME") or Path.home())
+    if agent == "codex" and scope == "user" and environ.get("CODEX_HOME"):
+        path = Path(environ["CODEX_HOME"]) / "hooks.json"
+    else:
+        path = settings_path(agent, scope, store.workdir if store else None, home)
+    warnings: list[str] = []
+    in_tree = scope != "user" and store is not None
+    if (
+        store is not None
+        and in_tree
+        and scope == "local"
+        and not remove
+        and _is_tracked(store, path)
+    ):
+        raise RefusedError(
+            f"{path} is tracked by git, so a local install would change what your team "
+            "shares: use --scope project to change it on purpose, or --scope user."
+        )
+    before, data = load(path)
+    command = hook_command(agent, scope, executable)
+    events = EVENTS[agent]
+    wanted: dict[str, dict[str, Any]] = {}
+    if not remove:
+        wanted[events.session_start] = _entry(agent, command)
+        wanted[events.prompt] = _entry(agent, command)
+        if enforce:
+            wanted[events.stop] = _entry(agent, command + " --enforce")
+    after = edited(data, wanted)
+    changed = after != data or (before is None and not remove)
+    text = dump(after) if changed else (before or "")
+    import difflib
+
+    diff = "".join(
+        difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=str(path) if before is not None else "/dev/null",
+            tofile=str(path),
+        )
+    )
+    excluded = None
+    if store is not None and in_tree and scope == "local" and not remove:
+        exclude, excluded = _exclude_line(store, path)
+        if excluded is not None and not dry_run:
+            try:
+                existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+                sep = "" if not existing or existing.endswith("\n") else "\n"
+                write_atomic(exclude, f"{existing}{sep}{excluded}\n")
+            except (OSError, UnicodeDecodeError) as error:
+                raise RepositoryError(
+                    f"cannot add {excluded} to {exclude} ({error}); nothing was changed."
+                ) from None
+    if scope == "project" and not remove:
+        warnings.append(
+            f"{path} is shared: its hooks run `majordomus` from PATH, so teammates need "
+            "majordomus installed, and an agent started from a desktop app needs it on that "
+            "app's PATH (see docs/agents.md)."
+        )
+    if agent == "codex" and not remove:
+        warnings.append(
+            "Codex runs new hooks only after you approve them, and only with "
+            "[features] codex_hooks = true in ~/.codex/config.toml."
+        )
+    written = changed and not dry_run and not (remove and before is None)
+    if written:
+        try:
+            write_atomic(path, text)
+        except OSError as error:
+            raise RepositoryError(
+                f"cannot write {path} ({error.strerror or error}); it was left as it was."
+            ) from None
+    return Change(
+        agent=agent,
+        scope=scope,
+        path=path,
+        changed=changed and not (remove and before is None),
+        written=written,
+        events=our_events(after),
+        command=command,
+        diff=diff,
+        excluded=excluded,
+        warnings=tuple(warnings),
+    )
+
+
+# ---- doctor --------------------------------------------------------------------------
+
+
+class AgentFinding(NamedTuple):
+    healthy: bool
+    detail: str
+
+
+def _read_quietly(path: Path) -> dict[str, Any] | None:
+    try:
+        return load(path)[1] if path.exists() else None
+    except RefusedError:
+        return None
+
+
+def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFinding]:
+    """Where majordomus' hooks are installed, and whether the agent's own settings switch
+    them off (Claude Code `disableAllHooks`, Gemini CLI `hooksConfig.enabled = false`,
+    Codex `[features] codex_hooks = false`)."""
+    home = Path(environ.get("HOME") or Path.home())
+    out: list[AgentFinding] = []
+    for agent in AGENTS:
+        files: list[Path] = [home / USER_FILE[agent]]
+        if workdir is not None:
+            files += [workdir / PROJECT_FILE[agent]]
+            if agent in LOCAL_FILE:
+                files.append(workdir / LOCAL_FILE[agent])
+        if agent == "codex" and environ.get("CODEX_HOME"):
+            files[0] = Path(environ["CODEX_HOME"]) / "hooks.json"
+        loaded = {path: _read_quietly(path) for path in dict.fromkeys(files)}
+        installed = [p for p, data in loaded.items() if data is not None and our_events(data)]
+        if not installed:
+            continue
+        where = ", ".join(str(p) for p in installed)
+        off = _disabled_by(agent, loaded, home, workdir)
+        if off is None:
+            out.append(AgentFinding(True, f"{agent} hooks installed in {where}"))
+        else:
+            out.append(AgentFinding(False, f"{agent} hooks are installed in {where}, but {off}"))
+    return out
+
+
+def _disabled_by(
+    agent: str,
+    loaded: Mapping[Path, dict[str, Any] | None],
+    home: Path,
+    workdir: Path | None,
+) -> str | None:
+    for path, data in loaded.items():
+        if data is None:
+            continue
+        if agent == "claude" and data.get("disableAllHooks") is True:
+            return f"{path} sets disableAllHooks: Claude Code runs none of them (remove it)"
+        config = data.get("hooksConfig")
+        if agent == "gemini" and isinstance(config, dict) and config.get("enabled") is False:
+            return f"{path} sets hooksConfig.enabled to false: Gemini CLI runs none of them"
+        if agent == "gemini" and isinstance(config, dict):
+            disabled = config.get("disabled")
+            if isinstance(disabled, list) and "majordomus" in disabled:
+                return f"{path} lists majordomus in hooksConfig.disabled"
+    if agent == "codex":
+        configs = [home / ".codex" / "config.toml"]
+        if workdir is not None:
+            configs.append(workdir / ".codex" / "config.toml")
+        for config_path in configs:
+            try:
+                features = tomllib.loads(config_path.read_text(encoding="utf-8")).get("features")
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if isinstance(features, dict) and features.get("codex_hooks") is False:
+                return f"{config_path} sets [features] codex_hooks = false: Codex runs no hooks"
+    return None

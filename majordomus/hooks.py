@@ -1,0 +1,229 @@
+"""`majordomus hook AGENT`: answer a coding agent's hook in that agent's own JSON format.
+
+Always exits 0 (Claude Code, Codex and Gemini CLI read exit 2 as "block"), never
+writes a record, and says nothing when it has nothing to say or cannot tell.
+Kept free of typer so that `python -m majordomus hook ...` starts fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from majordomus.ops import CheckResult, Context
+    from majordomus.store import Store
+
+AGENTS = ("claude", "codex", "gemini")
+INPUT_MAX_BYTES = 1024 * 1024  # hook inputs are small; anything larger is not one
+HOOK_CONTEXT_CHARS = 4000  # Codex cuts hook text past about 2,500 tokens
+STOP_STATE_FILE = "majordomus-hook-stop"
+
+# What each agent calls the moments majordomus answers.
+SESSION_START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionStart"}
+PROMPT = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+STOP = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
+
+
+class Answer(NamedTuple):
+    """What the hook prints: nothing, or one JSON object."""
+
+    payload: dict[str, Any] | None
+
+    def text(self) -> str:
+        if self.payload is None:
+            return ""
+        return json.dumps(self.payload, ensure_ascii=False) + "\n"
+
+
+def _silent(agent: str, event: str) -> Answer:
+    # Gemini parses stdout as JSON, and Codex requires JSON from a Stop hook: `{}` is
+    # their documented "nothing to add". Claude Code takes empty output as that.
+    if agent == "gemini" or (agent == "codex" and event == STOP["codex"]):
+        return Answer({})
+    return Answer(None)
+
+
+def _context_answer(agent: str, event: str, text: str) -> Answer:
+    return Answer({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+
+
+def _block(agent: str, reason: str) -> Answer:
+    decision = "deny" if agent == "gemini" else "block"
+    return Answer({"decision": decision, "reason": reason})
+
+
+def read_input(stdin: IO[bytes]) -> dict[str, Any] | None:
+    """The hook's JSON object, or None for anything else (empty, too large, malformed)."""
+    data = stdin.read(INPUT_MAX_BYTES + 1)
+    if len(data) > INPUT_MAX_BYTES:
+        # Drain what the agent is still writing, so it never blocks on a full pipe.
+        while stdin.read(1 << 20):
+            pass
+        return None
+    try:
+        value = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def answer(
+    agent: str,
+    event: str | None,
+    payload: Mapping[str, Any],
+    *,
+    cwd: str,
+    environ: Mapping[str, str],
+    now: Callable[[], datetime.datetime],
+    enforce: bool,
+) -> Answer:
+    """The answer to one hook call; may raise (the caller turns any failure into silence)."""
+    name = event or payload.get("hook_event_name")
+    if not isinstance(name, str):
+        return Answer(None)
+    where = payload.get("cwd")
+    if isinstance(where, str) and where and cwd == "." and os.path.isdir(where):
+        cwd = where
+    # Imported here: a hook that has nothing to do (an event we do not answer) stays cheap.
+    from majordomus import context, ops
+    from majordomus.errors import MajordomusError
+
+    ctx = ops.Context(cwd=cwd, environ=environ, now=now)
+    if name == SESSION_START[agent]:
+        try:
+            result = context.build(ctx, HOOK_CONTEXT_CHARS)
+        except ops.AmbiguousTaskError as error:
+            return _context_answer(agent, name, f"majordomus: {error.message}")
+        if result.task is None:
+            return _silent(agent, name)
+        return _context_answer(agent, name, result.text)
+    if name == PROMPT[agent]:
+        try:
+            line = _stale_line(ctx)
+        except MajordomusError:
+            return _silent(agent, name)
+        return _context_answer(agent, name, line) if line else _silent(agent, name)
+    if name == STOP[agent]:
+        if not enforce or payload.get("stop_hook_active") is True:
+            return _silent(agent, name)
+        try:
+            reason = _stop_reason(ctx)
+        except MajordomusError:
+            return _silent(agent, name)
+        return _block(agent, reason) if reason else _silent(agent, name)
+    return _silent(agent, name)  # PreCompact / PreCompress / SessionEnd: never block
+
+
+def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
+    """The store, the check of the session's task and the flag that names it in a command
+    (`--task T` when the task was implied, not current), when that task is stale."""
+    from majordomus import ops
+    from majordomus.errors import RefusedError
+    from majordomus.index import Views
+
+    store = ops.open_store(ctx)
+    store.head()
+    prof = ops.load_profile(ctx, store)
+    views = Views(store)
+    try:
+        task, implied = ops.session_task(ctx, store, views, None)
+    except RefusedError:  # no task, or several to choose from: nothing to remind of
+        return None
+    result = ops._check_task(views.index(task), task, prof, ctx.now())
+    flag = f" --task {task}" if implied else ""
+    return (store, result, flag) if result.stale else None
+
+
+def _stale_line(ctx: Context) -> str | None:
+    from majordomus import render
+
+    found = _stale(ctx)
+    if found is None:
+        return None
+    _, result, flag = found
+    return (
+        f"majordomus: task {render.safe(result.task)} has no checkpoint for "
+        f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}): record "
+        f'what is true now with majordomus checkpoint{render.safe(flag)} "..." before it is lost.'
+    )
+
+
+def _stop_reason(ctx: Context) -> str | None:
+    """Block once per stale episode: an episode ends when a checkpoint makes the task fresh."""
+    from majordomus import render
+
+    found = _stale(ctx)
+    if found is None:
+        return None
+    store, result, flag = found
+    last = result.last_checkpoint.record.id if result.last_checkpoint else "-"
+    episode = f"{result.task} {last}\n"
+    path = store.gitdir / STOP_STATE_FILE
+    with contextlib.suppress(OSError):
+        if path.read_text(encoding="utf-8") == episode:
+            return None
+    tmp = path.with_name(f"{STOP_STATE_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(episode, encoding="utf-8")
+    os.replace(tmp, path)
+    return (
+        f"majordomus: task {render.safe(result.task)} has no checkpoint for "
+        f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}). Before "
+        f'stopping, run: majordomus checkpoint{render.safe(flag)} "<what is true now>" (or, to '
+        f'end the session, majordomus handover{render.safe(flag)} --objective "..." --state '
+        '"..." --next "...").'
+    )
+
+
+def run(
+    agent: str,
+    event: str | None,
+    *,
+    stdin: IO[bytes],
+    stdout: IO[str],
+    cwd: str = ".",
+    environ: Mapping[str, str] | None = None,
+    now: Callable[[], datetime.datetime] | None = None,
+    enforce: bool = False,
+) -> int:
+    """Answer one hook call. Whatever happens: exit 0, and stdout empty or one JSON object."""
+    text = ""
+    with contextlib.suppress(BaseException):
+        payload = read_input(stdin)
+        if agent in AGENTS and payload is not None:
+            text = answer(
+                agent,
+                event,
+                payload,
+                cwd=cwd,
+                environ=os.environ if environ is None else environ,
+                now=now or (lambda: datetime.datetime.now(datetime.UTC)),
+                enforce=enforce,
+            ).text()
+    with contextlib.suppress(BaseException):
+        stdout.write(text)
+        stdout.flush()
+    return 0
+
+
+def main(argv: list[str]) -> int | None:
+    """`hook AGENT [EVENT] [--enforce]` without typer; None when argv is not that plain form
+    (then the full command line parses it, help and errors included)."""
+    words = [word for word in argv if word != "--enforce"]
+    if not 2 <= len(words) <= 3 or words[0] != "hook" or words[1] not in AGENTS:
+        return None
+    if any(word.startswith("-") for word in words):
+        return None
+    import sys
+
+    return run(
+        words[1],
+        words[2] if len(words) == 3 else None,
+        stdin=sys.stdin.buffer,
+        stdout=sys.stdout,
+        enforce="--enforce" in argv,
+    )

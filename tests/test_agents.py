@@ -1,0 +1,269 @@
+"""`agent install`: idempotent, keeps the person's own settings, refuses an invalid file
+untouched, removes only its own entries, and writes a command that works from anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from majordomus import agents
+from tests.conftest import Repo
+
+THEIRS: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(make test)"]},
+    "env": {"FOO": "1"},
+    "hooks": {
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo theirs"}]}
+        ],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}],
+    },
+}
+
+
+def settings(repo: Repo, name: str = ".claude/settings.local.json") -> Any:
+    return json.loads((repo.path / name).read_text())
+
+
+def ours(data: Any, event: str) -> list[dict[str, Any]]:
+    return [
+        hook
+        for group in data.get("hooks", {}).get(event, [])
+        for hook in group["hooks"]
+        if agents.is_ours(hook)
+    ]
+
+
+def test_install_three_times_one_entry_per_event_and_theirs_kept(repo: Repo) -> None:
+    path = repo.path / ".claude" / "settings.local.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(THEIRS, indent=4))
+    first = repo.run("agent", "install", "claude")
+    assert first.code == 0, first.err
+    written = path.read_bytes()
+    for _ in range(2):
+        again = repo.run("agent", "install", "claude")
+        assert again.code == 0
+        assert again.out == f"{path}: already as asked; nothing to change\n"
+    assert path.read_bytes() == written
+    data = settings(repo)
+    assert {k: v for k, v in data.items() if k != "hooks"} == {
+        k: v for k, v in THEIRS.items() if k != "hooks"
+    }
+    assert data["hooks"]["SessionStart"][0] == THEIRS["hooks"]["SessionStart"][0]
+    assert data["hooks"]["PreToolUse"] == THEIRS["hooks"]["PreToolUse"]
+    for event in ("SessionStart", "UserPromptSubmit"):
+        (hook,) = ours(data, event)
+        assert hook["type"] == "command" and hook["timeout"] == 10
+        assert hook["command"].endswith(" hook claude")
+    assert "Stop" not in data["hooks"]
+
+
+def test_local_scope_is_kept_out_of_git(repo: Repo) -> None:
+    result = repo.run("agent", "install", "claude")
+    assert "added /.claude/settings.local.json to .git/info/exclude" in result.out
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+    repo.run("agent", "install", "claude")
+    exclude = (repo.path / ".git" / "info" / "exclude").read_text()
+    assert exclude.count("/.claude/settings.local.json") == 1
+
+
+@pytest.mark.parametrize(
+    ("agent", "name", "events"),
+    [
+        ("codex", ".codex/hooks.json", ("SessionStart", "UserPromptSubmit", "Stop")),
+        ("gemini", ".gemini/settings.json", ("SessionStart", "BeforeAgent", "AfterAgent")),
+    ],
+)
+def test_agents_without_a_local_file_use_the_project_file_excluded(
+    repo: Repo, agent: str, name: str, events: tuple[str, ...]
+) -> None:
+    result = repo.run("agent", "install", agent, "--enforce")
+    assert result.code == 0, result.err
+    assert repo.git("status", "--porcelain", "--untracked-files=all") == ""
+    data = settings(repo, name)
+    assert set(data["hooks"]) == set(events)
+    (stop,) = ours(data, events[2])
+    assert stop["command"].endswith(f" hook {agent} --enforce")
+    if agent == "gemini":
+        assert stop["timeout"] == 10000 and stop["name"] == "majordomus"  # milliseconds
+
+
+def test_a_tracked_project_file_is_not_changed_by_a_local_install(repo: Repo) -> None:
+    repo.commit("shared gemini settings", {".gemini/settings.json": '{"theme": "dark"}\n'})
+    result = repo.run("agent", "install", "gemini")
+    assert result.code == 2
+    assert "is tracked by git" in result.err and "--scope project" in result.err
+    assert (repo.path / ".gemini/settings.json").read_text() == '{"theme": "dark"}\n'
+
+
+def test_project_scope_commits_no_absolute_path(repo: Repo) -> None:
+    result = repo.run("agent", "install", "claude", "--scope", "project")
+    assert result.code == 0
+    assert "teammates need majordomus installed" in result.err
+    data = settings(repo, ".claude/settings.json")
+    assert [h["command"] for h in ours(data, "SessionStart")] == ["majordomus hook claude"]
+
+
+def test_user_scope_writes_in_home(repo: Repo) -> None:
+    assert repo.run("agent", "install", "claude", "--scope", "user").code == 0
+    home = Path(repo.environ["HOME"])
+    assert ours(json.loads((home / ".claude/settings.json").read_text()), "SessionStart")
+    assert not (repo.path / ".claude").exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", "[1, 2]", '{"hooks": []}', '{"hooks": {"Stop": {"hooks": []}}}', "\xff"],
+)
+def test_an_invalid_file_is_refused_untouched(repo: Repo, text: str) -> None:
+    path = repo.path / ".claude" / "settings.local.json"
+    path.parent.mkdir()
+    path.write_text(text, encoding="latin-1")
+    before = path.read_bytes(), path.stat().st_mtime_ns
+    for argv in ([], ["--remove"], ["--enforce"]):
+        result = repo.run("agent", "install", "claude", *argv)
+        assert result.code == 2 and result.out == ""
+        assert result.err.startswith("majordomus: ") and "nothing was changed" in result.err
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_remove_takes_out_only_ours(repo: Repo) -> None:
+    path = repo.path / ".claude" / "settings.local.json"
+    path.parent.mkdir()
+    mixed = json.loads(json.dumps(THEIRS))
+    mixed["hooks"]["SessionStart"][0]["hooks"].append(
+        {"type": "command", "command": "/opt/old/bin/majordomus hook claude"}
+    )
+    path.write_text(json.dumps(mixed))
+    repo.run("agent", "install", "claude", "--enforce")
+    result = repo.run("agent", "install", "claude", "--remove")
+    assert result.code == 0 and result.out == f"{path}: majordomus hooks removed\n"
+    assert settings(repo) == THEIRS
+    again = repo.run("agent", "install", "claude", "--remove")
+    assert again.out == f"{path}: already as asked; nothing to change\n"
+
+
+def test_remove_with_nothing_installed_creates_nothing(repo: Repo) -> None:
+    assert repo.run("agent", "install", "codex", "--remove").code == 0
+    assert not (repo.path / ".codex").exists()
+
+
+def test_enforce_on_and_off(repo: Repo) -> None:
+    repo.run("agent", "install", "claude", "--enforce")
+    assert len(ours(settings(repo), "Stop")) == 1
+    repo.run("agent", "install", "claude")
+    assert "Stop" not in settings(repo)["hooks"]
+
+
+def test_dry_run_changes_nothing_and_prints_the_diff(repo: Repo) -> None:
+    result = repo.run("agent", "install", "claude", "--dry-run")
+    assert result.code == 0
+    assert result.out.startswith("--- /dev/null\n+++ ")
+    assert '+        "SessionStart": [' in result.out or '+    "SessionStart": [' in result.out
+    assert "would add /.claude/settings.local.json to .git/info/exclude" in result.out
+    assert not (repo.path / ".claude").exists()
+    exclude = repo.path / ".git" / "info" / "exclude"
+    assert "/.claude" not in (exclude.read_text() if exclude.exists() else "")
+
+
+def test_unknown_agent_or_scope_is_refused(repo: Repo) -> None:
+    assert repo.run("agent", "install", "cursor").code == 2
+    bad = repo.run("agent", "install", "claude", "--scope", "team")
+    assert bad.code == 2 and bad.err.startswith("majordomus: unknown scope 'team'")
+
+
+def test_the_written_command_works_from_any_cwd_without_path(repo: Repo, tmp_path: Path) -> None:
+    repo.task("queue drops acks")
+    repo.run("handover", "-o", "find the drop", "-s", "ack first helps", "-n", "read flush()")
+    repo.run("agent", "install", "claude")
+    (command,) = [h["command"] for h in ours(settings(repo), "SessionStart")]
+    assert command.split()[0].startswith(os.path.dirname(sys.executable))
+    env = {**repo.environ, "PATH": "/usr/bin:/bin"}  # as a desktop app might start it
+    event = {"hook_event_name": "SessionStart", "source": "startup", "cwd": str(repo.path)}
+    done = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "> next: read flush()" in text
+
+
+def test_doctor_reports_hooks_disabled_by_the_agent(repo: Repo) -> None:
+    repo.run("agent", "install", "claude")
+    doctor = repo.run("doctor")
+    assert "ok    agent     claude hooks installed in " in doctor.out
+    home = Path(repo.environ["HOME"])
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text('{"disableAllHooks": true}')
+    doctor = repo.run("doctor")
+    assert doctor.code == 1
+    assert "FAIL  agent     claude hooks are installed in " in doctor.out
+    assert "sets disableAllHooks: Claude Code runs none of them" in doctor.out
+
+
+def test_doctor_reports_gemini_and_codex_switches(repo: Repo) -> None:
+    repo.run("agent", "install", "gemini")
+    path = repo.path / ".gemini" / "settings.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "hooksConfig": {"enabled": False}}))
+    assert "hooksConfig.enabled to false" in repo.run("doctor").out
+    repo.run("agent", "install", "codex")
+    config = Path(repo.environ["HOME"]) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[features]\ncodex_hooks = false\n")
+    assert "codex_hooks = false: Codex runs no hooks" in repo.run("doctor").out
+
+
+def test_user_scope_works_outside_a_repository(repo: Repo, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo.run("-C", str(plain), "agent", "install", "gemini", "--scope", "user").code == 0
+    home = Path(repo.environ["HOME"])
+    assert ours(json.loads((home / ".gemini/settings.json").read_text()), "BeforeAgent")
+    assert repo.run("-C", str(plain), "agent", "install", "gemini").code == 3
+
+
+def test_a_settings_file_that_cannot_be_written_is_one_sentence(repo: Repo) -> None:
+    (repo.path / ".claude").mkdir()
+    target = repo.path / ".claude" / "settings.json"
+    target.symlink_to("/proc/no-such-process/settings.json")  # not even root can write there
+    result = repo.run("agent", "install", "claude", "--scope", "project")
+    assert result.code == 3 and result.out == ""
+    assert result.err.startswith(f"majordomus: cannot write {target} (")
+    assert result.err.endswith("; it was left as it was.\n") and result.err.count("\n") == 1
+    assert os.readlink(target) == "/proc/no-such-process/settings.json"
+
+
+def test_a_symbolic_link_to_dotfiles_is_followed_not_replaced(repo: Repo, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps({"model": "opus"}))
+    home = Path(repo.environ["HOME"])
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").symlink_to(dotfiles)
+    assert repo.run("agent", "install", "claude", "--scope", "user").code == 0
+    assert (home / ".claude" / "settings.json").is_symlink()
+    data = json.loads(dotfiles.read_text())
+    assert data["model"] == "opus" and ours(data, "SessionStart")
+
+
+def test_a_settings_path_blocked_by_a_file_is_refused(repo: Repo) -> None:
+    (repo.path / ".claude").write_text("a file where the folder should be\n")
+    result = repo.run("agent", "install", "claude", "--scope", "project")
+    assert result.code == 2 and result.err.startswith("majordomus: cannot read ")
+    assert (repo.path / ".claude").read_text() == "a file where the folder should be\n"
