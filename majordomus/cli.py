@@ -396,10 +396,12 @@ def watch(
     session = _session(ctx)
     terminal = session.terminal
     gc.enable()  # a long-running command: let the collector work
+    # A terminal that cannot move the cursor (TERM=dumb) gets plain lines.
+    live = terminal.is_tty and session.environ.get("TERM") != "dumb"
 
     def emit(result: ops.CheckResult, changed: bool) -> None:
         line = render.check_line(result, terminal.colour)
-        if terminal.is_tty:
+        if live:
             terminal.stdout.write("\r\x1b[2K" + line)
         elif changed:
             terminal.stdout.write(line + "\n")
@@ -407,7 +409,7 @@ def watch(
 
     with contextlib.suppress(KeyboardInterrupt):
         ops.watch(session.context(), emit, task, every, count, seconds)
-    if terminal.is_tty:
+    if live:
         terminal.stdout.write("\n")
 
 

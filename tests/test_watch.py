@@ -131,3 +131,23 @@ def test_bad_every_is_refused(repo: Repo) -> None:
         2,
         "majordomus: --every must be more than 0 seconds, not 0.\n",
     )
+
+
+def test_a_dumb_terminal_gets_plain_lines(repo: Repo) -> None:
+    task = repo.task()
+    out = io.StringIO()
+    code = cli.run(
+        ["-C", str(repo.path), "watch", "--every", "600", "--count", "4"],
+        environ={**repo.environ, "TERM": "dumb"},
+        stdout=out,
+        stderr=io.StringIO(),
+        now=repo.clock,
+        sleep=repo.clock.advance,
+        is_tty=True,
+    )
+    assert code == 0
+    # No carriage return, no erase-line escape, no colour: a line each time it changes.
+    assert out.getvalue() == (
+        f"{task}: no checkpoint; task started 0s ago, interval 20m, fresh, no open handover\n"
+        f"{task}: no checkpoint; task started 30m 00s ago, interval 20m, STALE, no open handover\n"
+    )
