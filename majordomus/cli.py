@@ -14,7 +14,7 @@ from typing import IO, Annotated, Any, NamedTuple
 
 import typer
 
-from majordomus import __version__, ops, render
+from majordomus import __version__, interrupt, ops, render
 from majordomus.errors import ExitCode, MajordomusError, RefusedError
 from majordomus.store import StaleLock
 
@@ -407,8 +407,13 @@ def watch(
             terminal.stdout.write(line + "\n")
         terminal.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         ops.watch(session.context(), emit, task, every, count, seconds)
+    except KeyboardInterrupt:
+        pass
+    except interrupt.Interrupted as stop:
+        if not stop.by_ctrl_c:
+            raise
     if live:
         terminal.stdout.write("\n")
 
@@ -575,6 +580,7 @@ def run(
         sleep=sleep,
     )
     command = typer.main.get_command(app)
+    interrupt.reset()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             result: Any = command.main(
@@ -586,6 +592,9 @@ def run(
         err.write(f"majordomus: {render.safe(error.message)}\n")
         return int(error.code)
     except typer.Exit as done:
+        if isinstance(done.__cause__, KeyboardInterrupt):  # typer's own word for Ctrl-C
+            err.write(f"majordomus: {interrupt.message()}\n")
+            return 130
         return int(done.exit_code)
     except typer.TyperException as error:
         message = error.format_message() if hasattr(error, "format_message") else str(error)
@@ -595,8 +604,8 @@ def run(
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
         err.write(f"majordomus: {render.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
-    except KeyboardInterrupt:
-        err.write("majordomus: interrupted.\n")
+    except (interrupt.Interrupted, KeyboardInterrupt):
+        err.write(f"majordomus: {interrupt.message()}\n")
         return 130
     except BrokenPipeError:
         return 0

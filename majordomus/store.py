@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import pygit2
 
+from majordomus import interrupt
 from majordomus.cache import FILE_NAME as CACHE_FILE
 from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
@@ -604,6 +605,7 @@ class Store:
                 None, signature, signature, message + "\n", tree_id, parents
             )
 
+        interrupt.writing(records[0].kind, records[0].id)
         swap = self._swap(build, message, "nothing was recorded", timeout_s, sleep, monotonic)
         return WriteReport(
             notes_commit=swap.target,
@@ -642,11 +644,17 @@ class Store:
             target = build(tree, parents)
             if target is None:
                 return Swap(parent or "", parent, attempts, ())
+            interrupt.pause("before-write", self.environ)
             try:
-                if ref is None:
-                    self.repo.references.create(NOTES_REF, target, force=False)
-                else:
-                    ref.set_target(target, message)
+                # Ctrl-C waits for the ref to move and be noted, so the line an
+                # interrupted command prints says truly whether the record is stored.
+                with interrupt.held():
+                    if ref is None:
+                        self.repo.references.create(NOTES_REF, target, force=False)
+                    else:
+                        ref.set_target(target, message)
+                    interrupt.stored()
+                interrupt.pause("after-write", self.environ)
                 for lock in self.stale_locks():
                     stale.setdefault(lock.path, lock)
                 return Swap(str(target), parent, attempts, tuple(stale.values()))
@@ -853,6 +861,7 @@ class Store:
                 None, signature, signature, message + "\n", tree_id, [parents[0], their_commit.id]
             )
 
+        interrupt.writing("fetched records")
         swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
         return MergeReport(
             outcome["kind"],

@@ -19,18 +19,19 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
 ALLOWED = {
     "errors": set(),
+    "interrupt": set(),
     "graph": set(),
     "secret": set(),
     "records": {"errors"},
     "profile": {"errors", "records"},
     "cache": {"records"},
-    "store": {"errors", "records", "cache"},
+    "store": {"errors", "records", "cache", "interrupt"},
     "remote": {"errors", "records", "store"},
     "index": {"cache", "errors", "graph", "records", "store"},
     "ops": {"index", "errors", "records", "profile", "graph", "store", "secret", "remote"},
     "render": {"index", "errors", "records", "profile", "graph", "ops", "store"},
-    "cli": {"errors", "records", "profile", "ops", "render", "store", "__init__"},
-    "__main__": {"cli"},
+    "cli": {"errors", "records", "profile", "ops", "render", "store", "__init__", "interrupt"},
+    "__main__": {"cli", "interrupt"},
     "__init__": set(),
 }
 # Third-party and process-level imports that belong to one module only.
