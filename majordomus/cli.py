@@ -586,15 +586,16 @@ def run(
             result: Any = command.main(
                 args=list(argv), prog_name="majordomus", standalone_mode=False, obj=session
             )
+        if result == 130:
+            # typer's own answer to a KeyboardInterrupt (no handler of ours installed, as
+            # in-process): an exit status no command of ours returns, and no word said.
+            err.write(f"majordomus: {interrupt.message()}\n")
         return int(result) if isinstance(result, int) else 0
     except MajordomusError as error:
         # Messages can quote notes (task ids, say): escaped like every other output.
         err.write(f"majordomus: {render.safe(error.message)}\n")
         return int(error.code)
     except typer.Exit as done:
-        if isinstance(done.__cause__, KeyboardInterrupt):  # typer's own word for Ctrl-C
-            err.write(f"majordomus: {interrupt.message()}\n")
-            return 130
         return int(done.exit_code)
     except typer.TyperException as error:
         message = error.format_message() if hasattr(error, "format_message") else str(error)

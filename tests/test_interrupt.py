@@ -11,6 +11,7 @@ pre-receive hook, or whose listening socket, stalls until the test lets it go.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import socket
@@ -24,6 +25,7 @@ from typing import IO
 
 import pytest
 
+from majordomus import cli
 from tests.conftest import MAJORDOMUS, Clock, Repo
 from tests.remote_fixtures import git_daemon, seeded
 
@@ -392,3 +394,59 @@ def test_the_hook_timeout_bounds_the_notes_push(
         "0.5 s (MAJORDOMUS_HOOK_TIMEOUT sets the budget)); the push goes on.\n"
     )
     assert remote_notes(remote, environ) == ""
+
+
+class _InterruptedRead(io.BytesIO):
+    def read(self, size: int | None = -1) -> bytes:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo) -> None:
+    """Without majordomus' handler (in-process), Python raises KeyboardInterrupt, which
+    typer turns into a bare Exit(130): still one line, still the truth."""
+    task = repo.task()
+    before = checkpoints_on_head(repo)
+    err = io.StringIO()
+    code = cli.run(
+        ["-C", str(repo.path), "checkpoint", "--task", task, "-F", "-"],
+        environ=repo.environ,
+        stdin=_InterruptedRead(),
+        stdout=io.StringIO(),
+        stderr=err,
+        now=repo.clock,
+    )
+    assert (code, err.getvalue()) == (130, "majordomus: interrupted; nothing was stored.\n")
+    assert checkpoints_on_head(repo) == before
+
+
+def test_the_hook_timeout_bounds_it_under_git_push_too(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    remote, a = with_records(tmp_path, environ, clock)
+    env = hook_environ(a.environ, MAJORDOMUS_HOOK_TIMEOUT="0.5")
+    assert a.run("init", environ=env).code == 0
+    with stalling_remote(remote, tmp_path) as marker:
+        process = spawn(["git", "push", "-q", "origin", "main"], a.path, env)
+        try:
+            notes_push_group = os.getpgid(stalled_pid(marker, process))
+            code, _, err = finish(process)  # no signal: the budget alone ends it
+            assert wait_until_gone(notes_push_group) == []
+        finally:
+            kill_group(process.pid)
+    assert (code, err) == (
+        0,
+        "majordomus: warning: records were not published (git push did not finish within "
+        "0.5 s (MAJORDOMUS_HOOK_TIMEOUT sets the budget)); the push goes on.\n",
+    )
+    assert remote_notes(remote, environ) == ""
+    assert a.git("rev-parse", "main") == git_in_remote(remote, environ, "rev-parse", "main")
+
+
+def git_in_remote(remote: Path, environ: Mapping[str, str], *args: str) -> str:
+    return subprocess.run(
+        ["git", "--git-dir", str(remote), *args],
+        env=dict(environ),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
