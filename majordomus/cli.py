@@ -430,7 +430,10 @@ def doctor(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Configuration, identity, lock files and invalid notes. Exit 0 healthy, 1 not."""
+    """Configuration, identity, lock files, invalid notes, a shallow or partial clone.
+
+    Exit 0 healthy, 1 not; a shallow or partial clone is information, not a fault.
+    """
     session = _session(ctx)
     findings = ops.doctor(session.context(), drop_cache)
     session.out(render.doctor(findings, as_json))
