@@ -6,14 +6,15 @@ import gc
 import os
 import sys
 
-from majordomus import interrupt
-
 
 def main() -> int:
-    # First of all, so that Ctrl-C or SIGTERM at any later instant, imports
-    # included, ends in one line and exit 130, never a traceback.
-    interrupt.install()
+    # Everything inside the try, the handler's own import first: Ctrl-C or SIGTERM at
+    # any instant from here on ends in one line and exit 130, never a traceback.
+    # (Before this line runs, Python is still starting, and a Ctrl-C is its own.)
     try:
+        from majordomus import interrupt
+
+        interrupt.install()
         interrupt.pause("start-up", os.environ)
         # A command lives for a fraction of a second and builds tens of thousands of
         # small objects while reading notes: the cyclic collector only slows it down.
@@ -22,11 +23,25 @@ def main() -> int:
         from majordomus.cli import run
 
         return run(sys.argv[1:])
-    except (interrupt.Interrupted, KeyboardInterrupt):
-        sys.stderr.write(f"majordomus: {interrupt.message()}\n")
+    except KeyboardInterrupt:  # ours, or Python's own before ours was in place
+        _settle()
+        sys.stderr.write(f"majordomus: {_said()}\n")
         return 130
     finally:
-        interrupt.settle()
+        _settle()
+
+
+def _said() -> str:
+    module = sys.modules.get("majordomus.interrupt")
+    message = getattr(module, "message", None)
+    return str(message()) if callable(message) else "interrupted; nothing was stored."
+
+
+def _settle() -> None:
+    module = sys.modules.get("majordomus.interrupt")
+    settle = getattr(module, "settle", None)
+    if callable(settle):
+        settle()
 
 
 if __name__ == "__main__":

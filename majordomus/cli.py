@@ -409,11 +409,9 @@ def watch(
 
     try:
         ops.watch(session.context(), emit, task, every, count, seconds)
-    except KeyboardInterrupt:
-        pass
-    except interrupt.Interrupted as stop:
-        if not stop.by_ctrl_c:
-            raise
+    except KeyboardInterrupt as stop:
+        if isinstance(stop, interrupt.Interrupted) and not stop.by_ctrl_c:
+            raise  # SIGTERM: an interruption like any other
     if live:
         terminal.stdout.write("\n")
 
@@ -590,8 +588,9 @@ def run(
                 args=list(argv), prog_name="majordomus", standalone_mode=False, obj=session
             )
         if result == 130:
-            # typer's own answer to a KeyboardInterrupt (no handler of ours installed, as
-            # in-process): an exit status no command of ours returns, and no word said.
+            # typer's own answer to a KeyboardInterrupt: an exit status no command of
+            # ours returns, and no word said.
+            interrupt.heard()
             err.write(f"majordomus: {interrupt.message()}\n")
         return int(result) if isinstance(result, int) else 0
     except MajordomusError as error:
@@ -608,7 +607,8 @@ def run(
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
         err.write(f"majordomus: {render.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
-    except (interrupt.Interrupted, KeyboardInterrupt):
+    except KeyboardInterrupt:  # interrupt.Interrupted included
+        interrupt.heard()
         err.write(f"majordomus: {interrupt.message()}\n")
         return 130
     except BrokenPipeError:

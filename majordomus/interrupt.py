@@ -19,9 +19,10 @@ PAUSE_VARIABLE = "MAJORDOMUS_TEST_PAUSE_AT"
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(BaseException):
-    """Raised by the handler. Not a KeyboardInterrupt, which typer turns into a silent
-    exit status: this one reaches the place that says what was stored."""
+class Interrupted(KeyboardInterrupt):
+    """Raised by the handler for SIGINT and SIGTERM alike: a KeyboardInterrupt, so that
+    all that Python and typer do on Ctrl-C (end a child, unwind, exit 130) happens for
+    both; the signal number tells `watch` which one it was."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -39,7 +40,7 @@ class _State:
     def reset(self) -> None:
         self.holding = 0  # inside held(): a signal waits for the block to finish
         self.pending: int | None = None
-        self.raised = False  # once interrupted, further signals are not news
+        self.raised = False  # once an interruption is being answered, signals are not news
         self.writing: tuple[str, str] | None = None  # (kind, id) while a write is under way
         self.stored: list[tuple[str, str]] = []
 
@@ -62,13 +63,19 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     if _state.holding:
         _state.pending = signum
         return
-    _state.raised = True
+    # Not yet `raised`: Python swallows an exception raised inside a weakref callback
+    # or a __del__ (it prints "Exception ignored"), and the next signal must still work.
     raise Interrupted(signum)
 
 
 def reset() -> None:
     """A new command in this process: nothing written, nothing pending."""
     _state.reset()
+
+
+def heard() -> None:
+    """The interruption reached the place that answers it: later signals are not news."""
+    _state.raised = True
 
 
 def settle() -> None:
@@ -90,7 +97,6 @@ def held() -> Iterator[None]:
         _state.holding -= 1
         if not _state.holding and _state.pending is not None and not _state.raised:
             signum, _state.pending = _state.pending, None
-            _state.raised = True
             raise Interrupted(signum)
 
 
