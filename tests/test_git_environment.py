@@ -162,3 +162,45 @@ def test_sha256_repositories_are_refused_in_one_sentence(
         check=False,
     )
     assert (process.returncode, process.stderr) == (3, expected)
+
+
+def test_git_dir_of_a_linked_work_tree_reads_the_shared_notes(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    here, other = two_repositories(tmp_path, environ, clock)
+    other.git("worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
+    linked = other.path / ".git" / "worktrees" / "side"
+    env = {**environ, "GIT_DIR": str(linked), "GIT_WORK_TREE": str(tmp_path / "side")}
+    result = here.run("history", "--json", environ=env)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["rev"] == git_in(here.path, env, "rev-parse", "HEAD")
+    assert bodies(result.out) == ["read over there"]
+    # GIT_COMMON_DIR naming the repository's own common directory changes nothing...
+    same = {**env, "GIT_COMMON_DIR": str(other.path / ".git")}
+    assert here.run("history", "--json", environ=same).out == result.out
+    # ...and naming another one is refused: majordomus would read refs git does not.
+    elsewhere = {**env, "GIT_COMMON_DIR": str(here.path / ".git")}
+    before = here.notes_ref(), other.notes_ref()
+    refused = here.run("checkpoint", "x", environ=elsewhere)
+    assert (refused.code, refused.out) == (3, "")
+    assert refused.err == (
+        f"majordomus: GIT_COMMON_DIR names {here.path / '.git'}, but the repository at "
+        f"{linked} keeps its refs elsewhere and majordomus reads them from there; unset "
+        "GIT_COMMON_DIR.\n"
+    )
+    assert (here.notes_ref(), other.notes_ref()) == before
+
+
+def test_git_work_tree_alone_keeps_discovery_from_the_directory(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    here, _other = two_repositories(tmp_path, environ, clock)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / ".majordomus.toml").write_text('[profiles.default]\ninterval = "90s"\n')
+    env = {**environ, "GIT_WORK_TREE": str(tree)}
+    assert git_in(here.path, env, "rev-parse", "--show-toplevel") == str(tree)
+    result = here.run("profile", "--json", environ=env)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["interval_s"] == 90
+    assert bodies(here.run("show", "--json", environ=env).out) == ["read here"]
