@@ -450,3 +450,20 @@ def git_in_remote(remote: Path, environ: Mapping[str, str], *args: str) -> str:
         text=True,
         check=True,
     ).stdout
+
+
+def test_watch_stops_on_ctrl_c_with_0_and_on_sigterm_with_130(repo: Repo) -> None:
+    task = repo.task()
+    for signum, expected in ((signal.SIGINT, (0, "")), (signal.SIGTERM, (130, TERM_LINE))):
+        argv = majordomus(repo, "watch", "--every", "0.1", "--seconds", "60")
+        process = spawn(argv, repo.path, repo.environ)
+        try:
+            assert read_line(process.stdout).startswith(f"{task}: no checkpoint; ")
+            os.killpg(process.pid, signum)
+            code, _, err = finish(process)
+        finally:
+            kill_group(process.pid)
+        assert (code, err) == expected
+
+
+TERM_LINE = "majordomus: interrupted; nothing was stored.\n"
