@@ -172,9 +172,9 @@ class Git:
 
 
 def _end(process: subprocess.Popen[str], *, group: bool) -> None:
-    """End an interrupted git. A detached group (the hook's) is killed whole. A git in
-    our own group gets SIGTERM, which lets it end the transport it started (ssh, the
-    remote side of a local push) as git does on exit; SIGKILL if it lingers."""
+    """End an interrupted git. A detached group (the hook's: git, its ssh, anything they
+    started) is killed whole. A git in our own group, which Ctrl-C from the terminal
+    reaches anyway, gets SIGTERM when only we were signalled; SIGKILL if it lingers."""
     if group:
         _kill(process, group=True)
     else:

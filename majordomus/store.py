@@ -140,6 +140,13 @@ def _located_by_environment(path: str, environ: Mapping[str, str]) -> tuple[str,
             f"{name} names {os.path.normpath(os.path.join(os.path.abspath(path), value))}"
             for name, value in named.items()
         )
+        fatal = [line for line in result.stderr.splitlines() if line.startswith("fatal: ")]
+        if fatal and "not a git repository" not in fatal[0]:
+            raise RepositoryError(
+                f"git cannot use the repository the environment names ({where}): "
+                f"{fatal[0].removeprefix('fatal: ').rstrip('.')}; fix that, or unset "
+                f"{' and '.join(named)}."
+            )
         raise RepositoryError(
             f"{where}, which is not a git repository; point "
             f"{' and '.join(named)} at one, or unset {'it' if len(named) == 1 else 'them'}."

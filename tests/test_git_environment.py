@@ -204,3 +204,16 @@ def test_git_work_tree_alone_keeps_discovery_from_the_directory(
     assert result.code == 0, result.err
     assert json.loads(result.out)["interval_s"] == 90
     assert bodies(here.run("show", "--json", environ=env).out) == ["read here"]
+
+
+def test_git_dir_naming_a_file_git_cannot_use_gives_gits_reason(repo: Repo, tmp_path: Path) -> None:
+    (tmp_path / "not-a-gitfile").write_text("hello\n")
+    before = repo.notes_ref()
+    result = repo.run("show", environ={"GIT_DIR": str(tmp_path / "not-a-gitfile")})
+    assert (result.code, result.out) == (3, "")
+    assert result.err == (
+        "majordomus: git cannot use the repository the environment names (GIT_DIR names "
+        f"{tmp_path / 'not-a-gitfile'}): invalid gitfile format: {tmp_path / 'not-a-gitfile'}; "
+        "fix that, or unset GIT_DIR.\n"
+    )
+    assert repo.notes_ref() == before
