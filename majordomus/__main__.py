@@ -3,24 +3,55 @@
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 
 def main() -> int:
-    # A command lives for a fraction of a second and builds tens of thousands of
-    # small objects while reading notes: the cyclic collector only slows it down.
-    # (`watch`, which runs for long, turns it back on.)
-    gc.disable()
-    if sys.argv[1:2] == ["hook"]:
-        # Agents run this at every prompt: answered without loading the full command line.
-        from majordomus.hooks import main as hook
+    # Everything inside the try, the handler's own import first: Ctrl-C or SIGTERM at
+    # any instant from here on ends in one line and exit 130, never a traceback.
+    # (Before this line runs, Python is still starting, and a Ctrl-C is its own.)
+    hook = sys.argv[1:2] == ["hook"]
+    try:
+        from majordomus import interrupt
 
-        code = hook(sys.argv[1:])
-        if code is not None:
-            return code
-    from majordomus.cli import run
+        interrupt.install()
+        interrupt.pause("start-up", os.environ)
+        # A command lives for a fraction of a second and builds tens of thousands of
+        # small objects while reading notes: the cyclic collector only slows it down.
+        # (`watch`, which runs for long, turns it back on.)
+        gc.disable()
+        if hook:
+            # Agents run this at every prompt: answered without loading the full command line.
+            from majordomus.hooks import main as answer_hook
 
-    return run(sys.argv[1:])
+            code = answer_hook(sys.argv[1:])
+            if code is not None:
+                return code
+        from majordomus.cli import run
+
+        return run(sys.argv[1:])
+    except KeyboardInterrupt:  # ours, or Python's own before ours was in place
+        _settle()
+        if hook:  # an agent reads any exit but 0 as a verdict: a hook never gives one
+            return 0
+        sys.stderr.write(f"majordomus: {_said()}\n")
+        return 130
+    finally:
+        _settle()
+
+
+def _said() -> str:
+    module = sys.modules.get("majordomus.interrupt")
+    message = getattr(module, "message", None)
+    return str(message()) if callable(message) else "interrupted; nothing was stored."
+
+
+def _settle() -> None:
+    module = sys.modules.get("majordomus.interrupt")
+    settle = getattr(module, "settle", None)
+    if callable(settle):
+        settle()
 
 
 if __name__ == "__main__":

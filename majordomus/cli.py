@@ -14,7 +14,7 @@ from typing import IO, Annotated, Any, NamedTuple
 
 import typer
 
-from majordomus import __version__, ops, render
+from majordomus import __version__, interrupt, ops, render
 from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
 from majordomus.store import StaleLock
 
@@ -410,18 +410,23 @@ def watch(
     session = _session(ctx)
     terminal = session.terminal
     gc.enable()  # a long-running command: let the collector work
+    # A terminal that cannot move the cursor (TERM=dumb) gets plain lines.
+    live = terminal.is_tty and session.environ.get("TERM") != "dumb"
 
     def emit(result: ops.CheckResult, changed: bool) -> None:
         line = render.check_line(result, terminal.colour)
-        if terminal.is_tty:
+        if live:
             terminal.stdout.write("\r\x1b[2K" + line)
         elif changed:
             terminal.stdout.write(line + "\n")
         terminal.stdout.flush()
 
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         ops.watch(session.context(), emit, task, every, count, seconds)
-    if terminal.is_tty:
+    except KeyboardInterrupt as stop:
+        if isinstance(stop, interrupt.Interrupted) and not stop.by_ctrl_c:
+            raise  # SIGTERM: an interruption like any other
+    if live:
         terminal.stdout.write("\n")
 
 
@@ -437,7 +442,10 @@ def doctor(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Configuration, identity, lock files and invalid notes. Exit 0 healthy, 1 not."""
+    """Configuration, identity, lock files, invalid notes, a shallow or partial clone.
+
+    Exit 0 healthy, 1 not; a shallow or partial clone is information, not a fault.
+    """
     session = _session(ctx)
     findings = ops.doctor(session.context(), drop_cache)
     session.out(render.doctor(findings, as_json))
@@ -721,11 +729,17 @@ def run(
         sleep=sleep,
     )
     command = typer.main.get_command(app)
+    interrupt.reset()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             result: Any = command.main(
                 args=list(argv), prog_name="majordomus", standalone_mode=False, obj=session
             )
+        if result == 130:
+            # typer's own answer to a KeyboardInterrupt: an exit status no command of
+            # ours returns, and no word said.
+            interrupt.heard()
+            err.write(f"majordomus: {interrupt.message()}\n")
         return int(result) if isinstance(result, int) else 0
     except MajordomusError as error:
         # Messages can quote notes (task ids, say): escaped like every other output.
@@ -741,8 +755,9 @@ def run(
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
         err.write(f"majordomus: {render.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
-    except KeyboardInterrupt:
-        err.write("majordomus: interrupted.\n")
+    except KeyboardInterrupt:  # interrupt.Interrupted included
+        interrupt.heard()
+        err.write(f"majordomus: {interrupt.message()}\n")
         return 130
     except BrokenPipeError:
         return 0

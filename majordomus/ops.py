@@ -765,6 +765,58 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
             f"{len(with_notes)} notes, {records} records, {noteset.invalid} invalid",
         )
     )
+    findings.extend(_clone_findings(store, list(noteset.refs)))
+    return findings
+
+
+def _clone_findings(store: Store, notes_refs: list[str]) -> list[Finding]:
+    """A shallow or partial clone, and what it limits. Informational: such a clone is
+    what CI makes on purpose, and every answer it gives is exact or says it cannot be."""
+    findings = []
+    if store.is_shallow():
+        try:
+            cut = len((store.commondir / "shallow").read_text().split())
+        except OSError:
+            cut = 0
+        findings.append(
+            Finding(
+                "clone",
+                True,
+                f"shallow clone (history cut at {cut} commit{'s' if cut != 1 else ''} listed "
+                "in .git/shallow): a label that depends on history past the cut is unknown, "
+                "never guessed, and records on commits past it are not reachable from here; "
+                "git fetch --unshallow gives exact answers",
+            )
+        )
+    promisors: dict[str, str] = {}
+    pattern = r"^remote\..*\.(promisor|partialclonefilter)$"
+    listed = store.git("config", "--get-regexp", pattern, check=False).stdout
+    for line in listed.splitlines():
+        key, _, value = line.partition(" ")
+        name, _, setting = key.removeprefix("remote.").rpartition(".")
+        if setting == "partialclonefilter":
+            promisors[name] = value
+        elif value.lower() in ("true", "yes", "on", "1"):
+            promisors.setdefault(name, "")
+    if not promisors:
+        return findings
+    missing = 0
+    if notes_refs:
+        out = store.git(
+            "rev-list", "--objects", "--no-walk", "--missing=print", *notes_refs, check=False
+        ).stdout
+        missing = sum(line.startswith("?") for line in out.splitlines())
+    for name, filter_spec in sorted(promisors.items()):
+        counted = f"; {missing} note objects are not here yet" if missing else ""
+        findings.append(
+            Finding(
+                "clone",
+                True,
+                f"partial clone of {name} (filter {filter_spec or 'unknown'}): objects the "
+                f"filter left out, note objects included, are not here until fetched{counted}; "
+                f"majordomus fetch {name} brings every note object in one batch",
+            )
+        )
     return findings
 
 

@@ -158,6 +158,10 @@ class Git:
             _kill(process, group=self.detached)
             process.communicate()
             raise RemoteError(self._late(args[0])) from None
+        except BaseException:
+            # Interrupted: no git of ours outlives the command (see _end).
+            _end(process, group=self.detached)
+            raise
         return subprocess.CompletedProcess(command, process.returncode, out, err)
 
     def _late(self, verb: str) -> str:
@@ -165,6 +169,22 @@ class Git:
             f"git {verb} did not finish within {self.budget_s:g} s "
             "(MAJORDOMUS_HOOK_TIMEOUT sets the budget)"
         )
+
+
+def _end(process: subprocess.Popen[str], *, group: bool) -> None:
+    """End an interrupted git. A detached group (the hook's: git, its ssh, anything they
+    started) is killed whole. A git in our own group, which Ctrl-C from the terminal
+    reaches anyway, gets SIGTERM when only we were signalled; SIGKILL if it lingers."""
+    if group:
+        _kill(process, group=True)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill(process, group=False)
+    process.wait()
 
 
 def _kill(process: subprocess.Popen[str], *, group: bool) -> None:

@@ -19,12 +19,13 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
 ALLOWED = {
     "errors": set(),
+    "interrupt": set(),
     "graph": set(),
     "secret": set(),
     "records": {"errors"},
     "profile": {"errors", "records"},
     "cache": {"records"},
-    "store": {"errors", "records", "cache"},
+    "store": {"errors", "records", "cache", "interrupt"},
     "remote": {"errors", "records", "store"},
     "index": {"cache", "errors", "graph", "records", "store"},
     "agents": {"errors", "store"},
@@ -53,9 +54,10 @@ ALLOWED = {
         "hooks",
         "mcp_server",
         "__init__",
+        "interrupt",
     },
     "mcp_server": {"cli", "__init__"},
-    "__main__": {"cli", "hooks"},
+    "__main__": {"cli", "hooks", "interrupt"},
     "__init__": set(),
 }
 # Third-party and process-level imports that belong to one module only.

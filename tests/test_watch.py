@@ -63,6 +63,11 @@ def test_no_colour_when_asked(repo: Repo) -> None:
     assert "\x1b[3" not in out.getvalue()
 
 
+def default_sigint() -> None:
+    # The suite may run as a background job, which ignores SIGINT; so would watch.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def read_until(fd: int, needle: bytes, timeout: float) -> bytes:
     seen = b""
     deadline = time.monotonic() + timeout
@@ -89,6 +94,7 @@ def test_in_a_pseudo_terminal_it_notices_other_writers_and_stops_on_ctrl_c(repo:
         stdout=follower,
         stderr=follower,
         start_new_session=True,
+        preexec_fn=default_sigint,  # noqa: PLW1509 (the tests start no threads)
     )
     os.close(follower)
     try:
@@ -113,6 +119,7 @@ def test_off_a_terminal_other_writers_show_as_new_lines(repo: Repo) -> None:
         env=repo.environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,  # noqa: PLW1509 (the tests start no threads)
     )
     assert proc.stdout is not None
     first = proc.stdout.readline().decode()
@@ -130,4 +137,24 @@ def test_bad_every_is_refused(repo: Repo) -> None:
     assert (result.code, result.err) == (
         2,
         "majordomus: --every must be more than 0 seconds, not 0.\n",
+    )
+
+
+def test_a_dumb_terminal_gets_plain_lines(repo: Repo) -> None:
+    task = repo.task()
+    out = io.StringIO()
+    code = cli.run(
+        ["-C", str(repo.path), "watch", "--every", "600", "--count", "4"],
+        environ={**repo.environ, "TERM": "dumb"},
+        stdout=out,
+        stderr=io.StringIO(),
+        now=repo.clock,
+        sleep=repo.clock.advance,
+        is_tty=True,
+    )
+    assert code == 0
+    # No carriage return, no erase-line escape, no colour: a line each time it changes.
+    assert out.getvalue() == (
+        f"{task}: no checkpoint; task started 0s ago, interval 20m, fresh, no open handover\n"
+        f"{task}: no checkpoint; task started 30m 00s ago, interval 20m, STALE, no open handover\n"
     )
