@@ -12,6 +12,7 @@ from typing import Any
 from majordomus.graph import Divergence
 from majordomus.index import Located
 from majordomus.ops import (
+    AdoptResult,
     CheckpointResult,
     CheckResult,
     FetchReport,
@@ -578,4 +579,64 @@ def show_markdown(result: ShowResult) -> str:
             "",
             f"_{result.invalid} invalid notes or records skipped; `majordomus doctor` lists them._",
         ]
+    return "\n".join(lines)
+
+
+# ---- adopt -------------------------------------------------------------------------------------
+
+
+def adopt(result: AdoptResult, as_json: bool) -> str:
+    if as_json:
+        return dumps(
+            {
+                "rev": result.rev,
+                "dry_run": result.dry_run,
+                "adopted": [
+                    {
+                        "commit": a.commit,
+                        "how": a.how,
+                        "from": list(a.sources),
+                        "records": [record_json(loc) for loc in a.records],
+                    }
+                    for a in result.adopted
+                ],
+                "ambiguous": [
+                    {"records": list(a.records), "candidates": list(a.candidates)}
+                    for a in result.ambiguous
+                ],
+                "orphaned": result.orphaned,
+                "considered": result.considered,
+                "compared": result.compared,
+            }
+        )
+    verb = "would adopt" if result.dry_run else "adopted"
+    lines = []
+    for a in result.adopted:
+        sources = ", ".join(c[:12] for c in a.sources)
+        lines.append(
+            f"{verb} {_count(len(a.records), 'record')} onto {a.commit[:12]} "
+            f"({a.how} merge of {sources})"
+        )
+        for loc in a.records:
+            record = loc.record
+            lines.append(
+                f"    {record.kind} {safe(record.id)}  task {safe(record.task)}  "
+                f"written on {record.head[:12]}"
+            )
+    for amb in result.ambiguous:
+        ids = ", ".join(safe(i) for i in amb.records)
+        where = ", ".join(c[:12] for c in amb.candidates)
+        lines.append(
+            f"not adopted: {ids}: their change matches {len(amb.candidates)} commits ({where}), "
+            "so nothing was guessed; copy them by hand with git notes --ref=majordomus copy "
+            "if you know where they belong"
+        )
+    if not result.adopted and not result.ambiguous:
+        lines.append(
+            f"nothing to adopt: {_count(result.orphaned, 'record')} on commits not reachable "
+            f"from {result.rev[:12]}, none whose change landed in the "
+            f"{_count(result.compared, 'commit')} compared"
+        )
+    elif result.dry_run:
+        lines.append("dry run: nothing was written")
     return "\n".join(lines)

@@ -1,0 +1,434 @@
+"""adopt: records a host's squash or rebase merge orphaned land where their change landed.
+
+Hosts are stood in for by a second clone that merges as a host does (`git merge
+--squash`, `git rebase` + fast-forward, cherry-picks) and pushes to a bare remote;
+answers are compared with git's own (patch-id, notes show, cat-file).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from majordomus.records import parse_note
+from tests.conftest import Clock, Repo
+from tests.remote_fixtures import clone, seeded
+
+
+def git_at(repo: Repo, *args: str) -> str:
+    """git in `repo` with commit dates from the test clock (as a host would date them)."""
+    stamp = f"{int(repo.clock.now.timestamp())} +0000"
+    result = subprocess.run(
+        ["git", *args],
+        cwd=repo.path,
+        env={**repo.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+def as_json(repo: Repo, *argv: str, code: int = 0) -> Any:
+    result = repo.run(*argv, "--json")
+    assert (result.code, result.err) == (code, ""), result.err
+    return json.loads(result.out)
+
+
+def git_patch_id(repo: Repo, *diff_args: str) -> str:
+    diff = repo.git("diff-tree", "-p", "--root", *diff_args)
+    return repo.git("patch-id", "--stable", input=diff).split()[0]
+
+
+def note_ids(repo: Repo, commit: str) -> list[str]:
+    """Record ids in the note git itself shows on `commit`."""
+    text = repo.git("notes", "--ref=majordomus", "show", commit)
+    return [record.id for record in parse_note(text.encode()).records]
+
+
+def has_object(repo: Repo, commit: str) -> bool:
+    return repo.git("cat-file", "-e", commit, check=False) == "" and bool(
+        repo.git("rev-parse", "--verify", "-q", f"{commit}^{{commit}}", check=False)
+    )
+
+
+def record_id(result: Any) -> str:
+    ident: str = result["record"]["id"]
+    return ident
+
+
+class Feature:
+    """A feature branch in clone `dev`: a task, checkpoints on two commits, a handover."""
+
+    def __init__(self, tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+        self.remote, self.dev = seeded(tmp_path, environ, clock)
+        self.tmp_path, self.environ, self.clock = tmp_path, environ, clock
+        dev = self.dev
+        self.task = dev.task("queue drops acks")  # on main's first commit: stays reachable
+        dev.git("checkout", "-q", "-b", "feature")
+        clock.advance(60)
+        self.c1 = dev.commit("retry once", {"queue.py": "retry = 1\n"})
+        self.cp1 = record_id(as_json(dev, "checkpoint", "one retry halves the drops"))
+        clock.advance(60)
+        self.c2 = dev.commit("ack before retry", {"queue.py": "retry = 1\nack = True\n"})
+        self.cp2 = record_id(as_json(dev, "checkpoint", "ack first: no drops in 50 runs"))
+        self.ho = record_id(
+            as_json(dev, "handover", "-o", "stop dropping acks", "-s", "fixed", "-n", "merge it")
+        )
+        dev.git("push", "-q", "origin", "feature")
+        assert dev.run("push").code == 0
+        self.host = clone(str(self.remote), tmp_path / "host", environ, clock)
+        clock.advance(3600)
+        self.meanwhile = self.host.commit("docs meanwhile", {"README": "queue\n"})
+
+    @property
+    def ids(self) -> set[str]:
+        return {self.cp1, self.cp2, self.ho}
+
+    def squash_merge(self) -> str:
+        host = self.host
+        host.clock.advance(60)
+        git_at(host, "merge", "-q", "--squash", "origin/feature")
+        git_at(host, "commit", "-q", "-m", "Stop dropping acks (#1)")
+        self.publish()
+        return host.head()
+
+    def rebase_merge(self) -> list[str]:
+        host = self.host
+        host.clock.advance(60)
+        git_at(host, "checkout", "-q", "-b", "rebased", "origin/feature")
+        git_at(host, "rebase", "-q", "main")
+        git_at(host, "checkout", "-q", "main")
+        git_at(host, "merge", "-q", "--ff-only", "rebased")
+        self.publish()
+        return host.git("rev-list", "-2", "main").split()[::-1]
+
+    def cherry_pick(self, *commits: str) -> None:
+        self.host.git("fetch", "-q", "origin")
+        for commit in commits:
+            self.host.clock.advance(60)
+            git_at(self.host, "cherry-pick", commit)
+
+    def publish(self) -> None:
+        self.host.git("push", "-q", "origin", "main")
+        self.host.git("push", "-q", "origin", "--delete", "feature")
+
+    def teammate(self, name: str = "teammate", branch_gone: bool = True) -> Repo:
+        """A fresh clone of the remote, records fetched: the branch's commits never were here."""
+        mate = clone(f"file://{self.remote}", self.tmp_path / name, self.environ, self.clock)
+        assert mate.run("fetch").code == 0
+        for commit in (self.c1, self.c2) if branch_gone else ():
+            assert not has_object(mate, commit)
+        return mate
+
+    def drop_branch(self) -> None:
+        """In dev: back on main, the branch deleted and garbage-collected."""
+        dev = self.dev
+        dev.git("checkout", "-q", "main")
+        dev.git("pull", "-q", "--ff-only", "origin", "main")
+        dev.git("branch", "-q", "-D", "feature")
+        dev.git("fetch", "-q", "--prune", "origin")
+        dev.git("reflog", "expire", "--expire=now", "--all")
+        dev.git("gc", "-q", "--prune=now")
+        for commit in (self.c1, self.c2):
+            assert not has_object(dev, commit)
+
+
+def adopted_map(result: Any) -> list[tuple[str, str, list[str], list[str]]]:
+    return [
+        (a["commit"], a["how"], a["from"], sorted(r["id"] for r in a["records"]))
+        for a in result["adopted"]
+    ]
+
+
+# ---- the facts stored at write time ------------------------------------------------------
+
+
+def test_every_record_stores_its_commits_patch_id_as_git_computes_it(repo: Repo) -> None:
+    repo.task()
+    (repo.path / "blob.bin").write_bytes(b"\x00\x01binary")
+    repo.git("add", "blob.bin")
+    repo.commit("text and binary", {"a.txt": "one\ntwo\n"})
+    (repo.path / "blob.bin").write_bytes(b"\x00\x02binary, changed")
+    repo.git("add", "blob.bin")
+    repo.commit("both change", {"a.txt": "one\n  two\nthree\n"})
+    for change in ("text", "mode", "delete"):
+        if change == "mode":
+            repo.git("update-index", "--chmod=+x", "a.txt")
+            repo.commit("mode")
+        elif change == "delete":
+            repo.git("rm", "-q", "blob.bin")
+            repo.commit("delete")
+        record = as_json(repo, "checkpoint", f"after {change}")["record"]
+        assert record["patch"] == git_patch_id(repo, "HEAD"), change
+        repo.commit("next", {"a.txt": f"one\n{change}\n"})
+    # A commit that changes nothing (and the empty root) states no patch.
+    repo.git("commit", "-q", "--allow-empty", "-m", "empty")
+    assert "patch" not in as_json(repo, "checkpoint", "on an empty commit")["record"]
+
+
+def test_a_handover_stores_the_branch_it_closes(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    dev = feature.dev
+    record = json.loads(dev.run("show", "--json").out)["records"][-1]
+    assert record["id"] == feature.ho
+    base = dev.git("merge-base", "HEAD", "origin/main").strip()
+    assert record["branch_base"] == base
+    assert record["branch_commits"] == dev.git("rev-list", f"{base}..HEAD").split()
+    assert record["branch_commits"] == [feature.c2, feature.c1]
+    assert record["branch_patch"] == git_patch_id(dev, base, "HEAD")
+    assert record["patch"] == git_patch_id(dev, "HEAD")
+    # On the branch it would land on, a handover closes no branch.
+    dev.git("checkout", "-q", "main")
+    dev.commit("on main", {"main.py": "x = 1\n"})
+    on_main = as_json(dev, "handover", "-o", "o", "-s", "s", "-n", "n")["record"]
+    assert "branch_base" not in on_main and "patch" in on_main
+
+
+# ---- squash merges ----------------------------------------------------------------------------
+
+
+def test_squash_merge_adopted_from_stored_facts_in_a_clone_that_never_had_the_branch(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    before = json.loads(mate.run("history", "--json").out)
+    assert before["hidden"] == 3
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert peek["label"] == "missing"
+    ref = mate.notes_ref()
+
+    dry = mate.run("adopt", "--dry-run")
+    assert (dry.code, dry.err) == (0, "")
+    assert dry.out.splitlines()[0] == (
+        f"would adopt 3 records onto {squash[:12]} (squash merge of "
+        f"{feature.c1[:12]}, {feature.c2[:12]})"
+    )
+    assert dry.out.splitlines()[-1] == "dry run: nothing was written"
+    assert mate.notes_ref() == ref
+
+    result = as_json(mate, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    assert (result["ambiguous"], result["orphaned"], result["dry_run"]) == ([], 3, False)
+    heads = {r["id"]: r["head"] for r in result["adopted"][0]["records"]}
+    assert heads == {feature.cp1: feature.c1, feature.cp2: feature.c2, feature.ho: feature.c2}
+    assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
+
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+    assert (peek["handover"]["commit"], peek["handover"]["head"]) == (squash, feature.c2)
+    mate.commit("later", {"later.py": "y = 2\n"})
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("advanced", 1, 0)
+    history = as_json(mate, "history")
+    assert history["hidden"] == 0
+    assert {r["id"]: r["commit"] for r in history["records"] if r["id"] in feature.ids} == (
+        dict.fromkeys(feature.ids, squash)
+    )
+    fresh = as_json(mate, "doctor", "--drop-cache", code=1)  # no init: unhealthy config
+    assert fresh["findings"][0]["detail"] == "read caches dropped"
+    assert as_json(mate, "history") == history
+
+    # Idempotent: nothing left to adopt, the notes ref does not move.
+    ref = mate.notes_ref()
+    again = mate.run("adopt")
+    assert again.out == (
+        f"nothing to adopt: 0 records on commits not reachable from {mate.head()[:12]}, "
+        "none whose change landed in the 0 commits compared\n"
+    )
+    assert mate.notes_ref() == ref
+
+
+def test_squash_merge_adopted_where_the_branch_was_written_then_gc(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    feature.drop_branch()
+    dev = feature.dev
+    result = as_json(dev, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    peek = as_json(dev, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+
+
+def test_squash_merge_of_records_without_facts_is_recomputed_from_the_commits(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """Records written by hand (or by an older majordomus) state no patch: while the branch's
+    commits exist, the branch is found and compared all the same."""
+    remote, dev = seeded(tmp_path, environ, clock)
+    dev.git("checkout", "-q", "-b", "feature")
+    commits = []
+    for n in (1, 2):
+        clock.advance(60)
+        commits.append(dev.commit(f"step {n}", {"queue.py": "x = 1\n" * n}))
+        dev.git(
+            "notes",
+            "--ref=majordomus",
+            "add",
+            "-m",
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-0123456789ab"\n'
+            f'head = "{commits[-1]}"\nat = 2026-11-30T03:0{n}:00Z\n'
+            f'author = "A <a@example.com>"\nbody = "step {n}"\n',
+        )
+    dev.git("push", "-q", "origin", "feature")
+    host = clone(str(remote), tmp_path / "host", environ, clock)
+    host.commit("meanwhile", {"README": "x\n"})
+    git_at(host, "merge", "-q", "--squash", "origin/feature")
+    git_at(host, "commit", "-q", "-m", "squashed")
+    host.git("push", "-q", "origin", "main")
+    dev.git("checkout", "-q", "main")
+    dev.git("pull", "-q", "--ff-only", "origin", "main")
+    result = as_json(dev, "adopt")
+    assert adopted_map(result) == [
+        (host.head(), "squash", commits, ["c-0000000000000001", "c-0000000000000002"])
+    ]
+    assert note_ids(dev, host.head()) == ["c-0000000000000001", "c-0000000000000002"]
+
+
+# ---- rebase merges -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gone", [False, True], ids=["commits-kept", "commits-gone"])
+def test_rebase_merge_copies_each_commits_records_onto_its_rebased_commit(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, gone: bool
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    r1, r2 = feature.rebase_merge()
+    assert git_patch_id(feature.host, r1) == git_patch_id(feature.dev, feature.c1)
+    if gone:
+        feature.drop_branch()
+        where = feature.teammate()
+    else:
+        where = feature.dev
+        where.git("fetch", "-q", "origin")
+        where.git("checkout", "-q", "-B", "main", "origin/main")
+    result = as_json(where, "adopt")
+    assert adopted_map(result) == sorted(
+        [
+            (r1, "rebase", [feature.c1], [feature.cp1]),
+            (r2, "rebase", [feature.c2], sorted([feature.cp2, feature.ho])),
+        ]
+    )
+    assert note_ids(where, r1) == [feature.cp1]
+    assert note_ids(where, r2) == [feature.cp2, feature.ho]
+    peek = as_json(where, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+    assert as_json(where, "history")["hidden"] == 0
+
+
+def test_cherry_picked_commits_are_adopted_too(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    feature.cherry_pick(feature.c1, feature.c2)
+    feature.publish()
+    p1, p2 = feature.host.git("rev-list", "-2", "HEAD").split()[::-1]
+    mate = feature.teammate()
+    assert adopted_map(as_json(mate, "adopt")) == sorted(
+        [
+            (p1, "rebase", [feature.c1], [feature.cp1]),
+            (p2, "rebase", [feature.c2], sorted([feature.cp2, feature.ho])),
+        ]
+    )
+
+
+# ---- never on a guess; nothing to do -------------------------------------------------------------
+
+
+def test_two_candidates_adopt_neither_and_say_so(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    host = feature.host
+    feature.cherry_pick(feature.c1)
+    first = host.head()
+    host.clock.advance(60)
+    git_at(host, "revert", "--no-edit", "HEAD")
+    feature.cherry_pick(feature.c1)
+    again = host.head()
+    feature.publish()
+    mate = feature.teammate()
+    ref = mate.notes_ref()
+    result = mate.run("adopt")
+    assert (result.code, result.err) == (0, "")
+    candidates = sorted([first, again])
+    assert result.out == (
+        f"not adopted: {feature.cp1}: their change matches 2 commits "
+        f"({candidates[0][:12]}, {candidates[1][:12]}), so nothing was guessed; copy them by "
+        "hand with git notes --ref=majordomus copy if you know where they belong\n"
+    )
+    assert mate.notes_ref() == ref
+    shown = as_json(mate, "adopt", "--dry-run")
+    assert shown["adopted"] == []
+    assert shown["ambiguous"] == [{"records": [feature.cp1], "candidates": candidates}]
+
+
+def test_a_merge_commit_needs_nothing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    host = feature.host
+    host.clock.advance(60)
+    git_at(host, "merge", "-q", "--no-ff", "-m", "Merge feature", "origin/feature")
+    feature.publish()
+    mate = feature.teammate("merged", branch_gone=False)
+    ref = mate.notes_ref()
+    result = as_json(mate, "adopt")
+    assert (result["adopted"], result["ambiguous"], result["orphaned"]) == ([], [], 0)
+    assert mate.notes_ref() == ref
+    assert as_json(mate, "history")["hidden"] == 0
+
+
+def test_an_abandoned_branch_is_not_adopted(repo: Repo) -> None:
+    repo.task()
+    repo.git("checkout", "-q", "-b", "abandoned")
+    repo.commit("dead end", {"a.py": "x = 1\n"})
+    repo.run("checkpoint", "did not work")
+    repo.git("checkout", "-q", "main")
+    repo.commit("other work", {"b.py": "y = 1\n"})
+    ref = repo.notes_ref()
+    result = as_json(repo, "adopt")
+    assert (result["adopted"], result["orphaned"], result["considered"]) == ([], 1, 1)
+    assert result["compared"] == 2
+    assert repo.notes_ref() == ref
+
+
+def test_refusals_leave_the_notes_ref_alone(repo: Repo) -> None:
+    repo.task()
+    ref = repo.notes_ref()
+    result = repo.run("adopt", "no-such-branch")
+    assert (result.code, result.out) == (3, "")
+    assert result.err == (
+        "majordomus: cannot find a commit named 'no-such-branch'; give a branch, tag or "
+        "commit id.\n"
+    )
+    result = repo.run("adopt", "--days", "0")
+    assert (result.code, result.out, result.err) == (
+        2,
+        "",
+        "majordomus: --days must be 1 or more, not 0.\n",
+    )
+    assert repo.notes_ref() == ref
+
+
+def test_adopt_outside_a_repository(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+    outside = Repo(tmp_path / "nowhere", environ, clock)
+    outside.path.mkdir()
+    result = outside.run("adopt")
+    assert result.code == 3 and result.err.count("\n") == 1
+    assert result.err.startswith("majordomus: not a git repository")
