@@ -8,7 +8,9 @@ answers are compared with git's own (patch-id, notes show, cat-file).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -432,3 +434,73 @@ def test_adopt_outside_a_repository(tmp_path: Path, environ: dict[str, str], clo
     result = outside.run("adopt")
     assert result.code == 3 and result.err.count("\n") == 1
     assert result.err.startswith("majordomus: not a git repository")
+
+
+def test_the_landing_commits_own_note_is_kept_and_united(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    mate.run("task", "use", feature.task)
+    already = record_id(as_json(mate, "checkpoint", "written on main before adopt"))
+    as_json(mate, "adopt")
+    assert note_ids(mate, squash)[0] == already
+    assert sorted(note_ids(mate, squash)) == sorted({already, *feature.ids})
+
+
+# ---- the CI recipe ---------------------------------------------------------------------------
+
+CI_DOC = Path(__file__).resolve().parent.parent / "docs" / "ci.md"
+
+
+def ci_recipe() -> str:
+    """The shell block of docs/ci.md's adopt section, exactly as documented."""
+    text = CI_DOC.read_text()
+    section = text.split("## After a squash or rebase merge: adopt", 1)[1]
+    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_ci_recipe_adopts_for_everyone(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    ci = clone(f"file://{feature.remote}", tmp_path / "ci", environ, clock)
+    # A CI job: majordomus on PATH, no git identity of its own.
+    job_env = {
+        k: v for k, v in environ.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))
+    }
+    job_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
+    job = subprocess.run(
+        ["bash", "-euc", ci_recipe()],
+        cwd=ci.path,
+        env=job_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert job.returncode == 0, job.stderr
+    assert f"adopted 3 records onto {squash[:12]} (squash merge of" in job.stdout
+    remote_note = subprocess.run(
+        ["git", f"--git-dir={feature.remote}", "notes", "--ref=majordomus", "show", squash],
+        env=environ,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert {r.id for r in parse_note(remote_note).records} == feature.ids
+    # A teammate who clones main afterwards finds the investigation on it.
+    mate = feature.teammate("after-ci")
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert (peek["handover"]["id"], peek["label"], peek["ahead"]) == (feature.ho, "current", 0)
+    history = as_json(mate, "history")
+    assert history["hidden"] == 0
+    assert {r["id"] for r in history["records"] if r["commit"] == squash} == feature.ids
+    assert as_json(mate, "adopt")["orphaned"] == 0
+    # The writer's own clone, after git pull and a fetch of the records, agrees.
+    dev = feature.dev
+    dev.git("checkout", "-q", "main")
+    dev.git("pull", "-q", "--ff-only", "origin", "main")
+    assert dev.run("fetch").code == 0
+    peek = as_json(dev, "resume", "--peek", "--task", feature.task)
+    assert (peek["handover"]["commit"], peek["label"]) == (squash, "current")
