@@ -143,19 +143,13 @@ def _candidates(
     for position, orphan in enumerate(orphans):
         for c in orphan.commits:
             on_commit.setdefault(c, []).append(position)
-    covered: set[str] = set()
-    for tip in existing:
-        if tip in covered:
-            continue
-        base = store.merge_base(tip, rev)
-        if base is None:
-            continue
-        branch = store.git("rev-list", f"{base}..{tip}").stdout.split()
-        covered.update(branch)
-        whole = patches.ids_of_texts(store, {tip: store.patch_text(tip, base=base)}).get(tip)
+    branches = _branches(store, rev, existing)
+    texts = {tip: store.patch_text(tip, base=base) for tip, (base, _) in branches.items()}
+    whole = patches.ids_of_texts(store, texts)
+    for tip, (_, branch) in branches.items():
         for c in branch:
             for position in on_commit.get(c, ()):
-                add(position, whole, "squash")
+                add(position, whole.get(tip), "squash")
     # ... and as handovers stated them when the branch was closed.
     for orphan in orphans:
         record = orphan.record
@@ -165,6 +159,47 @@ def _candidates(
         for c in branch_commits:
             for position in on_commit.get(c, ()):
                 add(position, record.branch_patch, "squash")
+    return found
+
+
+def _branches(
+    store: Store, rev: str, existing: Sequence[str]
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Tip -> (merge base with REV, the branch's commits), for the orphaned commits that
+    still exist and are not an ancestor of another one: one `git rev-list --boundary`
+    for all of them; `git merge-base` only where a branch meets REV more than once."""
+    if not existing:
+        return {}
+    listing = store.git("rev-list", "--parents", "--boundary", *existing, f"^{rev}").stdout
+    parents: dict[str, list[str]] = {}
+    boundary: set[str] = set()
+    for line in listing.splitlines():
+        ids = line.split()
+        if line.startswith("-"):
+            boundary.add(ids[0][1:])
+        elif ids:
+            parents[ids[0]] = ids[1:]
+    reach: dict[str, tuple[set[str], set[str]]] = {}
+    for commit in existing:
+        branch: set[str] = set()
+        bases: set[str] = set()
+        pending = [commit]
+        while pending:
+            current = pending.pop()
+            if current in boundary:
+                bases.add(current)
+            elif current in parents and current not in branch:
+                branch.add(current)
+                pending.extend(parents[current])
+        reach[commit] = (branch, bases)
+    found = {}
+    for tip in existing:
+        branch, bases = reach[tip]
+        if any(tip in reach[other][0] for other in existing if other != tip):
+            continue  # an ancestor of another orphaned commit: its branch covers it
+        base = next(iter(bases)) if len(bases) == 1 else store.merge_base(tip, rev)
+        if base is not None and branch:
+            found[tip] = (base, tuple(branch))
     return found
 
 
