@@ -11,7 +11,9 @@ Only what can be proved counts, by stable patch id (`patches`):
 
 A record with two candidate landings is adopted onto neither. The commits of REV
 compared are those (merges left out) no older than a day before the oldest orphaned
-record considered; records older than `days` before REV are not considered.
+record considered; records older than `days` before REV are not considered. In a
+shallow clone the commits at the boundary are never compared: their parent, and so
+their change, is not known.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ def adopt(
     ]
     since = int(min(item.summary.at for item in recent)) - SLACK_S
     window = store.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout.split()
+    cut = store.shallow_boundary()  # their diffs cannot be known: never compared
+    window = [c for c in window if c not in cut]
     candidates = _candidates(store, commit, orphans, window)
     adopted, ambiguous = _decide(orphans, candidates)
     locks: tuple[StaleLock, ...] = ()

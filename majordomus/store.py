@@ -201,6 +201,13 @@ class Store:
     def is_shallow(self) -> bool:
         return bool(self.repo.is_shallow)
 
+    def shallow_boundary(self) -> set[str]:
+        """The commits a shallow clone cut the history at (their parents are absent)."""
+        try:
+            return set((self.commondir / "shallow").read_text(encoding="ascii").split())
+        except (FileNotFoundError, UnicodeDecodeError):
+            return set()
+
     def rev_list(self, rev: str) -> list[str]:
         """Every commit reachable from `rev`, in git's default order (children first)."""
         return self.git("rev-list", rev).stdout.split()

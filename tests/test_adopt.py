@@ -504,3 +504,91 @@ def test_the_ci_recipe_adopts_for_everyone(
     assert dev.run("fetch").code == 0
     peek = as_json(dev, "resume", "--peek", "--task", feature.task)
     assert (peek["handover"]["commit"], peek["label"]) == (squash, "current")
+
+
+# ---- histories with merges, shallow clones, the window ---------------------------------------
+
+
+@pytest.mark.parametrize("where", ["dev", "teammate"])
+def test_squash_of_a_branch_that_merged_main_midway(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, where: str
+) -> None:
+    """The branch meets main twice (its fork point and the merge of main into it): the
+    change compared is the one since the newer merge base, as git merge-base says."""
+    remote, dev = seeded(tmp_path, environ, clock)
+    task = dev.task("queue drops acks")
+    dev.git("checkout", "-q", "-b", "feature")
+    clock.advance(60)
+    c1 = dev.commit("retry once", {"queue.py": "retry = 1\n"})
+    cp1 = record_id(as_json(dev, "checkpoint", "before main moved"))
+    host = clone(str(remote), tmp_path / "host", environ, clock)
+    host.commit("docs meanwhile", {"README": "queue\n"})
+    host.git("push", "-q", "origin", "main")
+    dev.git("fetch", "-q", "origin")
+    clock.advance(60)
+    git_at(dev, "merge", "-q", "--no-ff", "-m", "merge main into feature", "origin/main")
+    clock.advance(60)
+    c2 = dev.commit("ack before retry", {"queue.py": "retry = 1\nack = True\n"})
+    ho = record_id(as_json(dev, "handover", "-o", "acks", "-s", "fixed", "-n", "merge"))
+    record = json.loads(dev.run("show", "--json").out)["records"][-1]
+    assert record["branch_base"] == dev.git("merge-base", "HEAD", "origin/main").strip()
+    dev.git("push", "-q", "origin", "feature")
+    assert dev.run("push").code == 0
+    host.git("fetch", "-q", "origin")
+    git_at(host, "merge", "-q", "--squash", "origin/feature")
+    git_at(host, "commit", "-q", "-m", "Stop dropping acks (#2)")
+    squash = host.head()
+    host.git("push", "-q", "origin", "main")
+    host.git("push", "-q", "origin", "--delete", "feature")
+    if where == "dev":
+        reader = dev
+        dev.git("checkout", "-q", "main")
+        dev.git("pull", "-q", "--ff-only", "origin", "main")
+    else:
+        reader = clone(f"file://{remote}", tmp_path / "mate", environ, clock)
+        assert reader.run("fetch").code == 0
+        assert not has_object(reader, c1)
+    result = as_json(reader, "adopt")
+    assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(squash, "squash")]
+    assert sorted(r["id"] for r in result["adopted"][0]["records"]) == sorted([cp1, ho])
+    if where == "dev":
+        assert set(result["adopted"][0]["from"]) == {c1, c2}
+    peek = as_json(reader, "resume", "--peek", "--task", task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+
+
+def test_adopt_in_a_shallow_ci_clone_uses_the_stored_facts(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """A shallow clone cannot diff a commit at its boundary (its parent is cut off): such a
+    commit is never compared, so depth 1 adopts nothing, and depth 2 is enough."""
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    ci = clone(f"file://{feature.remote}", tmp_path / "shallow", environ, clock, "--depth", "1")
+    assert ci.git("rev-parse", "--is-shallow-repository").strip() == "true"
+    assert ci.run("fetch").code == 0
+    ref = ci.notes_ref()
+    result = as_json(ci, "adopt")
+    # Four orphaned: the task record's commit lies past the boundary too.
+    assert (result["adopted"], result["orphaned"], result["compared"]) == ([], 4, 0)
+    assert ci.notes_ref() == ref
+    ci.git("fetch", "-q", "--deepen", "1", "origin", "main")
+    result = as_json(ci, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    assert sorted(note_ids(ci, squash)) == sorted(feature.ids)
+
+
+def test_records_older_than_the_window_are_not_considered(repo: Repo) -> None:
+    repo.task()
+    repo.git("checkout", "-q", "-b", "old")
+    change = repo.commit("old change", {"a.py": "x = 1\n"})
+    repo.run("checkpoint", "long ago")
+    repo.git("checkout", "-q", "main")
+    repo.clock.advance(3 * 86400)
+    git_at(repo, "cherry-pick", change)
+    landed = repo.head()
+    assert as_json(repo, "adopt", "--days", "2", "--dry-run")["considered"] == 0
+    result = as_json(repo, "adopt", "--days", "4", "--dry-run")
+    assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(landed, "rebase")]
