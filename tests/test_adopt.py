@@ -592,3 +592,36 @@ def test_records_older_than_the_window_are_not_considered(repo: Repo) -> None:
     assert as_json(repo, "adopt", "--days", "2", "--dry-run")["considered"] == 0
     result = as_json(repo, "adopt", "--days", "4", "--dry-run")
     assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(landed, "rebase")]
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_documented_post_merge_hook_adopts_on_git_pull(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    dev = feature.dev
+    (script,) = [
+        block.split("```", 1)[0]
+        for block in README.read_text().split("```sh\n")[1:]
+        if "# .git/hooks/post-merge" in block.split("```", 1)[0]
+    ]
+    hook = dev.path / ".git" / "hooks" / "post-merge"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+    dev.git("checkout", "-q", "main")
+    pulled = subprocess.run(
+        ["git", "pull", "-q", "--ff-only", "origin", "main"],
+        cwd=dev.path,
+        env={**environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    # git shows what a hook prints on its standard error.
+    assert pulled.stderr.startswith(f"adopted 3 records onto {squash[:12]} (squash merge of")
+    assert sorted(note_ids(dev, squash)) == sorted(feature.ids)
