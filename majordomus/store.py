@@ -595,11 +595,18 @@ class Store:
         """Append records to the notes of several commits in one compare-and-swap: all or
         nothing. The notes commit is bookkeeping, signed as a merge of fetched records is."""
 
-        def build(tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid:
-            changes = {
-                commit: self._note_blob(tree, commit, records)[0]
-                for commit, records in notes.items()
-            }
+        def build(tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid | None:
+            changes = {}
+            for commit, records in notes.items():
+                # Another writer may have copied some of them meanwhile: never twice.
+                have = self._record_ids(
+                    [str(b) for b in self._find(tree, commit, "")] if tree else []
+                )
+                missing = [record for record in records if record.id not in have]
+                if missing:
+                    changes[commit] = self._note_blob(tree, commit, missing)[0]
+            if not changes:
+                return None
             signature = self._merge_signature()
             tree_id = self._insert_many(tree, changes)
             return self.repo.create_commit(

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from majordomus.index import Index
 from majordomus.records import parse_note
+from majordomus.store import Store
 from tests.conftest import Clock, Repo
 from tests.remote_fixtures import clone, seeded
 
@@ -625,3 +627,39 @@ def test_the_documented_post_merge_hook_adopts_on_git_pull(
     # git shows what a hook prints on its standard error.
     assert pulled.stderr.startswith(f"adopted 3 records onto {squash[:12]} (squash merge of")
     assert sorted(note_ids(dev, squash)) == sorted(feature.ids)
+
+
+def test_a_landing_commit_whose_note_is_not_toml_is_refused_whole(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    mate.git("notes", "--ref=majordomus", "add", "-m", "edited by hand = [", squash)
+    ref = mate.notes_ref()
+    result = mate.run("adopt")
+    assert (result.code, result.out) == (3, "")
+    assert result.err.startswith(f"majordomus: the note on {squash[:12]} cannot be read")
+    assert result.err.endswith(
+        f"majordomus will not overwrite it: inspect it with git notes --ref=majordomus "
+        f"show {squash[:12]}.\n"
+    )
+    assert result.err.count("\n") == 1
+    assert mate.notes_ref() == ref
+
+
+def test_copies_already_written_by_another_adopt_are_not_written_twice(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    store = Store(str(mate.path), mate.environ)
+    index = Index(store.read_notes(), store)
+    mine = [item for item in index.records if item.summary.id in feature.ids]
+    records = [index.locate(item).record for item in mine]
+    first = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
+    again = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    assert again.target == first.target == mate.notes_ref()
+    assert len(note_ids(mate, squash)) == 3
