@@ -56,6 +56,7 @@ class AdoptResult(NamedTuple):
     considered: int  # of those, written within the window
     compared: int  # commits of REV whose patch ids were compared
     stale_locks: tuple[StaleLock, ...]
+    days: int = DEFAULT_DAYS
 
 
 class _Orphan(NamedTuple):
@@ -84,7 +85,7 @@ def adopt(
     horizon = (store.commit_time(commit) or 0) - days * 86400
     recent = [item for item in orphaned if item.summary.at >= horizon]
     if not recent:
-        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, ())
+        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days)
     copies: dict[tuple[str, str], list[str]] = {}
     for annotated_commit, annotated in noteset.commits.items():
         for summary in annotated.summaries:
@@ -113,6 +114,7 @@ def adopt(
         len(recent),
         len(window),
         locks,
+        days,
     )
 
 
@@ -120,10 +122,7 @@ def _candidates(
     store: Store, rev: str, orphans: Sequence[_Orphan], window: Sequence[str]
 ) -> dict[int, dict[str, str]]:
     """Orphan position -> {landing commit: how}, from every proof found."""
-    existing = sorted(
-        {c for orphan in orphans for c in orphan.commits if store.has_commit(c)},
-        key=lambda c: -(store.commit_time(c) or 0),
-    )
+    existing = sorted({c for orphan in orphans for c in orphan.commits if store.has_commit(c)})
     # One diff-tree | patch-id pipeline for every commit compared, on both sides.
     ids = patches.ids_of_commits(store, [*window, *existing])
     landed: dict[str, list[str]] = {}

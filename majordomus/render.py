@@ -637,6 +637,12 @@ def adopt(result: AdoptResult, as_json: bool) -> str:
             f"from {result.rev[:12]}, none whose change landed in the "
             f"{_count(result.compared, 'commit')} compared"
         )
+        older = result.orphaned - result.considered
+        if older:
+            lines.append(
+                f"({older} written more than {result.days} days before it were not "
+                "considered; --days N widens the search)"
+            )
     elif result.dry_run:
         lines.append("dry run: nothing was written")
     return "\n".join(lines)

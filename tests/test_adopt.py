@@ -592,6 +592,12 @@ def test_records_older_than_the_window_are_not_considered(repo: Repo) -> None:
     git_at(repo, "cherry-pick", change)
     landed = repo.head()
     assert as_json(repo, "adopt", "--days", "2", "--dry-run")["considered"] == 0
+    assert repo.run("adopt", "--days", "2").out == (
+        f"nothing to adopt: 1 record on commits not reachable from {landed[:12]}, none whose "
+        "change landed in the 0 commits compared\n"
+        "(1 written more than 2 days before it were not considered; --days N widens the "
+        "search)\n"
+    )
     result = as_json(repo, "adopt", "--days", "4", "--dry-run")
     assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(landed, "rebase")]
 
