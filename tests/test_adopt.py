@@ -669,3 +669,27 @@ def test_copies_already_written_by_another_adopt_are_not_written_twice(
     again = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
     assert again.target == first.target == mate.notes_ref()
     assert len(note_ids(mate, squash)) == 3
+
+
+def test_the_branch_a_handover_closes_follows_the_upstream(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    dev = feature.dev
+
+    def closes() -> str:
+        record = as_json(dev, "handover", "-o", "o", "-s", "s", "-n", "n")["record"]
+        return str(record["branch_base"])
+
+    # Pushed with -u: its upstream is itself on the remote, so it lands on the remote's
+    # default branch: origin/HEAD when the clone knows it, else origin/main.
+    dev.git("branch", "-q", "--set-upstream-to", "origin/feature")
+    assert closes() == dev.git("merge-base", "HEAD", "origin/main").strip()
+    dev.git("update-ref", "refs/remotes/origin/trunk", feature.c1)
+    dev.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+    assert closes() == feature.c1
+    # Branched from another branch that it will land on: that one.
+    dev.git("checkout", "-q", "-b", "fix", "--track", "feature")
+    clock.advance(60)
+    dev.commit("fix on top", {"fix.py": "z = 1\n"})
+    assert closes() == feature.c2
