@@ -4,9 +4,10 @@ On a scratch clone: five branches of ten commits from HEAD, each commit carrying
 record written by majordomus (a handover on the tip of the squashed ones, a
 checkpoint elsewhere); main moves on by MAIN_MOVES commits; three branches land as
 squash merges, two as cherry-picks (what "Rebase and merge" does); the branches are
-deleted. `adopt --dry-run` is timed against the git-only floor of the same proof,
-the patch ids of the commits compared (`rev-list | diff-tree | patch-id`); the one
-real `adopt`, which writes the copies, is shown for the record.
+deleted. `adopt --dry-run` is timed against the floor of the same proof: starting a
+Python that imports pygit2 (what any such CLI pays), then git's patch ids of the
+commits compared (`rev-list | diff-tree | patch-id`); the one real `adopt`, which
+writes the copies, is shown for the record.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ def adopt_row(setup: Setup, repo: Path) -> Row:
         f"git rev-list --no-merges --max-age={since} HEAD "
         "| git diff-tree --stdin -p --root --no-renames | git patch-id --stable"
     )
-    floor = Command("rev-list, diff-tree, patch-id", (("sh", "-c", pipeline),))
+    floor = Command(
+        "import pygit2 + rev-list, diff-tree, patch-id",
+        ((str(setup.python), "-c", "import pygit2"), ("sh", "-c", pipeline)),
+    )
     ours, base = interleave((mine, floor), setup, repo)
     real = Command("adopt, writing", (mj(setup, repo, "adopt", "--json"),))
     written = run_chain(real.argvs, setup.env, repo, real.ok)
