@@ -599,9 +599,8 @@ class Store:
             changes = {}
             for commit, records in notes.items():
                 # Another writer may have copied some of them meanwhile: never twice.
-                have = self._record_ids(
-                    [str(b) for b in self._find(tree, commit, "")] if tree else []
-                )
+                found = self._find(tree, commit, "") if tree is not None else iter(())
+                have = self._record_ids([str(blob) for blob in found])
                 missing = [record for record in records if record.id not in have]
                 if missing:
                     changes[commit] = self._note_blob(tree, commit, missing)[0]
