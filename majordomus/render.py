@@ -631,7 +631,11 @@ def adopt(result: AdoptResult, as_json: bool) -> str:
             "so nothing was guessed; copy them by hand with git notes --ref=majordomus copy "
             "if you know where they belong"
         )
-    if not result.adopted and not result.ambiguous:
+    if not result.orphaned:
+        lines.append(
+            f"nothing to adopt: every record is on a commit reachable from {result.rev[:12]}"
+        )
+    elif not result.adopted and not result.ambiguous:
         lines.append(
             f"nothing to adopt: {_count(result.orphaned, 'record')} on commits not reachable "
             f"from {result.rev[:12]}, none whose change landed in the "
