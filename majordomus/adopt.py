@@ -57,6 +57,7 @@ class AdoptResult(NamedTuple):
     compared: int  # commits of REV whose patch ids were compared
     stale_locks: tuple[StaleLock, ...]
     days: int = DEFAULT_DAYS
+    invalid: int = 0  # unreadable notes and invalid records, skipped as every read skips them
 
 
 class _Orphan(NamedTuple):
@@ -85,7 +86,7 @@ def adopt(
     horizon = (store.commit_time(commit) or 0) - days * 86400
     recent = [item for item in orphaned if item.summary.at >= horizon]
     if not recent:
-        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days)
+        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, noteset.invalid)
     copies: dict[tuple[str, str], list[str]] = {}
     for annotated_commit, annotated in noteset.commits.items():
         for summary in annotated.summaries:
@@ -115,6 +116,7 @@ def adopt(
         len(window),
         locks,
         days,
+        noteset.invalid,
     )
 
 

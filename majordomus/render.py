@@ -607,6 +607,7 @@ def adopt(result: AdoptResult, as_json: bool) -> str:
                 "orphaned": result.orphaned,
                 "considered": result.considered,
                 "compared": result.compared,
+                "invalid": result.invalid,
             }
         )
     verb = "would adopt" if result.dry_run else "adopted"
@@ -649,4 +650,8 @@ def adopt(result: AdoptResult, as_json: bool) -> str:
             )
     elif result.dry_run:
         lines.append("dry run: nothing was written")
+    if result.invalid:
+        lines.append(
+            f"({result.invalid} invalid notes or records skipped; majordomus doctor lists them)"
+        )
     return "\n".join(lines)

@@ -225,6 +225,7 @@ def test_squash_merge_adopted_from_stored_facts_in_a_clone_that_never_had_the_br
         (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
     ]
     assert (result["ambiguous"], result["orphaned"], result["dry_run"]) == ([], 3, False)
+    assert result["invalid"] == 0
     heads = {r["id"]: r["head"] for r in result["adopted"][0]["records"]}
     assert heads == {feature.cp1: feature.c1, feature.cp2: feature.c2, feature.ho: feature.c2}
     assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
@@ -695,3 +696,30 @@ def test_the_branch_a_handover_closes_follows_the_upstream(
     clock.advance(60)
     dev.commit("fix on top", {"fix.py": "z = 1\n"})
     assert closes() == feature.c2
+
+
+def test_adopt_in_a_partial_clone(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+    """A blob:none clone lacks the blobs of the squash commit (main changed the file since):
+    git fetches what the compared diffs need; the answer is the one a full clone gives."""
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    feature.host.commit("later", {"queue.py": "retry = 2\nack = True\n"})
+    feature.host.git("push", "-q", "origin", "main")
+    subprocess.run(
+        ["git", f"--git-dir={feature.remote}", "config", "uploadpack.allowFilter", "true"],
+        env=environ,
+        check=True,
+    )
+    partial = clone(
+        f"file://{feature.remote}", tmp_path / "partial", environ, clock, "--filter=blob:none"
+    )
+    missing = partial.git("rev-list", "--objects", "--missing=print", "HEAD")
+    assert f"?{partial.git('rev-parse', f'{squash}:queue.py').strip()}" in missing.split()
+    # The records' objects, fetched without the clone's filter (git's own way).
+    notes = "refs/notes/majordomus:refs/notes/majordomus"
+    partial.git("fetch", "-q", "--no-filter", "origin", notes)
+    result = as_json(partial, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    assert result["invalid"] == 0
