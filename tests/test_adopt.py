@@ -97,6 +97,7 @@ class Feature:
     def squash_merge(self) -> str:
         host = self.host
         host.clock.advance(60)
+        host.git("fetch", "-q", "origin")
         git_at(host, "merge", "-q", "--squash", "origin/feature")
         git_at(host, "commit", "-q", "-m", "Stop dropping acks (#1)")
         self.publish()
@@ -723,3 +724,26 @@ def test_adopt_in_a_partial_clone(tmp_path: Path, environ: dict[str, str], clock
         (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
     ]
     assert result["invalid"] == 0
+
+
+def test_a_branch_that_moved_on_after_its_handover_is_only_adopted_while_it_exists(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    dev = feature.dev
+    clock.advance(60)
+    late = dev.commit("one more", {"late.py": "z = 3\n"})
+    late_cp = record_id(as_json(dev, "checkpoint", "after the handover"))
+    dev.git("push", "-q", "origin", "feature")
+    assert dev.run("push").code == 0
+    squash = feature.squash_merge()
+    mate = feature.teammate()  # the commits are gone: the handover's facts do not match
+    ref = mate.notes_ref()
+    result = as_json(mate, "adopt")
+    assert (result["adopted"], result["ambiguous"], result["orphaned"]) == ([], [], 4)
+    assert mate.notes_ref() == ref
+    dev.git("fetch", "-q", "origin")  # where they exist, the branch is recomputed
+    dev.git("checkout", "-q", "-B", "main", "origin/main")
+    assert adopted_map(as_json(dev, "adopt")) == [
+        (squash, "squash", [feature.c1, feature.c2, late], sorted({*feature.ids, late_cp}))
+    ]
