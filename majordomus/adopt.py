@@ -89,6 +89,8 @@ def adopt(
         return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, noteset.invalid)
     copies: dict[tuple[str, str], list[str]] = {}
     for annotated_commit, annotated in noteset.commits.items():
+        if annotated_commit in reachable:
+            continue  # an orphaned record has no copy there, by definition
         for summary in annotated.summaries:
             copies.setdefault((summary.kind, summary.id), []).append(annotated_commit)
     index.preload(recent)
