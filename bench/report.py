@@ -407,6 +407,13 @@ all runs of a command, from {memory_source()}.
 - **write, after git**: the same, when another writer (`git notes append`,
   untimed) moved the ref just before: majordomus' cached per-task views then
   describe another state, and the write reads every note to rebuild them.
+- **adopt**: 50 records written by majordomus on five branches of ten commits,
+  orphaned by three squash merges and two cherry-picked ("rebase and merge")
+  landings after main moved on by 100 commits, the branches deleted;
+  `adopt --dry-run` against the floor of the same proof: the venv's
+  `python -c "import pygit2"`, then git's own patch ids of the commits compared
+  (`rev-list | diff-tree --stdin | patch-id`); the one real `adopt`, which
+  writes the copies, is shown for the record (target ≤ 2.0 x that floor).
 
 Targets: history, check and resume --peek at most 1.0 warm (aim 0.5) and 2.0
 cold; checkpoint at most 2.0 x the floor (aim 1.3); peak memory under

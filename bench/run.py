@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from adoption import adopt_row
 from corpus import shape_for
 from repo_cache import (
     GRAPH_VARIANTS,
@@ -119,9 +120,11 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
     cold = cold_rows(
         setup, write, reads(setup, write, expect, fixture.handover_commit), expect, fixture.head
     )
+    log("adopt after squash and rebase merges")
+    adopted = adopt_row(setup, scratch_clone(fixture, workdir / "adopt", setup.env))
     return SizeResult(
         fixture=fixture,
-        rows=(*warm, *hooks, written, foreign, *cold),
+        rows=(*warm, *hooks, written, foreign, *cold, adopted),
         graph_rows=graph_rows,
         graph_chunks=chunks,
         git_answer=rev_list_answer(resume.baseline, expect),
@@ -147,7 +150,7 @@ def _graph_variants(
 
 
 def _substitutions(setup: Setup, workdir: Path) -> dict[str, str]:
-    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph")}
+    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph", "adopt")}
     for path, short in ((setup.majordomus, "majordomus"), (setup.python, "python")):
         try:
             names[str(path)] = str(path.relative_to(REPO_ROOT))

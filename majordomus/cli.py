@@ -690,6 +690,42 @@ def mcp(ctx: typer.Context) -> None:
     mcp_server.serve(session.cwd, session.environ)
 
 
+# ---- after a host's merge -------------------------------------------------------------------
+
+
+@app.command()
+def adopt(
+    ctx: typer.Context,
+    rev: Annotated[
+        str | None, typer.Argument(help="The branch the work landed on (default HEAD).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be adopted; write nothing.")
+    ] = False,
+    days: Annotated[
+        int,
+        typer.Option(
+            "--days",
+            metavar="N",
+            help="Consider records written at most N days before REV's commit (default 90).",
+        ),
+    ] = 90,
+    as_json: JsonOpt = False,
+) -> None:
+    """After a host's squash or rebase merge: copy the records it left on commits not
+    reachable from REV onto the commit where their change landed.
+
+    Proved by stable patch ids (git patch-id --stable), never guessed: a record
+    whose change matches two commits is adopted onto neither. Copies keep their
+    head (where they were written); commit says where they are read now. Safe
+    to run again: what is adopted is reachable, so nothing is done twice.
+    """
+    session = _session(ctx)
+    result = ops.adopt(session.context(), rev, dry_run, days)
+    session.locks(result.stale_locks)
+    session.out(render.adopt(result, as_json))
+
+
 # ---- the one place errors become exit codes ------------------------------------------------
 
 

@@ -13,7 +13,8 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping
 from typing import IO, Any, NamedTuple
 
-from majordomus import agents, remote
+from majordomus import adopt as adoption
+from majordomus import agents, patches, remote
 from majordomus import profile as profiles
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
@@ -202,7 +203,7 @@ def _write(
         at=ctx.now(),
         author=author,
         session=session,
-        fields=fields,
+        fields={**fields, **_landing_facts(store, kind, head)},
     )
     report = store.append(
         head, [record], f"majordomus: {kind} {task} on {head[:7]}", sleep=ctx.sleep, author=author
@@ -210,6 +211,17 @@ def _write(
     if views is not None:
         views.recorded(report, record, report.blob, report.position)
     return Located(record, head, report.position), report.stale_locks
+
+
+def _landing_facts(store: Store, kind: str, head: str) -> dict[str, Any]:
+    """What `adopt` will need once the commit is gone: its patch id, and for a handover
+    the branch it closes. Optional facts: when git cannot tell, the record goes without."""
+    try:
+        if kind == "handover":
+            return patches.handover_facts(store, head)
+        return patches.commit_fact(store, head)
+    except RepositoryError:
+        return {}
 
 
 def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views, str]:
@@ -940,3 +952,15 @@ def agent_install(
             raise
         store = None  # the user's own settings need no repository
     return agents.install(store, ctx.environ, agent, scope, enforce, dry_run, remove)
+
+
+# ---- adopt -------------------------------------------------------------------------------------
+
+AdoptResult = adoption.AdoptResult
+
+
+def adopt(
+    ctx: Context, rev: str | None = None, dry_run: bool = False, days: int = adoption.DEFAULT_DAYS
+) -> AdoptResult:
+    """Copy records a squash or rebase merge orphaned onto the commit where they landed."""
+    return adoption.adopt(open_store(ctx), rev, dry_run=dry_run, days=days, sleep=ctx.sleep)

@@ -120,6 +120,31 @@ class Record:
         value = self.table.get("supersedes", ())
         return tuple(v for v in value if isinstance(v, str))
 
+    # Optional facts stored at write time for `adopt` (a malformed one is ignored, never
+    # fatal: the record stays valid, the fact is simply not known).
+
+    @property
+    def patch(self) -> str | None:
+        """The stable patch id of the commit the record was written on."""
+        return _hex40_or_none(self.table.get("patch"))
+
+    @property
+    def branch_patch(self) -> str | None:
+        """A handover's: the patch id of the whole branch it closes."""
+        return _hex40_or_none(self.table.get("branch_patch"))
+
+    @property
+    def branch_commits(self) -> tuple[str, ...]:
+        """A handover's: the commits of the branch it closes, since its merge base."""
+        value = self.table.get("branch_commits", ())
+        if not isinstance(value, list):
+            return ()
+        return tuple(v for v in value if _hex40_or_none(v) is not None)
+
+
+def _hex40_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and _HEX40.fullmatch(value) else None
+
 
 def new_record(
     kind: str,

@@ -13,6 +13,7 @@ from majordomus.agents import Change
 from majordomus.graph import Divergence
 from majordomus.index import Located
 from majordomus.ops import (
+    AdoptResult,
     CheckpointResult,
     CheckResult,
     FetchReport,
@@ -658,4 +659,79 @@ def agent_change(change: Change, dry_run: bool, remove: bool) -> str:
         lines.append(f"{verb} {change.excluded} to .git/info/exclude (kept out of git)")
     if not remove and change.changed:
         lines.append(f"hook command: {change.command}")
+    return "\n".join(lines)
+
+
+# ---- adopt -------------------------------------------------------------------------------------
+
+
+def adopt(result: AdoptResult, as_json: bool) -> str:
+    if as_json:
+        return dumps(
+            {
+                "rev": result.rev,
+                "dry_run": result.dry_run,
+                "adopted": [
+                    {
+                        "commit": a.commit,
+                        "how": a.how,
+                        "from": list(a.sources),
+                        "records": [record_json(loc) for loc in a.records],
+                    }
+                    for a in result.adopted
+                ],
+                "ambiguous": [
+                    {"records": list(a.records), "candidates": list(a.candidates)}
+                    for a in result.ambiguous
+                ],
+                "orphaned": result.orphaned,
+                "considered": result.considered,
+                "compared": result.compared,
+                "invalid": result.invalid,
+            }
+        )
+    verb = "would adopt" if result.dry_run else "adopted"
+    lines = []
+    for a in result.adopted:
+        sources = ", ".join(c[:12] for c in a.sources)
+        lines.append(
+            f"{verb} {_count(len(a.records), 'record')} onto {a.commit[:12]} "
+            f"({a.how} merge of {sources})"
+        )
+        for loc in a.records:
+            record = loc.record
+            lines.append(
+                f"    {record.kind} {safe(record.id)}  task {safe(record.task)}  "
+                f"written on {record.head[:12]}"
+            )
+    for amb in result.ambiguous:
+        ids = ", ".join(safe(i) for i in amb.records)
+        where = ", ".join(c[:12] for c in amb.candidates)
+        lines.append(
+            f"not adopted: {ids}: their change matches {len(amb.candidates)} commits ({where}), "
+            "so nothing was guessed; copy them by hand with git notes --ref=majordomus copy "
+            "if you know where they belong"
+        )
+    if not result.orphaned:
+        lines.append(
+            f"nothing to adopt: every record is on a commit reachable from {result.rev[:12]}"
+        )
+    elif not result.adopted and not result.ambiguous:
+        lines.append(
+            f"nothing to adopt: {_count(result.orphaned, 'record')} on commits not reachable "
+            f"from {result.rev[:12]}, none whose change landed in the "
+            f"{_count(result.compared, 'commit')} compared"
+        )
+        older = result.orphaned - result.considered
+        if older:
+            lines.append(
+                f"({older} written more than {result.days} days before it were not "
+                "considered; --days N widens the search)"
+            )
+    elif result.dry_run:
+        lines.append("dry run: nothing was written")
+    if result.invalid:
+        lines.append(
+            f"({result.invalid} invalid notes or records skipped; majordomus doctor lists them)"
+        )
     return "\n".join(lines)

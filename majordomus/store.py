@@ -292,6 +292,13 @@ class Store:
     def is_shallow(self) -> bool:
         return bool(self.repo.is_shallow)
 
+    def shallow_boundary(self) -> set[str]:
+        """The commits a shallow clone cut the history at (their parents are absent)."""
+        try:
+            return set((self.commondir / "shallow").read_text(encoding="ascii").split())
+        except (FileNotFoundError, UnicodeDecodeError):
+            return set()
+
     def rev_list(self, rev: str) -> list[str]:
         """Every commit reachable from `rev`, in git's default order (children first)."""
         return self.git("rev-list", rev).stdout.split()
@@ -312,6 +319,50 @@ class Store:
 
     def count_between(self, ancestor: str, commit: str) -> int:
         return int(self.git("rev-list", "--count", f"{ancestor}..{commit}").stdout)
+
+    def patch_text(self, commit: str, base: str | None = None) -> str:
+        """The diff of `commit` against `base` (default: its first parent; a root commit:
+        the empty tree) as git prints it; "" for a merge commit with no base given."""
+        try:
+            obj = self.repo.get(commit)
+            if not isinstance(obj, pygit2.Commit):
+                return ""
+            if base is None:
+                if len(obj.parents) > 1:
+                    return ""
+                if not obj.parents:
+                    return obj.tree.diff_to_tree(swap=True).patch or ""
+                return self.repo.diff(obj.parents[0], obj).patch or ""
+            old = self.repo.get(base)
+            if not isinstance(old, pygit2.Commit):
+                return ""
+            return self.repo.diff(old, obj).patch or ""
+        except (KeyError, ValueError, pygit2.GitError):
+            return ""  # objects a partial clone left out: no patch is stated, none is guessed
+
+    def current_branch(self) -> str | None:
+        """The short name of the branch HEAD is on, or None when detached or unborn."""
+        try:
+            if self.repo.head_is_detached or self.repo.head_is_unborn:
+                return None
+            return self.repo.head.shorthand
+        except pygit2.GitError:
+            return None
+
+    def config_value(self, name: str) -> str | None:
+        try:
+            value = self.repo.config[name]
+        except (KeyError, pygit2.GitError, ValueError):
+            return None
+        return value if isinstance(value, str) else None
+
+    def symbolic_target(self, name: str) -> str | None:
+        """Where a symbolic ref such as refs/remotes/origin/HEAD points, when it does."""
+        ref = self.repo.references.get(name)
+        if ref is None or ref.type != pygit2.enums.ReferenceType.SYMBOLIC:
+            return None
+        target = ref.target
+        return target if isinstance(target, str) else None
 
     # ---- graph answers, cached --------------------------------------------
 
@@ -631,6 +682,37 @@ class Store:
             blob=written["blob"],
             position=written["position"],
         )
+
+    def append_many(
+        self,
+        notes: Mapping[str, Sequence[Record]],
+        message: str,
+        *,
+        timeout_s: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> Swap:
+        """Append records to the notes of several commits in one compare-and-swap: all or
+        nothing. The notes commit is bookkeeping, signed as a merge of fetched records is."""
+
+        def build(tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid | None:
+            changes = {}
+            for commit, records in notes.items():
+                # Another writer may have copied some of them meanwhile: never twice.
+                found = self._find(tree, commit, "") if tree is not None else iter(())
+                have = self._record_ids([str(blob) for blob in found])
+                missing = [record for record in records if record.id not in have]
+                if missing:
+                    changes[commit] = self._note_blob(tree, commit, missing)[0]
+            if not changes:
+                return None
+            signature = self._merge_signature()
+            tree_id = self._insert_many(tree, changes)
+            return self.repo.create_commit(
+                None, signature, signature, message + "\n", tree_id, parents
+            )
+
+        return self._swap(build, message, "nothing was adopted", timeout_s, sleep, monotonic)
 
     def _swap(
         self,

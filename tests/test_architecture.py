@@ -27,6 +27,8 @@ ALLOWED = {
     "cache": {"records"},
     "store": {"errors", "records", "cache", "interrupt"},
     "remote": {"errors", "records", "store"},
+    "patches": {"errors", "store"},
+    "adopt": {"errors", "index", "patches", "records", "store"},
     "index": {"cache", "errors", "graph", "records", "store"},
     "agents": {"errors", "store"},
     "ops": {
@@ -39,6 +41,8 @@ ALLOWED = {
         "secret",
         "remote",
         "agents",
+        "patches",
+        "adopt",
     },
     "render": {"index", "errors", "records", "profile", "graph", "ops", "store", "agents"},
     "context": {"ops", "render", "errors", "graph", "index", "records"},
@@ -65,7 +69,7 @@ OWNERS = {
     "pygit2": {"store"},
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"store", "remote"},
+    "subprocess": {"store", "remote", "patches"},
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }
@@ -123,7 +127,7 @@ def test_all_commands_of_the_spec_exist() -> None:
     expected = {
         "task new", "task list", "task use", "checkpoint", "handover", "resume",
         "history", "show", "check", "watch", "doctor", "profile",
-        "context", "hook", "agent install", "mcp",
+        "context", "hook", "agent install", "mcp", "adopt",
     }  # fmt: skip
     assert expected <= names
 

@@ -1,0 +1,248 @@
+"""Adoption: records left on commits a host's squash or rebase merge orphaned, copied onto
+the commit where their change landed, as a rewrite would copy them.
+
+Only what can be proved counts, by stable patch id (`patches`):
+
+- rebase: a commit whose own change equals that of a commit S of REV lands on S;
+- squash: a branch whose whole change since its merge base equals that of S lands
+  on S, every commit of it. The branch is recomputed where its commits still
+  exist, else read from the facts a handover stored (`branch_commits`,
+  `branch_patch`); a commit that is gone is matched by its record's `patch`.
+
+A record with two candidate landings is adopted onto neither. The commits of REV
+compared are those (merges left out) no older than a day before the oldest orphaned
+record considered; records older than `days` before REV are not considered. In a
+shallow clone the commits at the boundary are never compared: their parent, and so
+their change, is not known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from majordomus import patches
+from majordomus.errors import RefusedError
+from majordomus.index import Index, Listed, Located
+from majordomus.records import Record
+from majordomus.store import StaleLock, Store
+
+DEFAULT_DAYS = 90
+SLACK_S = 86400  # clocks of the writer and of the host may disagree by this much
+
+
+class Adoption(NamedTuple):
+    """Records copied (or, on a dry run, to be copied) onto one landing commit."""
+
+    commit: str  # where the change landed
+    how: str  # "squash" or "rebase"
+    sources: tuple[str, ...]  # the orphaned commits the records sat on
+    records: tuple[Located, ...]  # as they read on `commit` afterwards
+
+
+class Ambiguity(NamedTuple):
+    """Records whose change matches several commits: adopted onto none."""
+
+    records: tuple[str, ...]
+    candidates: tuple[str, ...]
+
+
+class AdoptResult(NamedTuple):
+    rev: str
+    dry_run: bool
+    adopted: tuple[Adoption, ...]
+    ambiguous: tuple[Ambiguity, ...]
+    orphaned: int  # records with no copy on a commit reachable from REV
+    considered: int  # of those, written within the window
+    compared: int  # commits of REV whose patch ids were compared
+    stale_locks: tuple[StaleLock, ...]
+    days: int = DEFAULT_DAYS
+    invalid: int = 0  # unreadable notes and invalid records, skipped as every read skips them
+
+
+class _Orphan(NamedTuple):
+    listed: Listed
+    record: Record
+    commits: tuple[str, ...]  # every commit a copy sits on
+
+
+def adopt(
+    store: Store,
+    rev: str | None,
+    *,
+    dry_run: bool = False,
+    days: int = DEFAULT_DAYS,
+    sleep: Callable[[float], None],
+) -> AdoptResult:
+    if days < 1:
+        raise RefusedError(f"--days must be 1 or more, not {days}.")
+    commit = store.resolve(rev)
+    if not dry_run:
+        store.check_writable()
+    noteset = store.read_notes()
+    index = Index(noteset, store, rev=commit)
+    reachable = index.graph_order
+    orphaned = [item for item in index.records if item.commit not in reachable]
+    horizon = (store.commit_time(commit) or 0) - days * 86400
+    recent = [item for item in orphaned if item.summary.at >= horizon]
+    if not recent:
+        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, noteset.invalid)
+    copies: dict[tuple[str, str], list[str]] = {}
+    for annotated_commit, annotated in noteset.commits.items():
+        if annotated_commit in reachable:
+            continue  # an orphaned record has no copy there, by definition
+        for summary in annotated.summaries:
+            copies.setdefault((summary.kind, summary.id), []).append(annotated_commit)
+    index.preload(recent)
+    orphans = [
+        _Orphan(item, index.locate(item).record, tuple(copies[item.summary.kind, item.summary.id]))
+        for item in recent
+    ]
+    since = int(min(item.summary.at for item in recent)) - SLACK_S
+    window = store.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout.split()
+    cut = store.shallow_boundary()  # their diffs cannot be known: never compared
+    window = [c for c in window if c not in cut]
+    candidates = _candidates(store, commit, orphans, window)
+    adopted, ambiguous = _decide(orphans, candidates)
+    locks: tuple[StaleLock, ...] = ()
+    if adopted and not dry_run:
+        locks = _write(store, adopted, sleep)
+    store.flush()
+    return AdoptResult(
+        commit,
+        dry_run,
+        tuple(adopted),
+        tuple(ambiguous),
+        len(orphaned),
+        len(recent),
+        len(window),
+        locks,
+        days,
+        noteset.invalid,
+    )
+
+
+def _candidates(
+    store: Store, rev: str, orphans: Sequence[_Orphan], window: Sequence[str]
+) -> dict[int, dict[str, str]]:
+    """Orphan position -> {landing commit: how}, from every proof found."""
+    existing = sorted({c for orphan in orphans for c in orphan.commits if store.has_commit(c)})
+    # One diff-tree | patch-id pipeline for every commit compared, on both sides.
+    ids = patches.ids_of_commits(store, [*window, *existing])
+    landed: dict[str, list[str]] = {}
+    for commit in window:
+        if commit in ids:
+            landed.setdefault(ids[commit], []).append(commit)
+    own = {commit: ids[commit] for commit in existing if commit in ids}
+    found: dict[int, dict[str, str]] = {}
+
+    def add(position: int, patch: str | None, how: str) -> None:
+        for target in landed.get(patch or "", ()):
+            found.setdefault(position, {}).setdefault(target, how)
+
+    # Rebase: each commit's own change, computed, or as its records stated it.
+    for position, orphan in enumerate(orphans):
+        stated: list[str | None] = [own[c] for c in orphan.commits if c in own]
+        for patch in stated or [orphan.record.patch]:
+            add(position, patch, "rebase")
+    # Squash: whole branches, recomputed where their commits exist...
+    on_commit: dict[str, list[int]] = {}
+    for position, orphan in enumerate(orphans):
+        for c in orphan.commits:
+            on_commit.setdefault(c, []).append(position)
+    branches = _branches(store, rev, existing)
+    texts = {tip: store.patch_text(tip, base=base) for tip, (base, _) in branches.items()}
+    whole = patches.ids_of_texts(store, texts)
+    for tip, (_, branch) in branches.items():
+        for c in branch:
+            for position in on_commit.get(c, ()):
+                add(position, whole.get(tip), "squash")
+    # ... and as handovers stated them when the branch was closed.
+    for orphan in orphans:
+        record = orphan.record
+        if record.kind != "handover" or record.branch_patch is None:
+            continue
+        branch_commits = {*record.branch_commits, record.head, *orphan.commits}
+        for c in branch_commits:
+            for position in on_commit.get(c, ()):
+                add(position, record.branch_patch, "squash")
+    return found
+
+
+def _branches(
+    store: Store, rev: str, existing: Sequence[str]
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Tip -> (merge base with REV, the branch's commits), for the orphaned commits that
+    still exist and are not an ancestor of another one: one `git rev-list --boundary`
+    for all of them; `git merge-base` only where a branch meets REV more than once."""
+    if not existing:
+        return {}
+    listing = store.git("rev-list", "--parents", "--boundary", *existing, f"^{rev}").stdout
+    parents: dict[str, list[str]] = {}
+    boundary: set[str] = set()
+    for line in listing.splitlines():
+        ids = line.split()
+        if line.startswith("-"):
+            boundary.add(ids[0][1:])
+        elif ids:
+            parents[ids[0]] = ids[1:]
+    reach: dict[str, tuple[set[str], set[str]]] = {}
+    for commit in existing:
+        branch: set[str] = set()
+        bases: set[str] = set()
+        pending = [commit]
+        while pending:
+            current = pending.pop()
+            if current in boundary:
+                bases.add(current)
+            elif current in parents and current not in branch:
+                branch.add(current)
+                pending.extend(parents[current])
+        reach[commit] = (branch, bases)
+    found = {}
+    for tip in existing:
+        branch, bases = reach[tip]
+        if any(tip in reach[other][0] for other in existing if other != tip):
+            continue  # an ancestor of another orphaned commit: its branch covers it
+        base = next(iter(bases)) if len(bases) == 1 else store.merge_base(tip, rev)
+        if base is not None and branch:
+            found[tip] = (base, tuple(branch))
+    return found
+
+
+def _decide(
+    orphans: Sequence[_Orphan], candidates: Mapping[int, Mapping[str, str]]
+) -> tuple[list[Adoption], list[Ambiguity]]:
+    groups: dict[tuple[str, str], list[_Orphan]] = {}
+    unsure: dict[tuple[str, ...], list[str]] = {}
+    for position, orphan in enumerate(orphans):
+        targets = candidates.get(position, {})
+        if len(targets) == 1:
+            (target, how), *_ = targets.items()
+            groups.setdefault((target, how), []).append(orphan)
+        elif targets:
+            unsure.setdefault(tuple(sorted(targets)), []).append(orphan.record.id)
+    adopted = []
+    for (target, how), members in sorted(groups.items()):
+        members.sort(key=lambda o: (o.record.at, o.listed.summary.position))
+        sources = _unique(c for o in members for c in o.commits)
+        located = tuple(Located(o.record, target, i) for i, o in enumerate(members))
+        adopted.append(Adoption(target, how, sources, located))
+    ambiguous = [Ambiguity(tuple(ids), targets) for targets, ids in sorted(unsure.items())]
+    return adopted, ambiguous
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _write(
+    store: Store, adopted: Sequence[Adoption], sleep: Callable[[float], None]
+) -> tuple[StaleLock, ...]:
+    notes: dict[str, list[Record]] = {}
+    for adoption in adopted:
+        notes.setdefault(adoption.commit, []).extend(loc.record for loc in adoption.records)
+    count = sum(len(records) for records in notes.values())
+    where = ", ".join(commit[:7] for commit in notes)
+    swap = store.append_many(notes, f"majordomus: adopt {count} records onto {where}", sleep=sleep)
+    return swap.stale_locks

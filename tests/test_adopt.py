@@ -1,0 +1,749 @@
+"""adopt: records a host's squash or rebase merge orphaned land where their change landed.
+
+Hosts are stood in for by a second clone that merges as a host does (`git merge
+--squash`, `git rebase` + fast-forward, cherry-picks) and pushes to a bare remote;
+answers are compared with git's own (patch-id, notes show, cat-file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from majordomus.index import Index
+from majordomus.records import parse_note
+from majordomus.store import Store
+from tests.conftest import Clock, Repo
+from tests.remote_fixtures import clone, seeded
+
+
+def git_at(repo: Repo, *args: str) -> str:
+    """git in `repo` with commit dates from the test clock (as a host would date them)."""
+    stamp = f"{int(repo.clock.now.timestamp())} +0000"
+    result = subprocess.run(
+        ["git", *args],
+        cwd=repo.path,
+        env={**repo.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, f"git {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+def as_json(repo: Repo, *argv: str, code: int = 0) -> Any:
+    result = repo.run(*argv, "--json")
+    assert (result.code, result.err) == (code, ""), result.err
+    return json.loads(result.out)
+
+
+def git_patch_id(repo: Repo, *diff_args: str) -> str:
+    diff = repo.git("diff-tree", "-p", "--root", *diff_args)
+    return repo.git("patch-id", "--stable", input=diff).split()[0]
+
+
+def note_ids(repo: Repo, commit: str) -> list[str]:
+    """Record ids in the note git itself shows on `commit`."""
+    text = repo.git("notes", "--ref=majordomus", "show", commit)
+    return [record.id for record in parse_note(text.encode()).records]
+
+
+def has_object(repo: Repo, commit: str) -> bool:
+    return repo.git("cat-file", "-e", commit, check=False) == "" and bool(
+        repo.git("rev-parse", "--verify", "-q", f"{commit}^{{commit}}", check=False)
+    )
+
+
+def record_id(result: Any) -> str:
+    ident: str = result["record"]["id"]
+    return ident
+
+
+class Feature:
+    """A feature branch in clone `dev`: a task, checkpoints on two commits, a handover."""
+
+    def __init__(self, tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+        self.remote, self.dev = seeded(tmp_path, environ, clock)
+        self.tmp_path, self.environ, self.clock = tmp_path, environ, clock
+        dev = self.dev
+        self.task = dev.task("queue drops acks")  # on main's first commit: stays reachable
+        dev.git("checkout", "-q", "-b", "feature")
+        clock.advance(60)
+        self.c1 = dev.commit("retry once", {"queue.py": "retry = 1\n"})
+        self.cp1 = record_id(as_json(dev, "checkpoint", "one retry halves the drops"))
+        clock.advance(60)
+        self.c2 = dev.commit("ack before retry", {"queue.py": "retry = 1\nack = True\n"})
+        self.cp2 = record_id(as_json(dev, "checkpoint", "ack first: no drops in 50 runs"))
+        self.ho = record_id(
+            as_json(dev, "handover", "-o", "stop dropping acks", "-s", "fixed", "-n", "merge it")
+        )
+        dev.git("push", "-q", "origin", "feature")
+        assert dev.run("push").code == 0
+        self.host = clone(str(self.remote), tmp_path / "host", environ, clock)
+        clock.advance(3600)
+        self.meanwhile = self.host.commit("docs meanwhile", {"README": "queue\n"})
+
+    @property
+    def ids(self) -> set[str]:
+        return {self.cp1, self.cp2, self.ho}
+
+    def squash_merge(self) -> str:
+        host = self.host
+        host.clock.advance(60)
+        host.git("fetch", "-q", "origin")
+        git_at(host, "merge", "-q", "--squash", "origin/feature")
+        git_at(host, "commit", "-q", "-m", "Stop dropping acks (#1)")
+        self.publish()
+        return host.head()
+
+    def rebase_merge(self) -> list[str]:
+        host = self.host
+        host.clock.advance(60)
+        git_at(host, "checkout", "-q", "-b", "rebased", "origin/feature")
+        git_at(host, "rebase", "-q", "main")
+        git_at(host, "checkout", "-q", "main")
+        git_at(host, "merge", "-q", "--ff-only", "rebased")
+        self.publish()
+        return host.git("rev-list", "-2", "main").split()[::-1]
+
+    def cherry_pick(self, *commits: str) -> None:
+        self.host.git("fetch", "-q", "origin")
+        for commit in commits:
+            self.host.clock.advance(60)
+            git_at(self.host, "cherry-pick", commit)
+
+    def publish(self) -> None:
+        self.host.git("push", "-q", "origin", "main")
+        self.host.git("push", "-q", "origin", "--delete", "feature")
+
+    def teammate(self, name: str = "teammate", branch_gone: bool = True) -> Repo:
+        """A fresh clone of the remote, records fetched: the branch's commits never were here."""
+        mate = clone(f"file://{self.remote}", self.tmp_path / name, self.environ, self.clock)
+        assert mate.run("fetch").code == 0
+        for commit in (self.c1, self.c2) if branch_gone else ():
+            assert not has_object(mate, commit)
+        return mate
+
+    def drop_branch(self) -> None:
+        """In dev: back on main, the branch deleted and garbage-collected."""
+        dev = self.dev
+        dev.git("checkout", "-q", "main")
+        dev.git("pull", "-q", "--ff-only", "origin", "main")
+        dev.git("branch", "-q", "-D", "feature")
+        dev.git("fetch", "-q", "--prune", "origin")
+        dev.git("reflog", "expire", "--expire=now", "--all")
+        dev.git("gc", "-q", "--prune=now")
+        for commit in (self.c1, self.c2):
+            assert not has_object(dev, commit)
+
+
+def adopted_map(result: Any) -> list[tuple[str, str, list[str], list[str]]]:
+    return [
+        (a["commit"], a["how"], a["from"], sorted(r["id"] for r in a["records"]))
+        for a in result["adopted"]
+    ]
+
+
+# ---- the facts stored at write time ------------------------------------------------------
+
+
+def test_every_record_stores_its_commits_patch_id_as_git_computes_it(repo: Repo) -> None:
+    repo.task()
+    (repo.path / "blob.bin").write_bytes(b"\x00\x01binary")
+    repo.git("add", "blob.bin")
+    repo.commit("text and binary", {"a.txt": "one\ntwo\n"})
+    (repo.path / "blob.bin").write_bytes(b"\x00\x02binary, changed")
+    repo.git("add", "blob.bin")
+    repo.commit("both change", {"a.txt": "one\n  two\nthree\n"})
+    for change in ("text", "mode", "delete"):
+        if change == "mode":
+            repo.git("update-index", "--chmod=+x", "a.txt")
+            repo.commit("mode")
+        elif change == "delete":
+            repo.git("rm", "-q", "blob.bin")
+            repo.commit("delete")
+        record = as_json(repo, "checkpoint", f"after {change}")["record"]
+        assert record["patch"] == git_patch_id(repo, "HEAD"), change
+        repo.commit("next", {"a.txt": f"one\n{change}\n"})
+    # A commit that changes nothing (and the empty root) states no patch.
+    repo.git("commit", "-q", "--allow-empty", "-m", "empty")
+    assert "patch" not in as_json(repo, "checkpoint", "on an empty commit")["record"]
+
+
+def test_a_handover_stores_the_branch_it_closes(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    dev = feature.dev
+    record = json.loads(dev.run("show", "--json").out)["records"][-1]
+    assert record["id"] == feature.ho
+    base = dev.git("merge-base", "HEAD", "origin/main").strip()
+    assert record["branch_base"] == base
+    assert record["branch_commits"] == dev.git("rev-list", f"{base}..HEAD").split()
+    assert record["branch_commits"] == [feature.c2, feature.c1]
+    assert record["branch_patch"] == git_patch_id(dev, base, "HEAD")
+    assert record["patch"] == git_patch_id(dev, "HEAD")
+    # On the branch it would land on, a handover closes no branch.
+    dev.git("checkout", "-q", "main")
+    dev.commit("on main", {"main.py": "x = 1\n"})
+    on_main = as_json(dev, "handover", "-o", "o", "-s", "s", "-n", "n")["record"]
+    assert "branch_base" not in on_main and "patch" in on_main
+
+
+# ---- squash merges ----------------------------------------------------------------------------
+
+
+def test_squash_merge_adopted_from_stored_facts_in_a_clone_that_never_had_the_branch(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    before = json.loads(mate.run("history", "--json").out)
+    assert before["hidden"] == 3
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert peek["label"] == "missing"
+    ref = mate.notes_ref()
+
+    dry = mate.run("adopt", "--dry-run")
+    assert (dry.code, dry.err) == (0, "")
+    assert dry.out.splitlines()[0] == (
+        f"would adopt 3 records onto {squash[:12]} (squash merge of "
+        f"{feature.c1[:12]}, {feature.c2[:12]})"
+    )
+    assert dry.out.splitlines()[-1] == "dry run: nothing was written"
+    assert mate.notes_ref() == ref
+
+    result = as_json(mate, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    assert (result["ambiguous"], result["orphaned"], result["dry_run"]) == ([], 3, False)
+    assert result["invalid"] == 0
+    heads = {r["id"]: r["head"] for r in result["adopted"][0]["records"]}
+    assert heads == {feature.cp1: feature.c1, feature.cp2: feature.c2, feature.ho: feature.c2}
+    assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
+
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+    assert (peek["handover"]["commit"], peek["handover"]["head"]) == (squash, feature.c2)
+    mate.commit("later", {"later.py": "y = 2\n"})
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("advanced", 1, 0)
+    history = as_json(mate, "history")
+    assert history["hidden"] == 0
+    assert {r["id"]: r["commit"] for r in history["records"] if r["id"] in feature.ids} == (
+        dict.fromkeys(feature.ids, squash)
+    )
+    fresh = as_json(mate, "doctor", "--drop-cache", code=1)  # no init: unhealthy config
+    assert fresh["findings"][0]["detail"] == "read caches dropped"
+    assert as_json(mate, "history") == history
+
+    # Idempotent: nothing left to adopt, the notes ref does not move.
+    ref = mate.notes_ref()
+    again = mate.run("adopt")
+    assert again.out == (
+        f"nothing to adopt: every record is on a commit reachable from {mate.head()[:12]}\n"
+    )
+    assert mate.notes_ref() == ref
+
+
+def test_squash_merge_adopted_where_the_branch_was_written_then_gc(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    feature.drop_branch()
+    dev = feature.dev
+    result = as_json(dev, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    peek = as_json(dev, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+
+
+def test_squash_merge_of_records_without_facts_is_recomputed_from_the_commits(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """Records written by hand (or by an older majordomus) state no patch: while the branch's
+    commits exist, the branch is found and compared all the same."""
+    remote, dev = seeded(tmp_path, environ, clock)
+    dev.git("checkout", "-q", "-b", "feature")
+    commits = []
+    for n in (1, 2):
+        clock.advance(60)
+        commits.append(dev.commit(f"step {n}", {"queue.py": "x = 1\n" * n}))
+        dev.git(
+            "notes",
+            "--ref=majordomus",
+            "add",
+            "-m",
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-0123456789ab"\n'
+            f'head = "{commits[-1]}"\nat = 2026-11-30T03:0{n}:00Z\n'
+            f'author = "A <a@example.com>"\nbody = "step {n}"\n',
+        )
+    dev.git("push", "-q", "origin", "feature")
+    host = clone(str(remote), tmp_path / "host", environ, clock)
+    host.commit("meanwhile", {"README": "x\n"})
+    git_at(host, "merge", "-q", "--squash", "origin/feature")
+    git_at(host, "commit", "-q", "-m", "squashed")
+    host.git("push", "-q", "origin", "main")
+    dev.git("checkout", "-q", "main")
+    dev.git("pull", "-q", "--ff-only", "origin", "main")
+    result = as_json(dev, "adopt")
+    assert adopted_map(result) == [
+        (host.head(), "squash", commits, ["c-0000000000000001", "c-0000000000000002"])
+    ]
+    assert note_ids(dev, host.head()) == ["c-0000000000000001", "c-0000000000000002"]
+
+
+# ---- rebase merges -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gone", [False, True], ids=["commits-kept", "commits-gone"])
+def test_rebase_merge_copies_each_commits_records_onto_its_rebased_commit(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, gone: bool
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    r1, r2 = feature.rebase_merge()
+    assert git_patch_id(feature.host, r1) == git_patch_id(feature.dev, feature.c1)
+    if gone:
+        feature.drop_branch()
+        where = feature.teammate()
+    else:
+        where = feature.dev
+        where.git("fetch", "-q", "origin")
+        where.git("checkout", "-q", "-B", "main", "origin/main")
+    result = as_json(where, "adopt")
+    assert adopted_map(result) == sorted(
+        [
+            (r1, "rebase", [feature.c1], [feature.cp1]),
+            (r2, "rebase", [feature.c2], sorted([feature.cp2, feature.ho])),
+        ]
+    )
+    assert note_ids(where, r1) == [feature.cp1]
+    assert note_ids(where, r2) == [feature.cp2, feature.ho]
+    peek = as_json(where, "resume", "--peek", "--task", feature.task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+    assert as_json(where, "history")["hidden"] == 0
+
+
+def test_cherry_picked_commits_are_adopted_too(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    feature.cherry_pick(feature.c1, feature.c2)
+    feature.publish()
+    p1, p2 = feature.host.git("rev-list", "-2", "HEAD").split()[::-1]
+    mate = feature.teammate()
+    assert adopted_map(as_json(mate, "adopt")) == sorted(
+        [
+            (p1, "rebase", [feature.c1], [feature.cp1]),
+            (p2, "rebase", [feature.c2], sorted([feature.cp2, feature.ho])),
+        ]
+    )
+
+
+# ---- never on a guess; nothing to do -------------------------------------------------------------
+
+
+def test_two_candidates_adopt_neither_and_say_so(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    host = feature.host
+    feature.cherry_pick(feature.c1)
+    first = host.head()
+    host.clock.advance(60)
+    git_at(host, "revert", "--no-edit", "HEAD")
+    feature.cherry_pick(feature.c1)
+    again = host.head()
+    feature.publish()
+    mate = feature.teammate()
+    ref = mate.notes_ref()
+    result = mate.run("adopt")
+    assert (result.code, result.err) == (0, "")
+    candidates = sorted([first, again])
+    assert result.out == (
+        f"not adopted: {feature.cp1}: their change matches 2 commits "
+        f"({candidates[0][:12]}, {candidates[1][:12]}), so nothing was guessed; copy them by "
+        "hand with git notes --ref=majordomus copy if you know where they belong\n"
+    )
+    assert mate.notes_ref() == ref
+    shown = as_json(mate, "adopt", "--dry-run")
+    assert shown["adopted"] == []
+    assert shown["ambiguous"] == [{"records": [feature.cp1], "candidates": candidates}]
+
+
+def test_a_merge_commit_needs_nothing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    host = feature.host
+    host.clock.advance(60)
+    git_at(host, "merge", "-q", "--no-ff", "-m", "Merge feature", "origin/feature")
+    feature.publish()
+    mate = feature.teammate("merged", branch_gone=False)
+    ref = mate.notes_ref()
+    result = as_json(mate, "adopt")
+    assert (result["adopted"], result["ambiguous"], result["orphaned"]) == ([], [], 0)
+    assert mate.run("adopt").out == (
+        f"nothing to adopt: every record is on a commit reachable from {mate.head()[:12]}\n"
+    )
+    assert mate.notes_ref() == ref
+    assert as_json(mate, "history")["hidden"] == 0
+
+
+def test_an_abandoned_branch_is_not_adopted(repo: Repo) -> None:
+    repo.task()
+    repo.git("checkout", "-q", "-b", "abandoned")
+    repo.commit("dead end", {"a.py": "x = 1\n"})
+    repo.run("checkpoint", "did not work")
+    repo.git("checkout", "-q", "main")
+    repo.commit("other work", {"b.py": "y = 1\n"})
+    ref = repo.notes_ref()
+    result = as_json(repo, "adopt")
+    assert (result["adopted"], result["orphaned"], result["considered"]) == ([], 1, 1)
+    assert result["compared"] == 2
+    assert repo.notes_ref() == ref
+
+
+def test_refusals_leave_the_notes_ref_alone(repo: Repo) -> None:
+    repo.task()
+    ref = repo.notes_ref()
+    result = repo.run("adopt", "no-such-branch")
+    assert (result.code, result.out) == (3, "")
+    assert result.err == (
+        "majordomus: cannot find a commit named 'no-such-branch'; give a branch, tag or "
+        "commit id.\n"
+    )
+    result = repo.run("adopt", "--days", "0")
+    assert (result.code, result.out, result.err) == (
+        2,
+        "",
+        "majordomus: --days must be 1 or more, not 0.\n",
+    )
+    assert repo.notes_ref() == ref
+
+
+def test_adopt_outside_a_repository(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+    outside = Repo(tmp_path / "nowhere", environ, clock)
+    outside.path.mkdir()
+    result = outside.run("adopt")
+    assert result.code == 3 and result.err.count("\n") == 1
+    assert result.err.startswith("majordomus: not a git repository")
+
+
+def test_the_landing_commits_own_note_is_kept_and_united(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    mate.run("task", "use", feature.task)
+    already = record_id(as_json(mate, "checkpoint", "written on main before adopt"))
+    as_json(mate, "adopt")
+    assert note_ids(mate, squash)[0] == already
+    assert sorted(note_ids(mate, squash)) == sorted({already, *feature.ids})
+
+
+# ---- the CI recipe ---------------------------------------------------------------------------
+
+CI_DOC = Path(__file__).resolve().parent.parent / "docs" / "ci.md"
+
+
+def ci_recipe() -> str:
+    """The shell block of docs/ci.md's adopt section, exactly as documented."""
+    text = CI_DOC.read_text()
+    section = text.split("## After a squash or rebase merge: adopt", 1)[1]
+    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_ci_recipe_adopts_for_everyone(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    ci = clone(f"file://{feature.remote}", tmp_path / "ci", environ, clock)
+    # A CI job: majordomus on PATH, no git identity of its own.
+    job_env = {
+        k: v for k, v in environ.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))
+    }
+    job_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"
+    job = subprocess.run(
+        ["bash", "-euc", ci_recipe()],
+        cwd=ci.path,
+        env=job_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert job.returncode == 0, job.stderr
+    assert f"adopted 3 records onto {squash[:12]} (squash merge of" in job.stdout
+    remote_note = subprocess.run(
+        ["git", f"--git-dir={feature.remote}", "notes", "--ref=majordomus", "show", squash],
+        env=environ,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert {r.id for r in parse_note(remote_note).records} == feature.ids
+    # A teammate who clones main afterwards finds the investigation on it.
+    mate = feature.teammate("after-ci")
+    peek = as_json(mate, "resume", "--peek", "--task", feature.task)
+    assert (peek["handover"]["id"], peek["label"], peek["ahead"]) == (feature.ho, "current", 0)
+    history = as_json(mate, "history")
+    assert history["hidden"] == 0
+    assert {r["id"] for r in history["records"] if r["commit"] == squash} == feature.ids
+    assert as_json(mate, "adopt")["orphaned"] == 0
+    # The writer's own clone, after git pull and a fetch of the records, agrees.
+    dev = feature.dev
+    dev.git("checkout", "-q", "main")
+    dev.git("pull", "-q", "--ff-only", "origin", "main")
+    assert dev.run("fetch").code == 0
+    peek = as_json(dev, "resume", "--peek", "--task", feature.task)
+    assert (peek["handover"]["commit"], peek["label"]) == (squash, "current")
+
+
+# ---- histories with merges, shallow clones, the window ---------------------------------------
+
+
+@pytest.mark.parametrize("where", ["dev", "teammate"])
+def test_squash_of_a_branch_that_merged_main_midway(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, where: str
+) -> None:
+    """The branch meets main twice (its fork point and the merge of main into it): the
+    change compared is the one since the newer merge base, as git merge-base says."""
+    remote, dev = seeded(tmp_path, environ, clock)
+    task = dev.task("queue drops acks")
+    dev.git("checkout", "-q", "-b", "feature")
+    clock.advance(60)
+    c1 = dev.commit("retry once", {"queue.py": "retry = 1\n"})
+    cp1 = record_id(as_json(dev, "checkpoint", "before main moved"))
+    host = clone(str(remote), tmp_path / "host", environ, clock)
+    host.commit("docs meanwhile", {"README": "queue\n"})
+    host.git("push", "-q", "origin", "main")
+    dev.git("fetch", "-q", "origin")
+    clock.advance(60)
+    git_at(dev, "merge", "-q", "--no-ff", "-m", "merge main into feature", "origin/main")
+    clock.advance(60)
+    c2 = dev.commit("ack before retry", {"queue.py": "retry = 1\nack = True\n"})
+    ho = record_id(as_json(dev, "handover", "-o", "acks", "-s", "fixed", "-n", "merge"))
+    record = json.loads(dev.run("show", "--json").out)["records"][-1]
+    assert record["branch_base"] == dev.git("merge-base", "HEAD", "origin/main").strip()
+    dev.git("push", "-q", "origin", "feature")
+    assert dev.run("push").code == 0
+    host.git("fetch", "-q", "origin")
+    git_at(host, "merge", "-q", "--squash", "origin/feature")
+    git_at(host, "commit", "-q", "-m", "Stop dropping acks (#2)")
+    squash = host.head()
+    host.git("push", "-q", "origin", "main")
+    host.git("push", "-q", "origin", "--delete", "feature")
+    if where == "dev":
+        reader = dev
+        dev.git("checkout", "-q", "main")
+        dev.git("pull", "-q", "--ff-only", "origin", "main")
+    else:
+        reader = clone(f"file://{remote}", tmp_path / "mate", environ, clock)
+        assert reader.run("fetch").code == 0
+        assert not has_object(reader, c1)
+    result = as_json(reader, "adopt")
+    assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(squash, "squash")]
+    assert sorted(r["id"] for r in result["adopted"][0]["records"]) == sorted([cp1, ho])
+    if where == "dev":
+        assert set(result["adopted"][0]["from"]) == {c1, c2}
+    peek = as_json(reader, "resume", "--peek", "--task", task)
+    assert (peek["label"], peek["ahead"], peek["behind"]) == ("current", 0, 0)
+
+
+def test_adopt_in_a_shallow_ci_clone_uses_the_stored_facts(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """A shallow clone cannot diff a commit at its boundary (its parent is cut off): such a
+    commit is never compared, so depth 1 adopts nothing, and depth 2 is enough."""
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    ci = clone(f"file://{feature.remote}", tmp_path / "shallow", environ, clock, "--depth", "1")
+    assert ci.git("rev-parse", "--is-shallow-repository").strip() == "true"
+    assert ci.run("fetch").code == 0
+    ref = ci.notes_ref()
+    result = as_json(ci, "adopt")
+    # Four orphaned: the task record's commit lies past the boundary too.
+    assert (result["adopted"], result["orphaned"], result["compared"]) == ([], 4, 0)
+    assert ci.notes_ref() == ref
+    ci.git("fetch", "-q", "--deepen", "1", "origin", "main")
+    result = as_json(ci, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    assert sorted(note_ids(ci, squash)) == sorted(feature.ids)
+
+
+def test_records_older_than_the_window_are_not_considered(repo: Repo) -> None:
+    repo.task()
+    repo.git("checkout", "-q", "-b", "old")
+    change = repo.commit("old change", {"a.py": "x = 1\n"})
+    repo.run("checkpoint", "long ago")
+    repo.git("checkout", "-q", "main")
+    repo.clock.advance(3 * 86400)
+    git_at(repo, "cherry-pick", change)
+    landed = repo.head()
+    assert as_json(repo, "adopt", "--days", "2", "--dry-run")["considered"] == 0
+    assert repo.run("adopt", "--days", "2").out == (
+        f"nothing to adopt: 1 record on commits not reachable from {landed[:12]}, none whose "
+        "change landed in the 0 commits compared\n"
+        "(1 written more than 2 days before it were not considered; --days N widens the "
+        "search)\n"
+    )
+    result = as_json(repo, "adopt", "--days", "4", "--dry-run")
+    assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(landed, "rebase")]
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_documented_post_merge_hook_adopts_on_git_pull(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    dev = feature.dev
+    (script,) = [
+        block.split("```", 1)[0]
+        for block in README.read_text().split("```sh\n")[1:]
+        if "# .git/hooks/post-merge" in block.split("```", 1)[0]
+    ]
+    hook = dev.path / ".git" / "hooks" / "post-merge"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(script)
+    hook.chmod(0o755)
+    dev.git("checkout", "-q", "main")
+    pulled = subprocess.run(
+        ["git", "pull", "-q", "--ff-only", "origin", "main"],
+        cwd=dev.path,
+        env={**environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    # git shows what a hook prints on its standard error.
+    assert pulled.stderr.startswith(f"adopted 3 records onto {squash[:12]} (squash merge of")
+    assert sorted(note_ids(dev, squash)) == sorted(feature.ids)
+
+
+def test_a_landing_commit_whose_note_is_not_toml_is_refused_whole(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    mate.git("notes", "--ref=majordomus", "add", "-m", "edited by hand = [", squash)
+    ref = mate.notes_ref()
+    result = mate.run("adopt")
+    assert (result.code, result.out) == (3, "")
+    assert result.err.startswith(f"majordomus: the note on {squash[:12]} cannot be read")
+    assert result.err.endswith(
+        f"majordomus will not overwrite it: inspect it with git notes --ref=majordomus "
+        f"show {squash[:12]}.\n"
+    )
+    assert result.err.count("\n") == 1
+    assert mate.notes_ref() == ref
+
+
+def test_copies_already_written_by_another_adopt_are_not_written_twice(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    store = Store(str(mate.path), mate.environ)
+    index = Index(store.read_notes(), store)
+    mine = [item for item in index.records if item.summary.id in feature.ids]
+    records = [index.locate(item).record for item in mine]
+    first = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
+    again = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    assert again.target == first.target == mate.notes_ref()
+    assert len(note_ids(mate, squash)) == 3
+
+
+def test_the_branch_a_handover_closes_follows_the_upstream(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    dev = feature.dev
+
+    def closes() -> str:
+        record = as_json(dev, "handover", "-o", "o", "-s", "s", "-n", "n")["record"]
+        return str(record["branch_base"])
+
+    # Pushed with -u: its upstream is itself on the remote, so it lands on the remote's
+    # default branch: origin/HEAD when the clone knows it, else origin/main.
+    dev.git("branch", "-q", "--set-upstream-to", "origin/feature")
+    assert closes() == dev.git("merge-base", "HEAD", "origin/main").strip()
+    dev.git("update-ref", "refs/remotes/origin/trunk", feature.c1)
+    dev.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+    assert closes() == feature.c1
+    # Branched from another branch that it will land on: that one.
+    dev.git("checkout", "-q", "-b", "fix", "--track", "feature")
+    clock.advance(60)
+    dev.commit("fix on top", {"fix.py": "z = 1\n"})
+    assert closes() == feature.c2
+
+
+def test_adopt_in_a_partial_clone(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+    """A blob:none clone lacks the blobs of the squash commit (main changed the file since):
+    git fetches what the compared diffs need; the answer is the one a full clone gives."""
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    feature.host.commit("later", {"queue.py": "retry = 2\nack = True\n"})
+    feature.host.git("push", "-q", "origin", "main")
+    subprocess.run(
+        ["git", f"--git-dir={feature.remote}", "config", "uploadpack.allowFilter", "true"],
+        env=environ,
+        check=True,
+    )
+    partial = clone(
+        f"file://{feature.remote}", tmp_path / "partial", environ, clock, "--filter=blob:none"
+    )
+    missing = partial.git("rev-list", "--objects", "--missing=print", "HEAD")
+    assert f"?{partial.git('rev-parse', f'{squash}:queue.py').strip()}" in missing.split()
+    # The records' objects, fetched without the clone's filter (git's own way).
+    notes = "refs/notes/majordomus:refs/notes/majordomus"
+    partial.git("fetch", "-q", "--no-filter", "origin", notes)
+    result = as_json(partial, "adopt")
+    assert adopted_map(result) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    assert result["invalid"] == 0
+
+
+def test_a_branch_that_moved_on_after_its_handover_is_only_adopted_while_it_exists(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    dev = feature.dev
+    clock.advance(60)
+    late = dev.commit("one more", {"late.py": "z = 3\n"})
+    late_cp = record_id(as_json(dev, "checkpoint", "after the handover"))
+    dev.git("push", "-q", "origin", "feature")
+    assert dev.run("push").code == 0
+    squash = feature.squash_merge()
+    mate = feature.teammate()  # the commits are gone: the handover's facts do not match
+    ref = mate.notes_ref()
+    result = as_json(mate, "adopt")
+    assert (result["adopted"], result["ambiguous"], result["orphaned"]) == ([], [], 4)
+    assert mate.notes_ref() == ref
+    dev.git("fetch", "-q", "origin")  # where they exist, the branch is recomputed
+    dev.git("checkout", "-q", "-B", "main", "origin/main")
+    assert adopted_map(as_json(dev, "adopt")) == [
+        (squash, "squash", [feature.c1, feature.c2, late], sorted({*feature.ids, late_cp}))
+    ]
