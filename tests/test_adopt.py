@@ -639,13 +639,28 @@ def test_the_documented_post_merge_hook_adopts_on_git_pull(
     assert sorted(note_ids(dev, squash)) == sorted(feature.ids)
 
 
-def test_a_landing_commit_whose_note_is_not_toml_is_refused_whole(
+def test_a_landing_commit_whose_note_is_not_toml_takes_the_copies_after_its_bytes(
     tmp_path: Path, environ: dict[str, str], clock: Clock
 ) -> None:
     feature = Feature(tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
     mate.git("notes", "--ref=majordomus", "add", "-m", "edited by hand = [", squash)
+    result = mate.run("adopt")
+    assert result.code == 0, result.err
+    after = mate.git("notes", "--ref=majordomus", "show", squash)
+    assert after.startswith("edited by hand = [\n\n[[")
+    assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
+
+
+def test_a_landing_commit_whose_note_cannot_be_read_is_refused_whole(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    feature = Feature(tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    nested = "x = " + "[" * 100 + "]" * 100
+    mate.git("notes", "--ref=majordomus", "add", "-m", nested, squash)
     ref = mate.notes_ref()
     result = mate.run("adopt")
     assert (result.code, result.out) == (3, "")
