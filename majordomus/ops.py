@@ -710,4 +710,4 @@ def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
     name = remote.locate(store, remote_name, ctx.cwd)
     git = remote.Git(store)
     fetched = remote.fetch(store, git, name, sleep=ctx.sleep)
-    return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep))
+    return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep, fetched=fetched))

@@ -226,16 +226,32 @@ def push(
     *,
     attempts: int = PUSH_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
+    fetched: FetchReport | None = None,
 ) -> PushReport:
-    """Publish the local notes ref; never forced: when rejected, fetch, merge and try again."""
+    """Publish the local notes ref; never forced: when rejected, fetch, merge and try again.
+
+    A ref that descends from the remote's can still lack records the remote has
+    (removed here by hand), so every push is leased on the remote value whose
+    records are already merged into ours: the last one fetched (`fetched`, else
+    the remote-tracking ref, merged first). Ours descends from that value, so a
+    push the lease lets through is a fast-forward that keeps every record; any
+    other remote value is refused, fetched and merged, and the push retried.
+    """
     fetches: list[FetchReport] = []
     where = shown(remote)
+    expected = _merged_remote_value(store, remote, fetched, sleep)
     for attempt in range(1, attempts + 1):
         local = store.notes_target()
         if local is None:
             return PushReport(where, "nothing", None, attempt - 1, tuple(fetches))
         result = git.run(
-            "push", "--porcelain", "--no-verify", "--", remote, f"{NOTES_REF}:{NOTES_REF}"
+            "push",
+            "--porcelain",
+            "--no-verify",
+            f"--force-with-lease={NOTES_REF}:{expected}",
+            "--",
+            remote,
+            f"{NOTES_REF}:{NOTES_REF}",
         )
         flag, summary = _push_status(result.stdout)
         if result.returncode == 0:
@@ -256,11 +272,31 @@ def push(
             # Wait first, then fetch: pushers rejected together wake at different
             # times, and each then fetches what the earlier ones published.
             sleep(random.uniform(0.0, 0.1 * 2 ** min(attempt - 1, 4)))
-            fetches.append(fetch(store, git, remote, sleep=sleep))
+            report = fetch(store, git, remote, sleep=sleep)
+            fetches.append(report)
+            expected = report.remote_commit or ""
     raise RemoteError(
         f"{where} kept moving: {attempts} pushes of the records were rejected "
         f"({summary}); your records are intact in {NOTES_REF}; run majordomus push again."
     )
+
+
+def _merged_remote_value(
+    store: Store, remote: str, fetched: FetchReport | None, sleep: Callable[[float], None]
+) -> str:
+    """The remote value the first push is leased on, its records merged into ours first.
+
+    "" leases on the remote having no records: right for a remote never fetched
+    from, and otherwise refused and fetched like any remote that moved.
+    """
+    if fetched is not None:
+        return fetched.remote_commit or ""
+    if remote not in remote_names(store):
+        return ""  # a URL keeps no remote-tracking ref
+    tracked = store.ref_target(tracking_ref(remote))
+    if tracked is not None and store.notes_target() is not None:
+        store.merge_notes(tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep)
+    return tracked or ""
 
 
 def _push_status(porcelain: str) -> tuple[str | None, str]:

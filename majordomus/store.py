@@ -754,22 +754,35 @@ class Store:
             if not parents:
                 outcome.update(kind="created", added=self._records_added(None, their_commit.tree))
                 return their_commit.id
-            if parents[0] == their_commit.id or self.repo.descendant_of(
-                parents[0], their_commit.id
-            ):
+            assert ours_tree is not None
+            ours, their_tree = parents[0], their_commit.tree
+            if ours == their_commit.id:
                 outcome.update(kind="up-to-date", added=0)
                 return None
-            if self.repo.descendant_of(their_commit.id, parents[0]):
-                added = self._records_added(ours_tree, their_commit.tree)
+            if self.repo.descendant_of(ours, their_commit.id):
+                # Their ref is in our history: what it has and we lack was removed here
+                # by hand (git notes prune/remove), which holds in this clone only until
+                # a fetch from a remote that still has it brings it back.
+                if not self._lacks(ours_tree, their_tree):
+                    outcome.update(kind="up-to-date", added=0)
+                    return None
+                tree_id, added, united, raw = self._merged_tree(ours_tree, their_tree)
+                if tree_id == ours_tree.id:
+                    outcome.update(kind="up-to-date", added=0)
+                    return None
+                outcome.update(kind="restored", added=added, united=united, raw=raw)
+                return self._merge_commit(message, tree_id, [ours])
+            if self.repo.descendant_of(their_commit.id, ours) and not self._lacks(
+                their_tree, ours_tree
+            ):
+                added = self._records_added(ours_tree, their_tree)
                 outcome.update(kind="fast-forward", added=added)
                 return their_commit.id
-            assert ours_tree is not None
-            tree_id, added, united, raw = self._merged_tree(ours_tree, their_commit.tree)
+            # Diverged, or their ref descends from ours but dropped records we have:
+            # never a fast-forward over a deletion, a union instead.
+            tree_id, added, united, raw = self._merged_tree(ours_tree, their_tree)
             outcome.update(kind="merged", added=added, united=united, raw=raw)
-            signature = self._merge_signature()
-            return self.repo.create_commit(
-                None, signature, signature, message + "\n", tree_id, [parents[0], their_commit.id]
-            )
+            return self._merge_commit(message, tree_id, [ours, their_commit.id])
 
         swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
         return MergeReport(
@@ -780,6 +793,45 @@ class Store:
             outcome["raw"],
             swap.attempts,
         )
+
+    def _merge_commit(
+        self, message: str, tree_id: pygit2.Oid, parents: list[pygit2.Oid]
+    ) -> pygit2.Oid:
+        signature = self._merge_signature()
+        return self.repo.create_commit(None, signature, signature, message + "\n", tree_id, parents)
+
+    def _lacks(self, tree: pygit2.Tree, other: pygit2.Tree) -> bool:
+        """Whether `tree` lacks anything `other` holds: a note, a record (by id), or text
+        it could not read. Only notes whose blobs differ are parsed."""
+        if tree.id == other.id:
+            return False
+        mine = self._note_copies(tree)
+        for commit, blobs in self._note_copies(other).items():
+            have = mine.get(commit)
+            if have is None:
+                return True
+            if set(blobs) <= set(have):
+                continue
+            if not self._atoms(blobs) <= self._atoms(have):
+                return True
+        return False
+
+    def _atoms(self, blob_ids: Sequence[str]) -> set[tuple[str, ...]]:
+        """What a note holds, as identities: its records' ids, other tables by content, and
+        the blob id of a text that is not valid TOML (kept whole in `[[unreadable]]`)."""
+        atoms: set[tuple[str, ...]] = set()
+        for blob_id in blob_ids:
+            parsed = self._parse_blob(blob_id)
+            if isinstance(parsed, NoteError):
+                atoms.add(("blob", blob_id))
+                continue
+            for entry in parsed.entries:
+                atoms.add(entry.key)
+                kept = entry.table.get("blob")
+                if entry.kind == "unreadable" and isinstance(kept, str):
+                    atoms.add(("blob", kept))
+            atoms.update(("plain", key, repr(value)) for key, value in parsed.other.items())
+        return atoms
 
     def _merge_signature(self) -> pygit2.Signature:
         # The notes commit's author is bookkeeping, not part of any record: a CI
@@ -950,7 +1002,7 @@ class Swap(NamedTuple):
 class MergeReport(NamedTuple):
     """What uniting fetched records into the local notes ref did."""
 
-    outcome: str  # up-to-date, created, fast-forward, merged
+    outcome: str  # up-to-date, created, fast-forward, merged, restored (removed here by hand)
     notes_commit: str
     records_added: int
     notes_united: int  # notes present on both sides, united record by record
