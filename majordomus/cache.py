@@ -19,7 +19,7 @@ from typing import Any
 
 from majordomus.records import Summary
 
-VERSION = 1
+VERSION = 2  # 2: a missing object is no longer cached as unreadable
 FILE_NAME = "majordomus-cache"
 
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable

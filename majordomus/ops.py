@@ -40,7 +40,9 @@ class Context(NamedTuple):
 
 
 def open_store(ctx: Context) -> Store:
-    return Store(ctx.cwd, ctx.environ)
+    store = Store(ctx.cwd, ctx.environ)
+    store.fetch_missing = remote.missing_fetcher(store)
+    return store
 
 
 def load_profile(ctx: Context, store: Store) -> profiles.Profile:

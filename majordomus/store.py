@@ -55,6 +55,15 @@ _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
 
+class MissingObjectError(NoteError):
+    """A note object (blob or tree) that is not in this clone: a partial clone left it out,
+    or whoever published the notes never sent it. Never cached: a fetch can bring it."""
+
+    def __init__(self, object_id: str) -> None:
+        super().__init__(f"note object {object_id[:12]} is missing; not read")
+        self.object_id = object_id
+
+
 class UnreadableNote(NamedTuple):
     """A note (or a whole notes ref) that could not be read, and why."""
 
@@ -132,6 +141,9 @@ class Store:
         self._disk_cache: ReadCache | None = None
         self._graph: GraphCache | None = None
         self._current_blobs: set[str] = set()
+        # Set by the caller that knows the remotes: fetches note objects a partial clone
+        # left out, in one batch; returns the remote it asked and why it failed (or None).
+        self.fetch_missing: Callable[[Sequence[str]], tuple[str, str | None]] | None = None
         self.advanced_from: tuple[str, int] | None = None  # (cached rev, commits since)
         common = self.gitdir
         if (common / "commondir").exists():
@@ -360,24 +372,59 @@ class Store:
         return targets
 
     def read_notes(self) -> NoteSet:
-        """Every note of every notes ref, read in one pass (through the read cache)."""
+        """Every note of every notes ref, read in one pass (through the read cache).
+
+        In a partial clone, note objects the clone left out are fetched from the
+        promisor remote in one batch (`fetch_missing`), then read; when they cannot
+        be, the read stops (exit 3) rather than answer from what happens to be here.
+        """
+        noteset, missing = self._read_present()
+        if not missing or not self.is_partial():
+            return noteset
+        remote, reason = "the promisor remote", "majordomus did not ask it"
+        if self.fetch_missing is not None:
+            remote, failure = self.fetch_missing(sorted(missing))
+            reason = failure or "it did not send them"
+            for object_id in missing:
+                self._cache.pop(object_id, None)
+            noteset, missing = self._read_present()
+        if missing:
+            raise RepositoryError(
+                f"{len(missing)} note object(s) are missing from this partial clone and "
+                f"{remote} did not send them ({reason}); check that {remote} is reachable, "
+                f"then run majordomus fetch {remote}."
+            )
+        return noteset
+
+    def _read_present(self) -> tuple[NoteSet, set[str]]:
+        """The notes whose objects are here, and the ids of the note objects that are not.
+
+        A missing object is never cached: it can arrive with the next fetch.
+        """
         cache = self._read_cache()
         found: dict[str, dict[str, str]] = {}  # commit -> blob -> first ref holding it
         unreadable: list[UnreadableNote] = []
         targets: dict[str, str] = {}
         trees: list[str] = []
+        missing: set[str] = set()
         for name in self.notes_refs():
-            target, tree = self._notes_tree(name)
+            target, tree_id = self._notes_tree_id(name)
             targets[name] = target
-            if tree is None:
+            if tree_id is None:
                 unreadable.append(UnreadableNote("", name, f"{name} does not point at a commit"))
                 continue
-            tree_id = str(tree.id)
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
             if pairs is None:
-                pairs = tuple(self._walk(tree, ""))
-                cache.put_tree(tree_id, pairs)
+                lacking: set[str] = set()
+                pairs = tuple(self._walk_present(tree_id, lacking))
+                if lacking:
+                    missing |= lacking
+                    for object_id in sorted(lacking):
+                        reason = f"notes tree {object_id[:12]} is missing; not read"
+                        unreadable.append(UnreadableNote("", name, reason))
+                else:
+                    cache.put_tree(tree_id, pairs)
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
         commits: dict[str, Annotated] = {}
@@ -385,7 +432,11 @@ class Store:
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
             for blob, name in blobs.items():
                 entry = self._blob_entry(blob, cache)
-                if isinstance(entry, str):
+                if entry is None:
+                    missing.add(blob)
+                    why = f"note object {blob[:12]} is missing; not read"
+                    unreadable.append(UnreadableNote(commit, name, why))
+                elif isinstance(entry, str):
                     unreadable.append(UnreadableNote(commit, name, entry))
                 else:
                     readable.append((blob, entry))
@@ -398,7 +449,20 @@ class Store:
                 commits[commit] = Annotated(ids, summarise(note), note.invalid)
         self._current_blobs = {blob for blobs in found.values() for blob in blobs}
         cache.save(trees, self._current_blobs)
-        return NoteSet(commits, tuple(unreadable), targets)
+        return NoteSet(commits, tuple(unreadable), targets), missing
+
+    def is_partial(self) -> bool:
+        """Whether git may have left objects out of this clone (a promisor remote is set)."""
+        config = self.repo.config
+        for entry in config:
+            name = entry.name.lower()
+            if name == "extensions.partialclone" and entry.value:
+                return True
+            if name.startswith("remote.") and name.endswith(".promisor"):
+                with contextlib.suppress(pygit2.GitError, ValueError):
+                    if config.get_bool(entry.name):
+                        return True
+        return False
 
     def note(self, blobs: Sequence[str]) -> Note:
         """The united note of readable blobs, parsed (once per process)."""
@@ -420,10 +484,13 @@ class Store:
         self._disk_cache = self._graph = None
         return dropped
 
-    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry:
+    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry | None:
+        """A note's summaries (or why it is unreadable); None when its blob is not here."""
         entry = cache.blobs.get(blob)
         if entry is None:
             parsed = self._parse_blob(blob)
+            if isinstance(parsed, MissingObjectError):
+                return None
             if isinstance(parsed, NoteError):
                 entry = str(parsed)
             else:
@@ -433,25 +500,53 @@ class Store:
             cache.put_blob(blob, entry)
         return entry
 
-    def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree | None]:
+    def _notes_tree_id(self, name: str) -> tuple[str, str | None]:
+        """A notes ref's target and the id of its tree (None when it is not a commit);
+        the tree itself may be missing from a partial clone."""
         ref = self.repo.references[name].resolve()
         target = str(ref.target)
         obj = self.repo.get(ref.target)
         if not isinstance(obj, pygit2.Commit):
             return target, None
-        return target, obj.tree
+        return target, str(obj.tree_id)
 
-    def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
+    def notes_commits(self) -> list[str]:
+        """The commit each notes ref points at (what holds every object the notes need)."""
+        pairs = [self._notes_tree_id(name) for name in self.notes_refs()]
+        return [target for target, tree_id in pairs if tree_id is not None]
+
+    def _walk_present(self, tree_id: str, missing: set[str]) -> Iterator[tuple[str, str]]:
+        """`_walk` over the trees that are here; the ids of those that are not go to `missing`."""
+        try:
+            tree = self._tree(pygit2.Oid(hex=tree_id))
+        except MissingObjectError:
+            missing.add(tree_id)
+            return
+        yield from self._walk(tree, "", missing)
+
+    def _walk(
+        self, tree: pygit2.Tree, prefix: str, missing: set[str] | None = None
+    ) -> Iterator[tuple[str, str]]:
         for entry in tree:
             name = entry.name or ""
             if entry.filemode == _TREE:
                 if _HEX2.fullmatch(name) and len(prefix) < 38:
-                    yield from self._walk(self._tree(entry.id), prefix + name)
+                    try:
+                        sub = self._tree(entry.id)
+                    except MissingObjectError:
+                        if missing is None:
+                            raise
+                        missing.add(str(entry.id))
+                        continue
+                    yield from self._walk(sub, prefix + name, missing)
             elif _is_note_path(prefix + name):
                 yield prefix + name, str(entry.id)
 
     def _tree(self, oid: pygit2.Oid) -> pygit2.Tree:
-        tree = self.repo[oid]
+        try:
+            tree = self.repo[oid]
+        except KeyError:
+            raise MissingObjectError(str(oid)) from None
         assert isinstance(tree, pygit2.Tree)
         return tree
 
@@ -466,6 +561,8 @@ class Store:
             if document is None:
                 try:
                     document = load_document(self._blob_data(blob))
+                except MissingObjectError:
+                    continue
                 except NoteError as error:
                     self._cache[blob] = error
                     continue
@@ -478,7 +575,9 @@ class Store:
         (a pushed tree can hold a submodule entry, or point at an object never sent)."""
         try:
             blob = self.repo[blob_id]
-        except (KeyError, ValueError):
+        except KeyError:
+            raise MissingObjectError(blob_id) from None
+        except ValueError:
             raise NoteError(f"note object {blob_id[:12]} is missing; not read") from None
         if not isinstance(blob, pygit2.Blob):
             raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
@@ -489,6 +588,8 @@ class Store:
         if cached is None:
             try:
                 cached = parse_note(self._blob_data(blob_id))
+            except MissingObjectError as error:
+                return error  # not remembered: it may arrive with a fetch
             except NoteError as error:
                 cached = error
             self._cache[blob_id] = cached
@@ -630,7 +731,14 @@ class Store:
                 f"{NOTES_REF} points at {str(target)[:12]}, which is not a commit; majordomus "
                 "will not overwrite it: inspect it with git cat-file -t, then repair or move it."
             )
-        return obj.tree, [obj.id]
+        try:
+            tree = self._tree(obj.tree_id)
+        except MissingObjectError:
+            raise RepositoryError(
+                f"the notes tree of {NOTES_REF} is missing from this partial clone; nothing was "
+                "recorded: run majordomus fetch, then try again."
+            ) from None
+        return tree, [obj.id]
 
     def _note_blob(
         self, tree: pygit2.Tree | None, commit: str, records: Sequence[Record]

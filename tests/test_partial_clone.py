@@ -1,0 +1,156 @@
+"""Partial clones (`--filter=blob:none`, `--filter=tree:0`): every read answers what a full
+clone answers, note objects arrive in one batch, and a missing object is never remembered."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Clock, Repo
+from tests.remote_fixtures import clone, git, seeded
+
+NOTES = "refs/notes/majordomus"
+TRACKING = "refs/notes/remotes/origin/majordomus"
+FILTERS = ["blob:none", "tree:0"]
+
+
+def ok(repo: Repo, *argv: str) -> str:
+    result = repo.run(*argv)
+    assert (result.code, result.err) == (0, ""), result.err
+    return result.out
+
+
+def published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, Repo]:
+    """A remote that serves filters, holding commits and a dozen notes, all pushed."""
+    remote, alice = seeded(tmp_path, environ, clock)
+    git(remote, environ, "config", "uploadpack.allowFilter", "true")
+    alice.task("queue drops acks")
+    for i in range(5):
+        alice.commit(f"step {i}", {"step.txt": f"{i}\n"})
+        clock.advance(60)
+        ok(alice, "checkpoint", f"step {i} reproduced")
+    ok(alice, "handover", "--objective", "fix it", "--state", "found", "--next", "patch")
+    alice.git("push", "-q", "--no-verify", "origin", "main")
+    ok(alice, "push")
+    return remote, alice
+
+
+def partial(remote: Path, path: Path, repo: Repo, flt: str) -> Repo:
+    # file:// so that the filter is honoured (a plain path clones locally, whole).
+    return clone(f"file://{remote}", path, repo.environ, repo.clock, f"--filter={flt}")
+
+
+def missing(repo: Repo, ref: str) -> list[str]:
+    """Objects under the notes tree of `ref` this clone lacks, as git itself lists them."""
+    tree = repo.git("rev-parse", f"{ref}^{{tree}}").strip()
+    out = repo.git("rev-list", "--objects", "--missing=print", tree)
+    return [line[1:] for line in out.splitlines() if line.startswith("?")]
+
+
+def answers(repo: Repo) -> tuple[object, ...]:
+    """What the read commands answer, for comparison with a full clone."""
+
+    def read(*argv: str) -> object:
+        result = repo.run(*argv, "--json")
+        assert (result.code, result.err) == (0, ""), result.err
+        return json.loads(result.out)
+
+    return read("history", "--all"), read("task", "list"), read("show")
+
+
+def full_answers(remote: Path, tmp_path: Path, repo: Repo) -> tuple[object, ...]:
+    full = clone(str(remote), tmp_path / "full", repo.environ, repo.clock)
+    ok(full, "fetch")
+    return answers(full)
+
+
+def fetches_run(trace: Path) -> int:
+    """How many `git fetch` processes a GIT_TRACE2_EVENT log saw start."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return sum(1 for e in events if e.get("event") == "start" and "fetch" in e.get("argv", []))
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_fetch_brings_every_note_object(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    out = ok(bob, "fetch")
+    assert out == "origin: 7 new records (first fetch)\n"
+    assert missing(bob, NOTES) == missing(bob, TRACKING) == []
+    assert answers(bob) == full_answers(remote, tmp_path, alice)
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_notes_from_plain_git_fetch_are_read_after_one_batch(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    assert missing(bob, TRACKING) != []
+    trace = tmp_path / "trace.json"
+    result = bob.run("history", "--all", "--json", environ={"GIT_TRACE2_EVENT": str(trace)})
+    assert (result.code, result.err) == (0, "")
+    assert fetches_run(trace) == 1
+    assert missing(bob, TRACKING) == []
+    assert answers(bob) == full_answers(remote, tmp_path, alice)
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    before = bob.git("for-each-ref", "refs/notes")
+    away = remote.with_name("away.git")
+    remote.rename(away)  # the promisor remote is unreachable
+    task = json.loads(ok(alice, "task", "list", "--json"))["tasks"][0]["task"]
+    reads = (["history"], ["task", "list"], ["show"], ["doctor"], ["check", "--task", task])
+    for argv in (*reads, ["checkpoint", "--task", task, "not recorded"]):
+        result = bob.run(*argv)
+        assert (result.code, result.out) == (3, ""), argv
+        assert result.err.startswith("majordomus: "), result.err
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+        assert result.err.endswith("then run majordomus fetch origin.\n"), result.err
+    assert bob.git("for-each-ref", "refs/notes") == before
+    away.rename(remote)
+    ok(bob, "fetch")
+    # No --drop-cache: nothing about the missing objects was remembered.
+    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert bob.run("doctor").code == 0
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_writes_and_the_pre_push_hook_in_a_partial_clone(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    bob.commit("bob's fix", {"fix.txt": "fixed\n"})
+    task = json.loads(ok(bob, "task", "list", "--json"))["tasks"][0]["task"]
+    ok(bob, "checkpoint", "--task", task, "fixed on a partial clone")
+    pushed = subprocess.run(
+        ["git", "push", "-q", "origin", "main"],
+        cwd=bob.path,
+        env=bob.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (pushed.returncode, pushed.stderr) == (0, "majordomus: published records to origin\n")
+    ok(alice, "fetch")
+    alice.git("pull", "-q", "--no-rebase", "origin", "main")
+    ok(bob, "fetch")
+    assert answers(bob) == answers(alice)
