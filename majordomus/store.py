@@ -860,10 +860,11 @@ class Store:
         def build(ours_tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid | None:
             outcome.update(united=0, raw=0)
             if not parents:
-                outcome.update(kind="created", added=self._records_added(None, their_commit.tree))
+                their_tree = self._tree(their_commit.tree_id)
+                outcome.update(kind="created", added=self._records_added(None, their_tree))
                 return their_commit.id
             assert ours_tree is not None
-            ours, their_tree = parents[0], their_commit.tree
+            ours, their_tree = parents[0], self._tree(their_commit.tree_id)
             if ours == their_commit.id:
                 outcome.update(kind="up-to-date", added=0)
                 return None
@@ -892,7 +893,13 @@ class Store:
             outcome.update(kind="merged", added=added, united=united, raw=raw)
             return self._merge_commit(message, tree_id, [ours, their_commit.id])
 
-        swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
+        try:
+            swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
+        except MissingObjectError as error:
+            raise RepositoryError(
+                f"{error}; the fetched records are incomplete and nothing was merged: run "
+                "majordomus fetch again (in a partial clone it brings what the notes need)."
+            ) from None
         return MergeReport(
             outcome["kind"],
             swap.target,
@@ -954,7 +961,10 @@ class Store:
     def _note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
         """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
         copies: dict[str, list[str]] = {}
-        for commit, blob_id in self._walk(tree, "") if tree is not None else []:
+        if tree is None:
+            return copies
+        pairs = self._read_cache().trees.get(str(tree.id))
+        for commit, blob_id in self._walk(tree, "") if pairs is None else pairs:
             copies.setdefault(commit, []).append(blob_id)
         return copies
 
