@@ -260,6 +260,10 @@ def push(
         flag, summary = _push_status(result.stdout)
         if result.returncode == 0:
             outcome = "up-to-date" if flag == "=" else "pushed"
+            if remote in remote_names(store):
+                # As git does for branches: the remote-tracking ref follows what was
+                # pushed, so the next push is leased on the value the remote holds.
+                store.git("update-ref", tracking_ref(remote), local, check=False)
             return PushReport(where, outcome, local, attempt, tuple(fetches))
         if flag != "!":
             raise RemoteError(

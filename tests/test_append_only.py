@@ -174,3 +174,15 @@ def test_a_push_by_url_after_a_hand_prune_keeps_the_remote_s_records(
     assert report["fetched"][0]["outcome"] == "restored"
     assert git_ids(remote, environ) == mine | theirs
     assert ids_of(bob) == mine | theirs
+
+
+def test_pushes_in_a_row_need_no_fetch(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    _, alice, _ = alice_publishes_unpushed(tmp_path, environ, clock)
+    tracking = alice.git("rev-parse", "refs/notes/remotes/origin/majordomus").strip()
+    assert tracking == alice.notes_ref()
+    record(alice, "one more")
+    report = json.loads(ok(alice, "push", "--json"))
+    assert (report["attempts"], report["fetched"]) == (1, [])
+    assert ok(alice, "push") == "origin already has every record\n"
