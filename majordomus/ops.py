@@ -588,7 +588,11 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
         for lock in store.stale_locks(older_than_s=0)
     ]
     findings.extend(locks or [Finding("locks", True, "no lock files")])
-    noteset = store.read_notes()
+    try:
+        noteset = store.read_notes()
+    except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
+        findings.append(Finding("notes", False, error.message))
+        return findings
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))

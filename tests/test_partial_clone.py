@@ -114,13 +114,18 @@ def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
     away = remote.with_name("away.git")
     remote.rename(away)  # the promisor remote is unreachable
     task = json.loads(ok(alice, "task", "list", "--json"))["tasks"][0]["task"]
-    reads = (["history"], ["task", "list"], ["show"], ["doctor"], ["check", "--task", task])
+    reads = (["history"], ["task", "list"], ["show"], ["check", "--task", task])
     for argv in (*reads, ["checkpoint", "--task", task, "not recorded"]):
         result = bob.run(*argv)
         assert (result.code, result.out) == (3, ""), argv
         assert result.err.startswith("majordomus: "), result.err
         assert result.err.count("\n") == 1 and "Traceback" not in result.err
         assert result.err.endswith("then run majordomus fetch origin.\n"), result.err
+    doctor = bob.run("doctor", "--json")
+    assert doctor.code == 1
+    finding = json.loads(doctor.out)["findings"][-1]
+    assert (finding["topic"], finding["healthy"]) == ("notes", False)
+    assert finding["detail"].endswith("then run majordomus fetch origin.")
     assert bob.git("for-each-ref", "refs/notes") == before
     away.rename(remote)
     ok(bob, "fetch")
