@@ -86,6 +86,23 @@ def test_fetch_brings_every_note_object(
 
 
 @pytest.mark.parametrize("flt", FILTERS)
+def test_fetch_after_a_plain_git_fetch_brings_what_it_left_out(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+) -> None:
+    # The notes commit is already here: a --no-filter fetch alone would bring nothing.
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    assert missing(bob, TRACKING) != []
+    trace = tmp_path / "trace.json"
+    result = bob.run("fetch", environ={"GIT_TRACE2_EVENT": str(trace)})
+    assert (result.code, result.out, result.err) == (0, "origin: 7 new records (first fetch)\n", "")
+    assert fetches_run(trace) == 2  # the notes ref, then every missing object at once
+    assert missing(bob, NOTES) == missing(bob, TRACKING) == []
+
+
+@pytest.mark.parametrize("flt", FILTERS)
 def test_notes_from_plain_git_fetch_are_read_after_one_batch(
     tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
 ) -> None:
