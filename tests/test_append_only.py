@@ -186,3 +186,30 @@ def test_pushes_in_a_row_need_no_fetch(
     report = json.loads(ok(alice, "push", "--json"))
     assert (report["attempts"], report["fetched"]) == (1, [])
     assert ok(alice, "push") == "origin already has every record\n"
+
+
+def test_a_note_rewritten_by_hand_without_a_record_never_deletes_it_elsewhere(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    remote, alice = seeded(tmp_path, environ, clock)
+    task = alice.task("queue drops acks")
+    kept, dropped = record(alice, "kept"), record(alice, "dropped by hand")
+    alice.git("push", "-q", "--no-verify", "origin", "main")
+    ok(alice, "push")
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    ok(bob, "fetch")
+    head = bob.head()
+    text = bob.git("notes", "--ref=majordomus", "show", head)
+    tables = text.split("\n\n")
+    edited = "\n\n".join(t for t in tables if dropped not in t)
+    bob.git("notes", "--ref=majordomus", "add", "-f", "-m", edited, head)
+    assert ids_of(bob) == {task, kept}
+    bob.git("push", "-q", "--no-verify", "origin", NOTES)  # around majordomus
+    assert git_ids(remote, environ) == {task, kept}
+    out = ok(alice, "fetch")
+    assert out == "origin: 0 new records (merged, 1 note on both sides united)\n"
+    assert ids_of(alice) == {task, kept, dropped}
+    ok(alice, "push")
+    assert git_ids(remote, environ) == {task, kept, dropped}
+    assert ok(bob, "fetch") == "origin: 1 new record (fast-forward)\n"
+    assert ids_of(bob) == {task, kept, dropped}
