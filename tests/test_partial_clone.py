@@ -176,3 +176,24 @@ def test_writes_and_the_pre_push_hook_in_a_partial_clone(
     alice.git("pull", "-q", "--no-rebase", "origin", "main")
     ok(bob, "fetch")
     assert answers(bob) == answers(alice)
+
+
+def test_a_missing_object_is_never_cached_as_invalid(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    # Not a promisor any more: the blobs are simply missing, and reads say so.
+    bob.git("config", "remote.origin.promisor", "false")
+    before = json.loads(ok(bob, "history", "--all", "--json"))
+    assert (before["records"], before["invalid"]) == ([], 6)
+    assert bob.run("doctor").code == 1
+    bob.git("config", "remote.origin.promisor", "true")
+    ids = missing(bob, TRACKING)
+    bob.git("-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "--no-filter", "origin", *ids)
+    assert missing(bob, TRACKING) == []
+    # No --drop-cache: the objects that arrived are read.
+    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert bob.run("doctor").code == 0
