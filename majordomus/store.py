@@ -623,7 +623,13 @@ class Store:
                 None, signature, signature, message + "\n", tree_id, parents
             )
 
-        swap = self._swap(build, message, "nothing was recorded", timeout_s, sleep, monotonic)
+        try:
+            swap = self._swap(build, message, "nothing was recorded", timeout_s, sleep, monotonic)
+        except MissingObjectError as error:
+            raise RepositoryError(
+                f"note object {error.object_id[:12]} is missing from this clone; nothing was "
+                "recorded: run majordomus fetch, then try again."
+            ) from None
         return WriteReport(
             notes_commit=swap.target,
             attempts=swap.attempts,
