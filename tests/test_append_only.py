@@ -213,3 +213,21 @@ def test_a_note_rewritten_by_hand_without_a_record_never_deletes_it_elsewhere(
     assert git_ids(remote, environ) == {task, kept, dropped}
     assert ok(bob, "fetch") == "origin: 1 new record (fast-forward)\n"
     assert ids_of(bob) == {task, kept, dropped}
+
+
+def test_a_prune_in_a_shallow_clone_never_deletes_on_the_remote(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    remote, alice = seeded(tmp_path, environ, clock)
+    mine = {alice.task("queue drops acks"), record(alice, "on the first commit")}
+    alice.commit("second", {"second.txt": "2\n"})
+    mine.add(record(alice, "on the second commit"))
+    alice.git("push", "-q", "--no-verify", "origin", "main")
+    ok(alice, "push")
+    ci = clone(f"file://{remote}", tmp_path / "ci", environ, clock, "--depth", "1")
+    ok(ci, "fetch")
+    ci.git("notes", "--ref=majordomus", "prune")  # the first commit is past the boundary
+    assert len(ids_of(ci)) == 1
+    ok(ci, "sync")
+    assert git_ids(remote, environ) == mine
+    assert ids_of(ci) == mine
