@@ -322,14 +322,14 @@ def missing_note_objects(store: Store) -> list[str]:
     return [line[1:].strip() for line in out.splitlines() if line.startswith("?")]
 
 
-def fetch_objects(git: Git, remote: str, ids: Sequence[str]) -> str | None:
+def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> str | None:
     """Fetch objects by id from `remote` in one request, each with everything under it
     (--no-filter); None when git succeeded, else its reason.
 
     What git does to fetch one promised object, for all of them at once: no
     negotiation (what this clone has says nothing about what it lacks), ids on stdin.
     """
-    result = git.run(
+    noop = (
         "-c",
         "fetch.negotiationAlgorithm=noop",
         "fetch",
@@ -338,14 +338,20 @@ def fetch_objects(git: Git, remote: str, ids: Sequence[str]) -> str | None:
         "--no-write-fetch-head",
         "--recurse-submodules=no",
         "--no-filter",
-        "--stdin",
-        "--",
-        remote,
-        input="".join(f"{object_id}\n" for object_id in ids),
     )
+    result = git.run(*noop, "--stdin", "--", remote, input="".join(f"{i}\n" for i in ids))
     if result.returncode == 0:
         return None
-    return _reason(result.stderr, f"git fetch exited {result.returncode}")
+    reason = _reason(result.stderr, f"git fetch exited {result.returncode}")
+    # A server that serves only what it advertises (protocol v0 without
+    # uploadpack.allowAnySHA1InWant): everything under its notes ref instead,
+    # --refetch because a plain fetch stops at a tip that is already here.
+    dest = f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
+    try:
+        whole = git.run(*noop[2:], "--refetch", "--", remote, f"+{NOTES_REF}*:{dest}*")
+    finally:
+        store.delete_refs(dest.rsplit("/", 1)[0] + "/")
+    return None if whole.returncode == 0 else reason
 
 
 def complete(store: Store, git: Git, remote: str) -> None:
@@ -353,7 +359,7 @@ def complete(store: Store, git: Git, remote: str) -> None:
     ids = missing_note_objects(store)
     if not ids:
         return
-    reason = fetch_objects(git, remote, ids) or "it did not send them"
+    reason = fetch_objects(store, git, remote, ids) or "it did not send them"
     still = missing_note_objects(store)
     if still:
         where = shown(remote)
@@ -381,7 +387,7 @@ def missing_fetcher(store: Store) -> Callable[[Sequence[str]], tuple[str, str | 
 
     def fetch_missing(ids: Sequence[str]) -> tuple[str, str | None]:
         remote = promisor_remote(store)
-        return shown(remote), fetch_objects(Git(store), remote, ids)
+        return shown(remote), fetch_objects(store, Git(store), remote, ids)
 
     return fetch_missing
 

@@ -197,3 +197,27 @@ def test_a_missing_object_is_never_cached_as_invalid(
     # No --drop-cache: the objects that arrived are read.
     assert answers(bob) == full_answers(remote, tmp_path, alice)
     assert bob.run("doctor").code == 0
+
+
+def test_a_server_that_serves_only_advertised_refs(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    # Protocol v0 without uploadpack.allowAnySHA1InWant refuses a request by object id.
+    remote, alice = published(tmp_path, environ, clock)
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    bob.git("config", "protocol.version", "0")
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    ids = missing(bob, TRACKING)
+    refused = subprocess.run(
+        ["git", "fetch", "--no-filter", "origin", ids[0]],
+        cwd=bob.path,
+        env=bob.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert f"Server does not allow request for unadvertised object {ids[0]}" in refused.stderr
+    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert missing(bob, TRACKING) == []
