@@ -382,11 +382,13 @@ class Store:
         if not missing or not self.is_partial():
             return noteset
         remote, reason = "the promisor remote", "majordomus did not ask it"
-        if self.fetch_missing is not None:
+        asked: set[str] = set()
+        # One batch brings each tree with everything under it; a second round is
+        # only for objects the first could not name (under a tree that was missing).
+        while self.fetch_missing is not None and missing - asked:
+            asked |= missing
             remote, failure = self.fetch_missing(sorted(missing))
             reason = failure or "it did not send them"
-            for object_id in missing:
-                self._cache.pop(object_id, None)
             noteset, missing = self._read_present()
         if missing:
             raise RepositoryError(
