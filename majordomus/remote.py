@@ -345,10 +345,12 @@ def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> st
     reason = _reason(result.stderr, f"git fetch exited {result.returncode}")
     # A server that serves only what it advertises (protocol v0 without
     # uploadpack.allowAnySHA1InWant): everything under its notes ref instead,
-    # --refetch because a plain fetch stops at a tip that is already here.
+    # --refetch because a plain fetch stops at a tip that is already here. The
+    # refspec names the ref exactly: git 2.39 waits forever on a --refetch that
+    # wants nothing, and an exact ref the remote lacks fails at once.
     dest = f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
     try:
-        whole = git.run(*noop[2:], "--refetch", "--", remote, f"+{NOTES_REF}*:{dest}*")
+        whole = git.run(*noop[2:], "--refetch", "--", remote, f"+{NOTES_REF}:{dest}")
     finally:
         store.delete_refs(dest.rsplit("/", 1)[0] + "/")
     return None if whole.returncode == 0 else reason
@@ -361,6 +363,11 @@ def complete(store: Store, git: Git, remote: str) -> None:
         return
     reason = fetch_objects(store, git, remote, ids) or "it did not send them"
     still = missing_note_objects(store)
+    promisor = promisor_remote(store)
+    if still and promisor != remote:
+        # Objects under our own ref that only the remote this clone came from has.
+        fetch_objects(store, git, promisor, still)
+        still = missing_note_objects(store)
     if still:
         where = shown(remote)
         raise RemoteError(

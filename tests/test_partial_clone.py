@@ -221,3 +221,19 @@ def test_a_server_that_serves_only_advertised_refs(
     assert f"Server does not allow request for unadvertised object {ids[0]}" in refused.stderr
     assert answers(bob) == full_answers(remote, tmp_path, alice)
     assert missing(bob, TRACKING) == []
+
+
+def test_fetch_from_another_remote_completes_from_the_promisor(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    remote, alice = published(tmp_path, environ, clock)
+    upstream = tmp_path / "upstream.git"  # the code only, none of the notes' objects
+    git(tmp_path, environ, "init", "-q", "--bare", "-b", "main", str(upstream))
+    alice.git("push", "-q", "--no-verify", str(upstream), "main")
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    bob.git("remote", "add", "upstream", f"file://{upstream}")
+    assert missing(bob, TRACKING) != []
+    assert ok(bob, "fetch", "upstream") == "upstream has no records yet\n"
+    assert missing(bob, TRACKING) == []
