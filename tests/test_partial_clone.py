@@ -3,13 +3,16 @@ clone answers, note objects arrive in one batch, and a missing object is never r
 
 from __future__ import annotations
 
+import datetime
 import json
+import shutil
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from tests.conftest import Clock, Repo
+from tests.conftest import Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, git, seeded
 
 NOTES = "refs/notes/majordomus"
@@ -23,9 +26,19 @@ def ok(repo: Repo, *argv: str) -> str:
     return result.out
 
 
-def published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, Repo]:
-    """A remote that serves filters, holding commits and a dozen notes, all pushed."""
-    remote, alice = seeded(tmp_path, environ, clock)
+class Template(NamedTuple):
+    root: Path
+    now: datetime.datetime
+    answers: tuple[object, ...]  # what a full clone answers, fetched
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """Built once: a remote that serves filters, with commits and notes, all pushed."""
+    root = tmp_path_factory.mktemp("published")
+    (root / "home").mkdir()
+    environ, clock = hermetic_environ(root / "home"), Clock()
+    remote, alice = seeded(root, environ, clock)
     git(remote, environ, "config", "uploadpack.allowFilter", "true")
     alice.task("queue drops acks")
     for i in range(5):
@@ -35,6 +48,21 @@ def published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[Pa
     ok(alice, "handover", "--objective", "fix it", "--state", "found", "--next", "patch")
     alice.git("push", "-q", "--no-verify", "origin", "main")
     ok(alice, "push")
+    full = clone(str(remote), root / "full", environ, clock)
+    ok(full, "fetch")
+    return Template(root, clock.now, answers(full))
+
+
+def published(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> tuple[Path, Repo]:
+    """A copy of the template's remote and of the clone that published to it."""
+    remote = tmp_path / "remote.git"
+    shutil.copytree(template.root / "remote.git", remote, symlinks=True)
+    shutil.copytree(template.root / "a", tmp_path / "a", symlinks=True)
+    alice = Repo(tmp_path / "a", environ, clock)
+    alice.git("remote", "set-url", "origin", str(remote))
+    clock.now = template.now
     return remote, alice
 
 
@@ -61,12 +89,6 @@ def answers(repo: Repo) -> tuple[object, ...]:
     return read("history", "--all"), read("task", "list"), read("show")
 
 
-def full_answers(remote: Path, tmp_path: Path, repo: Repo) -> tuple[object, ...]:
-    full = clone(str(remote), tmp_path / "full", repo.environ, repo.clock)
-    ok(full, "fetch")
-    return answers(full)
-
-
 def fetches_run(trace: Path) -> int:
     """How many `git fetch` processes a GIT_TRACE2_EVENT log saw start."""
     events = [json.loads(line) for line in trace.read_text().splitlines()]
@@ -75,22 +97,22 @@ def fetches_run(trace: Path) -> int:
 
 @pytest.mark.parametrize("flt", FILTERS)
 def test_fetch_brings_every_note_object(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, flt)
     out = ok(bob, "fetch")
     assert out == "origin: 7 new records (first fetch)\n"
     assert missing(bob, NOTES) == missing(bob, TRACKING) == []
-    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert answers(bob) == template.answers
 
 
 @pytest.mark.parametrize("flt", FILTERS)
 def test_fetch_after_a_plain_git_fetch_brings_what_it_left_out(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
     # The notes commit is already here: a --no-filter fetch alone would bring nothing.
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, flt)
     ok(bob, "init")
     bob.git("fetch", "-q")
@@ -104,9 +126,9 @@ def test_fetch_after_a_plain_git_fetch_brings_what_it_left_out(
 
 @pytest.mark.parametrize("flt", FILTERS)
 def test_notes_from_plain_git_fetch_are_read_after_one_batch(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, flt)
     ok(bob, "init")
     bob.git("fetch", "-q")
@@ -116,14 +138,14 @@ def test_notes_from_plain_git_fetch_are_read_after_one_batch(
     assert (result.code, result.err) == (0, "")
     assert fetches_run(trace) == 1
     assert missing(bob, TRACKING) == []
-    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert answers(bob) == template.answers
 
 
 @pytest.mark.parametrize("flt", FILTERS)
 def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, flt)
     ok(bob, "init")
     bob.git("fetch", "-q")
@@ -147,15 +169,15 @@ def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
     away.rename(remote)
     ok(bob, "fetch")
     # No --drop-cache: nothing about the missing objects was remembered.
-    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert answers(bob) == template.answers
     assert bob.run("doctor").code == 0
 
 
 @pytest.mark.parametrize("flt", FILTERS)
 def test_writes_and_the_pre_push_hook_in_a_partial_clone(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, flt: str
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, flt)
     ok(bob, "init")
     bob.git("fetch", "-q")
@@ -179,9 +201,9 @@ def test_writes_and_the_pre_push_hook_in_a_partial_clone(
 
 
 def test_a_missing_object_is_never_cached_as_invalid(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, "blob:none")
     ok(bob, "init")
     bob.git("fetch", "-q")
@@ -195,15 +217,15 @@ def test_a_missing_object_is_never_cached_as_invalid(
     bob.git("-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "--no-filter", "origin", *ids)
     assert missing(bob, TRACKING) == []
     # No --drop-cache: the objects that arrived are read.
-    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert answers(bob) == template.answers
     assert bob.run("doctor").code == 0
 
 
 def test_a_server_that_serves_only_advertised_refs(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
 ) -> None:
     # Protocol v0 without uploadpack.allowAnySHA1InWant refuses a request by object id.
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     bob = partial(remote, tmp_path / "bob", alice, "blob:none")
     bob.git("config", "protocol.version", "0")
     ok(bob, "init")
@@ -219,14 +241,14 @@ def test_a_server_that_serves_only_advertised_refs(
     )
     assert refused.returncode != 0
     assert f"Server does not allow request for unadvertised object {ids[0]}" in refused.stderr
-    assert answers(bob) == full_answers(remote, tmp_path, alice)
+    assert answers(bob) == template.answers
     assert missing(bob, TRACKING) == []
 
 
 def test_fetch_from_another_remote_completes_from_the_promisor(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock)
+    remote, alice = published(tmp_path, environ, clock, template)
     upstream = tmp_path / "upstream.git"  # the code only, none of the notes' objects
     git(tmp_path, environ, "init", "-q", "--bare", "-b", "main", str(upstream))
     alice.git("push", "-q", "--no-verify", str(upstream), "main")
