@@ -86,6 +86,7 @@ class NoteSet(NamedTuple):
     commits: Mapping[str, Annotated]
     unreadable: tuple[UnreadableNote, ...]
     refs: Mapping[str, str]  # ref name -> target it was read at
+    missing: int = 0  # note objects not in this clone (yet): an answer not to cache
 
     @property
     def invalid(self) -> int:
@@ -451,7 +452,7 @@ class Store:
                 commits[commit] = Annotated(ids, summarise(note), note.invalid)
         self._current_blobs = {blob for blobs in found.values() for blob in blobs}
         cache.save(trees, self._current_blobs)
-        return NoteSet(commits, tuple(unreadable), targets), missing
+        return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing
 
     def is_partial(self) -> bool:
         """Whether git may have left objects out of this clone (a promisor remote is set)."""

@@ -212,6 +212,8 @@ def test_a_missing_object_is_never_cached_as_invalid(
     before = json.loads(ok(bob, "history", "--all", "--json"))
     assert (before["records"], before["invalid"]) == ([], 6)
     assert bob.run("doctor").code == 1
+    task = json.loads(ok(alice, "task", "list", "--json"))["tasks"][0]["task"]
+    assert bob.run("history", "--task", task).code == 2  # its record is not here yet
     bob.git("config", "remote.origin.promisor", "true")
     ids = missing(bob, TRACKING)
     bob.git("-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "--no-filter", "origin", *ids)
@@ -219,6 +221,8 @@ def test_a_missing_object_is_never_cached_as_invalid(
     # No --drop-cache: the objects that arrived are read.
     assert answers(bob) == template.answers
     assert bob.run("doctor").code == 0
+    expected = ok(alice, "history", "--task", task, "--json")
+    assert ok(bob, "history", "--task", task, "--json") == expected
 
 
 def test_a_server_that_serves_only_advertised_refs(
