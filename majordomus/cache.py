@@ -19,7 +19,7 @@ from typing import Any
 
 from majordomus.records import Summary
 
-VERSION = 2  # 2: notes edited by hand are read table by table
+VERSION = 3  # 2: notes edited by hand are read table by table; 3: a missing object is never cached
 FILE_NAME = "majordomus-cache"
 
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable

@@ -248,7 +248,8 @@ class Views:
             self.full = Index(self._noteset, store)
             meta, packed = _build(self.full)
             key = f"{self._key}@{head}" if self.full.has_copies else self._key
-            self._cache.put(key, meta, packed)
+            if not self._noteset.missing:  # objects still to arrive: nothing to remember
+                self._cache.put(key, meta, packed)
             hit = (meta, packed)
         self._meta: tuple[int, tuple[str, ...]] = hit[0]
         self._packed: dict[str, bytes] = hit[1]
@@ -277,6 +278,8 @@ class Views:
         moved the ref in between (else the next read rebuilds them)."""
         before = self._targets.get(NOTES_REF)
         if self.dependent_on_head or report.parent != before:
+            return
+        if self._noteset is not None and self._noteset.missing:
             return
         targets = {**self._targets, NOTES_REF: report.notes_commit}
         summary = summary_of(record, position)

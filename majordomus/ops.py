@@ -41,7 +41,9 @@ class Context(NamedTuple):
 
 
 def open_store(ctx: Context) -> Store:
-    return Store(ctx.cwd, ctx.environ)
+    store = Store(ctx.cwd, ctx.environ)
+    store.fetch_missing = remote.missing_fetcher(store)
+    return store
 
 
 def load_profile(ctx: Context, store: Store) -> profiles.Profile:
@@ -737,7 +739,7 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
     findings.extend(locks or [Finding("locks", True, "no lock files")])
     try:
         noteset = store.read_notes()
-    except RepositoryError as error:
+    except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
         findings.append(Finding("notes", False, error.message.rstrip(".")))
         return findings
     for bad in noteset.unreadable:
@@ -930,7 +932,7 @@ def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
     name = remote.locate(store, remote_name, ctx.cwd)
     git = remote.Git(store)
     fetched = remote.fetch(store, git, name, sleep=ctx.sleep)
-    return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep))
+    return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep, fetched=fetched))
 
 
 # ---- coding agents -----------------------------------------------------------------------

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -125,7 +125,7 @@ class Git:
         self._monotonic = monotonic
         self._deadline = None if budget_s is None else monotonic() + budget_s
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         env = dict(self.store.environ)
         env[HOOK_GUARD] = "1"
         if self.detached:
@@ -144,7 +144,7 @@ class Git:
                 command,
                 cwd=self.store.workdir or self.store.gitdir,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -153,7 +153,7 @@ class Git:
         except FileNotFoundError:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
         try:
-            out, err = process.communicate(timeout=timeout)
+            out, err = process.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill(process, group=self.detached)
             process.communicate()
@@ -222,13 +222,17 @@ def fetch(
     # that is removed once merged.
     dest = tracking_ref(remote) if named else f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
     try:
-        result = git.run("fetch", "--no-tags", "--quiet", "--", remote, f"+{NOTES_REF}*:{dest}*")
+        # --no-filter: in a partial clone, the notes' trees and blobs come with them.
+        result = git.run(
+            "fetch", "--no-tags", "--quiet", "--no-filter", "--", remote, f"+{NOTES_REF}*:{dest}*"
+        )
         if result.returncode != 0:
             raise RemoteError(
                 f"cannot fetch records from {where}: "
                 f"{_reason(result.stderr, f'git fetch exited {result.returncode}')}; nothing "
                 f"was merged (check the remote with git fetch {where})."
             )
+        complete(store, git, remote)
         theirs = store.ref_target(dest)
         if theirs is None:
             return FetchReport(where, None, None)
@@ -246,20 +250,40 @@ def push(
     *,
     attempts: int = PUSH_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
+    fetched: FetchReport | None = None,
 ) -> PushReport:
-    """Publish the local notes ref; never forced: when rejected, fetch, merge and try again."""
+    """Publish the local notes ref; never forced: when rejected, fetch, merge and try again.
+
+    A ref that descends from the remote's can still lack records the remote has
+    (removed here by hand), so every push is leased on the remote value whose
+    records are already merged into ours: the last one fetched (`fetched`, else
+    the remote-tracking ref, merged first). Ours descends from that value, so a
+    push the lease lets through is a fast-forward that keeps every record; any
+    other remote value is refused, fetched and merged, and the push retried.
+    """
     fetches: list[FetchReport] = []
     where = shown(remote)
+    expected = _merged_remote_value(store, git, remote, fetched, sleep)
     for attempt in range(1, attempts + 1):
         local = store.notes_target()
         if local is None:
             return PushReport(where, "nothing", None, attempt - 1, tuple(fetches))
         result = git.run(
-            "push", "--porcelain", "--no-verify", "--", remote, f"{NOTES_REF}:{NOTES_REF}"
+            "push",
+            "--porcelain",
+            "--no-verify",
+            f"--force-with-lease={NOTES_REF}:{expected}",
+            "--",
+            remote,
+            f"{NOTES_REF}:{NOTES_REF}",
         )
         flag, summary = _push_status(result.stdout)
         if result.returncode == 0:
             outcome = "up-to-date" if flag == "=" else "pushed"
+            if remote in remote_names(store):
+                # As git does for branches: the remote-tracking ref follows what was
+                # pushed, so the next push is leased on the value the remote holds.
+                store.git("update-ref", tracking_ref(remote), local, check=False)
             return PushReport(where, outcome, local, attempt, tuple(fetches))
         if flag != "!":
             raise RemoteError(
@@ -276,11 +300,123 @@ def push(
             # Wait first, then fetch: pushers rejected together wake at different
             # times, and each then fetches what the earlier ones published.
             sleep(random.uniform(0.0, 0.1 * 2 ** min(attempt - 1, 4)))
-            fetches.append(fetch(store, git, remote, sleep=sleep))
+            report = fetch(store, git, remote, sleep=sleep)
+            fetches.append(report)
+            expected = report.remote_commit or ""
     raise RemoteError(
         f"{where} kept moving: {attempts} pushes of the records were rejected "
         f"({summary}); your records are intact in {NOTES_REF}; run majordomus push again."
     )
+
+
+def _merged_remote_value(
+    store: Store,
+    git: Git,
+    remote: str,
+    fetched: FetchReport | None,
+    sleep: Callable[[float], None],
+) -> str:
+    """The remote value the first push is leased on, its records merged into ours first.
+
+    "" leases on the remote having no records: right for a remote never fetched
+    from, and otherwise refused and fetched like any remote that moved.
+    """
+    if fetched is not None:
+        return fetched.remote_commit or ""
+    if remote not in remote_names(store):
+        return ""  # a URL keeps no remote-tracking ref
+    tracked = store.ref_target(tracking_ref(remote))
+    if tracked is not None and store.notes_target() is not None:
+        complete(store, git, remote)
+        store.merge_notes(tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep)
+    return tracked or ""
+
+
+def missing_note_objects(store: Store) -> list[str]:
+    """The objects under the notes refs' trees this clone lacks, as git lists them
+    (never fetching them one by one as it would to read them)."""
+    commits = store.notes_commits()
+    if not commits or not store.is_partial():
+        return []
+    out = store.git("rev-list", "--objects", "--no-walk", "--missing=print", *commits).stdout
+    return [line[1:].strip() for line in out.splitlines() if line.startswith("?")]
+
+
+def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> str | None:
+    """Fetch objects by id from `remote` in one request, each with everything under it
+    (--no-filter); None when git succeeded, else its reason.
+
+    What git does to fetch one promised object, for all of them at once: no
+    negotiation (what this clone has says nothing about what it lacks), ids on stdin.
+    """
+    noop = (
+        "-c",
+        "fetch.negotiationAlgorithm=noop",
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--recurse-submodules=no",
+        "--no-filter",
+    )
+    result = git.run(*noop, "--stdin", "--", remote, input="".join(f"{i}\n" for i in ids))
+    if result.returncode == 0:
+        return None
+    reason = _reason(result.stderr, f"git fetch exited {result.returncode}")
+    # A server that serves only what it advertises (protocol v0 without
+    # uploadpack.allowAnySHA1InWant): everything under its notes ref instead,
+    # --refetch because a plain fetch stops at a tip that is already here. The
+    # refspec names the ref exactly: git 2.39 waits forever on a --refetch that
+    # wants nothing, and an exact ref the remote lacks fails at once.
+    dest = f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
+    try:
+        whole = git.run(*noop[2:], "--refetch", "--", remote, f"+{NOTES_REF}:{dest}")
+    finally:
+        store.delete_refs(dest.rsplit("/", 1)[0] + "/")
+    return None if whole.returncode == 0 else reason
+
+
+def complete(store: Store, git: Git, remote: str) -> None:
+    """Bring the note objects a partial clone lacks from `remote`, in one batch."""
+    ids = missing_note_objects(store)
+    if not ids:
+        return
+    reason = fetch_objects(store, git, remote, ids) or "it did not send them"
+    still = missing_note_objects(store)
+    promisor = promisor_remote(store)
+    if still and promisor != remote:
+        # Objects under our own ref that only the remote this clone came from has.
+        fetch_objects(store, git, promisor, still)
+        still = missing_note_objects(store)
+    if still:
+        where = shown(remote)
+        raise RemoteError(
+            f"{len(still)} object(s) the records need are missing from this partial clone and "
+            f"{where} did not send them ({reason}); nothing was merged (check the remote with "
+            f"git fetch {where})."
+        )
+
+
+def promisor_remote(store: Store) -> str:
+    """The remote a partial clone fetches the objects it left out from."""
+    named = store.git("config", "--get", "extensions.partialclone", check=False).stdout.strip()
+    if named:
+        return named
+    for name in remote_names(store):
+        flag = store.git("config", "--type=bool", "--get", f"remote.{name}.promisor", check=False)
+        if flag.stdout.strip() == "true":
+            return name
+    return default_remote(store)
+
+
+def missing_fetcher(store: Store) -> Callable[[Sequence[str]], tuple[str, str | None]]:
+    """What a read calls when a partial clone lacks note objects: one batched fetch."""
+
+    def fetch_missing(ids: Sequence[str]) -> tuple[str, str | None]:
+        remote = promisor_remote(store)
+        return shown(remote), fetch_objects(store, Git(store), remote, ids)
+
+    return fetch_missing
 
 
 def _push_status(porcelain: str) -> tuple[str | None, str]:

@@ -516,7 +516,12 @@ def _fetch_lines(report: FetchReport) -> list[str]:
         return [f"{where} has no records yet"]
     if merge.outcome == "up-to-date":
         return [f"{where}: every record it has is already here"]
-    how = {"created": "first fetch", "fast-forward": "fast-forward", "merged": "merged"}
+    how = {
+        "created": "first fetch",
+        "fast-forward": "fast-forward",
+        "merged": "merged",
+        "restored": "restored records removed here",
+    }
     detail = how.get(merge.outcome, merge.outcome)
     if merge.notes_united:
         detail += f", {_count(merge.notes_united, 'note')} on both sides united"

@@ -57,6 +57,15 @@ _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
 
+class MissingObjectError(NoteError):
+    """A note object (blob or tree) that is not in this clone: a partial clone left it out,
+    or whoever published the notes never sent it. Never cached: a fetch can bring it."""
+
+    def __init__(self, object_id: str) -> None:
+        super().__init__(f"note object {object_id[:12]} is missing; not read")
+        self.object_id = object_id
+
+
 class UnreadableNote(NamedTuple):
     """A note (or a whole notes ref) that could not be read, and why."""
 
@@ -79,6 +88,7 @@ class NoteSet(NamedTuple):
     commits: Mapping[str, Annotated]
     unreadable: tuple[UnreadableNote, ...]
     refs: Mapping[str, str]  # ref name -> target it was read at
+    missing: int = 0  # note objects not in this clone (yet): an answer not to cache
 
     @property
     def invalid(self) -> int:
@@ -223,6 +233,9 @@ class Store:
         self._disk_cache: ReadCache | None = None
         self._graph: GraphCache | None = None
         self._current_blobs: set[str] = set()
+        # Set by the caller that knows the remotes: fetches note objects a partial clone
+        # left out, in one batch; returns the remote it asked and why it failed (or None).
+        self.fetch_missing: Callable[[Sequence[str]], tuple[str, str | None]] | None = None
         self.advanced_from: tuple[str, int] | None = None  # (cached rev, commits since)
         common = self.gitdir
         if (common / "commondir").exists():
@@ -516,21 +529,58 @@ class Store:
         )
 
     def read_notes(self) -> NoteSet:
-        """Every note of every notes ref, read in one pass (through the read cache)."""
+        """Every note of every notes ref, read in one pass (through the read cache).
+
+        In a partial clone, note objects the clone left out are fetched from the
+        promisor remote in one batch (`fetch_missing`), then read; when they cannot
+        be, the read stops (exit 3) rather than answer from what happens to be here.
+        """
+        noteset, missing = self._read_present()
+        if not missing or not self.is_partial():
+            return noteset
+        remote, reason = "the promisor remote", "majordomus did not ask it"
+        asked: set[str] = set()
+        # One batch brings each tree with everything under it; a second round is
+        # only for objects the first could not name (under a tree that was missing).
+        while self.fetch_missing is not None and missing - asked:
+            asked |= missing
+            remote, failure = self.fetch_missing(sorted(missing))
+            reason = failure or "it did not send them"
+            noteset, missing = self._read_present()
+        if missing:
+            raise RepositoryError(
+                f"{len(missing)} note object(s) are missing from this partial clone and "
+                f"{remote} did not send them ({reason}); check that {remote} is reachable, "
+                f"then run majordomus fetch {remote}."
+            )
+        return noteset
+
+    def _read_present(self) -> tuple[NoteSet, set[str]]:
+        """The notes whose objects are here, and the ids of the note objects that are not.
+
+        A missing object is never cached: it can arrive with the next fetch.
+        """
         cache = self._read_cache()
         found: dict[str, dict[str, str]] = {}  # commit -> blob -> first ref holding it
         unreadable: list[UnreadableNote] = []
         targets: dict[str, str] = {}
         trees: list[str] = []
+        missing: set[str] = set()
         for name in self.notes_refs():
-            target, tree = self._notes_tree(name)
+            target, tree_id = self._notes_tree_id(name)
             targets[name] = target
-            tree_id = str(tree.id)
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
             if pairs is None:
-                pairs = tuple(self._walk(tree, ""))
-                cache.put_tree(tree_id, pairs)
+                lacking: set[str] = set()
+                pairs = tuple(self._walk_present(tree_id, lacking))
+                if lacking:
+                    missing |= lacking
+                    for object_id in sorted(lacking):
+                        reason = f"notes tree {object_id[:12]} is missing; not read"
+                        unreadable.append(UnreadableNote("", name, reason))
+                else:
+                    cache.put_tree(tree_id, pairs)
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
         commits: dict[str, Annotated] = {}
@@ -538,7 +588,11 @@ class Store:
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
             for blob, name in blobs.items():
                 entry = self._blob_entry(blob, cache)
-                if isinstance(entry, str):
+                if entry is None:
+                    missing.add(blob)
+                    why = f"note object {blob[:12]} is missing; not read"
+                    unreadable.append(UnreadableNote(commit, name, why))
+                elif isinstance(entry, str):
                     unreadable.append(UnreadableNote(commit, name, entry))
                 else:
                     readable.append((blob, entry))
@@ -551,7 +605,20 @@ class Store:
                 commits[commit] = Annotated(ids, summarise(note), note.invalid)
         self._current_blobs = {blob for blobs in found.values() for blob in blobs}
         cache.save(trees, self._current_blobs)
-        return NoteSet(commits, tuple(unreadable), targets)
+        return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing
+
+    def is_partial(self) -> bool:
+        """Whether git may have left objects out of this clone (a promisor remote is set)."""
+        config = self.repo.config
+        for entry in config:
+            name = entry.name.lower()
+            if name == "extensions.partialclone" and entry.value:
+                return True
+            if name.startswith("remote.") and name.endswith(".promisor"):
+                with contextlib.suppress(pygit2.GitError, ValueError):
+                    if config.get_bool(entry.name):
+                        return True
+        return False
 
     def note(self, blobs: Sequence[str]) -> Note:
         """The united note of readable blobs, parsed (once per process)."""
@@ -573,10 +640,13 @@ class Store:
         self._disk_cache = self._graph = None
         return dropped
 
-    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry:
+    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry | None:
+        """A note's summaries (or why it is unreadable); None when its blob is not here."""
         entry = cache.blobs.get(blob)
         if entry is None:
             parsed = self._parse_blob(blob)
+            if isinstance(parsed, MissingObjectError):
+                return None
             if isinstance(parsed, NoteError):
                 entry = str(parsed)
             else:
@@ -586,21 +656,48 @@ class Store:
             cache.put_blob(blob, entry)
         return entry
 
-    def _notes_tree(self, name: str) -> tuple[str, pygit2.Tree]:
+    def _notes_tree_id(self, name: str) -> tuple[str, str]:
+        """A notes ref's target and the id of its tree, which may be missing from a partial
+        clone; a ref at anything but a commit stops every command."""
         target = str(self.repo.references[name].resolve().target)
-        return target, self._notes_commit(name, target).tree
+        return target, str(self._notes_commit(name, target).tree_id)
 
-    def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
+    def notes_commits(self) -> list[str]:
+        """The commit each notes ref points at (what holds every object the notes need)."""
+        return [self._notes_tree_id(name)[0] for name in self.notes_refs()]
+
+    def _walk_present(self, tree_id: str, missing: set[str]) -> Iterator[tuple[str, str]]:
+        """`_walk` over the trees that are here; the ids of those that are not go to `missing`."""
+        try:
+            tree = self._tree(pygit2.Oid(hex=tree_id))
+        except MissingObjectError:
+            missing.add(tree_id)
+            return
+        yield from self._walk(tree, "", missing)
+
+    def _walk(
+        self, tree: pygit2.Tree, prefix: str, missing: set[str] | None = None
+    ) -> Iterator[tuple[str, str]]:
         for entry in tree:
             name = entry.name or ""
             if entry.filemode == _TREE:
                 if _HEX2.fullmatch(name) and len(prefix) < 38:
-                    yield from self._walk(self._tree(entry.id), prefix + name)
+                    try:
+                        sub = self._tree(entry.id)
+                    except MissingObjectError:
+                        if missing is None:
+                            raise
+                        missing.add(str(entry.id))
+                        continue
+                    yield from self._walk(sub, prefix + name, missing)
             elif _is_note_path(prefix + name):
                 yield prefix + name, str(entry.id)
 
     def _tree(self, oid: pygit2.Oid) -> pygit2.Tree:
-        tree = self.repo[oid]
+        try:
+            tree = self.repo[oid]
+        except KeyError:
+            raise MissingObjectError(str(oid)) from None
         assert isinstance(tree, pygit2.Tree)
         return tree
 
@@ -615,6 +712,8 @@ class Store:
             if document is None:
                 try:
                     document = load_document(self._blob_data(blob))
+                except MissingObjectError:
+                    continue
                 except NoteError:
                     # Not one TOML document: read the way every other read does.
                     self._cache[blob] = self._parse_blob(blob)
@@ -628,7 +727,9 @@ class Store:
         (a pushed tree can hold a submodule entry, or point at an object never sent)."""
         try:
             blob = self.repo[blob_id]
-        except (KeyError, ValueError):
+        except KeyError:
+            raise MissingObjectError(blob_id) from None
+        except ValueError:
             raise NoteError(f"note object {blob_id[:12]} is missing; not read") from None
         if not isinstance(blob, pygit2.Blob):
             raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
@@ -639,6 +740,8 @@ class Store:
         if cached is None:
             try:
                 cached = parse_note(self._blob_data(blob_id))
+            except MissingObjectError as error:
+                return error  # not remembered: it may arrive with a fetch
             except NoteError as error:
                 cached = error
             self._cache[blob_id] = cached
@@ -673,7 +776,13 @@ class Store:
             )
 
         interrupt.writing(records[0].kind, records[0].id)
-        swap = self._swap(build, message, "nothing was recorded", timeout_s, sleep, monotonic)
+        try:
+            swap = self._swap(build, message, "nothing was recorded", timeout_s, sleep, monotonic)
+        except MissingObjectError as error:
+            raise RepositoryError(
+                f"note object {error.object_id[:12]} is missing from this clone; nothing was "
+                "recorded: run majordomus fetch, then try again."
+            ) from None
         return WriteReport(
             notes_commit=swap.target,
             attempts=swap.attempts,
@@ -815,7 +924,14 @@ class Store:
         obj = self.repo.get(target)
         if not isinstance(obj, pygit2.Commit):
             raise RepositoryError(_not_a_commit(str(target)))
-        return obj.tree, [obj.id]
+        try:
+            tree = self._tree(obj.tree_id)
+        except MissingObjectError:
+            raise RepositoryError(
+                f"the notes tree of {NOTES_REF} is missing from this partial clone; nothing was "
+                "recorded: run majordomus fetch, then try again."
+            ) from None
+        return tree, [obj.id]
 
     def _note_blob(
         self, tree: pygit2.Tree | None, commit: str, records: Sequence[Record]
@@ -938,27 +1054,47 @@ class Store:
         def build(ours_tree: pygit2.Tree | None, parents: list[pygit2.Oid]) -> pygit2.Oid | None:
             outcome.update(united=0, raw=0)
             if not parents:
-                outcome.update(kind="created", added=self._records_added(None, their_commit.tree))
-                return their_commit.id
-            if parents[0] == their_commit.id or self.repo.descendant_of(
-                parents[0], their_commit.id
-            ):
-                outcome.update(kind="up-to-date", added=0)
-                return None
-            if self.repo.descendant_of(their_commit.id, parents[0]):
-                added = self._records_added(ours_tree, their_commit.tree)
-                outcome.update(kind="fast-forward", added=added)
+                their_tree = self._tree(their_commit.tree_id)
+                outcome.update(kind="created", added=self._records_added(None, their_tree))
                 return their_commit.id
             assert ours_tree is not None
-            tree_id, added, united, raw = self._merged_tree(ours_tree, their_commit.tree)
+            ours, their_tree = parents[0], self._tree(their_commit.tree_id)
+            if ours == their_commit.id:
+                outcome.update(kind="up-to-date", added=0)
+                return None
+            if self.repo.descendant_of(ours, their_commit.id):
+                # Their ref is in our history: what it has and we lack was removed here
+                # by hand (git notes prune/remove), which holds in this clone only until
+                # a fetch from a remote that still has it brings it back.
+                if not self._lacks(ours_tree, their_tree):
+                    outcome.update(kind="up-to-date", added=0)
+                    return None
+                tree_id, added, united, raw = self._merged_tree(ours_tree, their_tree)
+                if tree_id == ours_tree.id:
+                    outcome.update(kind="up-to-date", added=0)
+                    return None
+                outcome.update(kind="restored", added=added, united=united, raw=raw)
+                return self._merge_commit(message, tree_id, [ours])
+            if self.repo.descendant_of(their_commit.id, ours) and not self._lacks(
+                their_tree, ours_tree
+            ):
+                added = self._records_added(ours_tree, their_tree)
+                outcome.update(kind="fast-forward", added=added)
+                return their_commit.id
+            # Diverged, or their ref descends from ours but dropped records we have:
+            # never a fast-forward over a deletion, a union instead.
+            tree_id, added, united, raw = self._merged_tree(ours_tree, their_tree)
             outcome.update(kind="merged", added=added, united=united, raw=raw)
-            signature = self._merge_signature()
-            return self.repo.create_commit(
-                None, signature, signature, message + "\n", tree_id, [parents[0], their_commit.id]
-            )
+            return self._merge_commit(message, tree_id, [ours, their_commit.id])
 
         interrupt.writing("fetched records")
-        swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
+        try:
+            swap = self._swap(build, message, "nothing was merged", timeout_s, sleep, monotonic)
+        except MissingObjectError as error:
+            raise RepositoryError(
+                f"{error}; the fetched records are incomplete and nothing was merged: run "
+                "majordomus fetch again (in a partial clone it brings what the notes need)."
+            ) from None
         return MergeReport(
             outcome["kind"],
             swap.target,
@@ -967,6 +1103,45 @@ class Store:
             outcome["raw"],
             swap.attempts,
         )
+
+    def _merge_commit(
+        self, message: str, tree_id: pygit2.Oid, parents: list[pygit2.Oid]
+    ) -> pygit2.Oid:
+        signature = self._merge_signature()
+        return self.repo.create_commit(None, signature, signature, message + "\n", tree_id, parents)
+
+    def _lacks(self, tree: pygit2.Tree, other: pygit2.Tree) -> bool:
+        """Whether `tree` lacks anything `other` holds: a note, a record (by id), or text
+        it could not read. Only notes whose blobs differ are parsed."""
+        if tree.id == other.id:
+            return False
+        mine = self._note_copies(tree)
+        for commit, blobs in self._note_copies(other).items():
+            have = mine.get(commit)
+            if have is None:
+                return True
+            if set(blobs) <= set(have):
+                continue
+            if not self._atoms(blobs) <= self._atoms(have):
+                return True
+        return False
+
+    def _atoms(self, blob_ids: Sequence[str]) -> set[tuple[str, ...]]:
+        """What a note holds, as identities: its records' ids, other tables by content, and
+        the blob id of a text that is not valid TOML (kept whole in `[[unreadable]]`)."""
+        atoms: set[tuple[str, ...]] = set()
+        for blob_id in blob_ids:
+            parsed = self._parse_blob(blob_id)
+            if isinstance(parsed, NoteError):
+                atoms.add(("blob", blob_id))
+                continue
+            for entry in parsed.entries:
+                atoms.add(entry.key)
+                kept = entry.table.get("blob")
+                if entry.kind == "unreadable" and isinstance(kept, str):
+                    atoms.add(("blob", kept))
+            atoms.update(("plain", key, repr(value)) for key, value in parsed.other.items())
+        return atoms
 
     def _merge_signature(self) -> pygit2.Signature:
         # The notes commit's author is bookkeeping, not part of any record: a CI
@@ -981,7 +1156,10 @@ class Store:
     def _note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
         """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
         copies: dict[str, list[str]] = {}
-        for commit, blob_id in self._walk(tree, "") if tree is not None else []:
+        if tree is None:
+            return copies
+        pairs = self._read_cache().trees.get(str(tree.id))
+        for commit, blob_id in self._walk(tree, "") if pairs is None else pairs:
             copies.setdefault(commit, []).append(blob_id)
         return copies
 
@@ -1197,7 +1375,7 @@ class Swap(NamedTuple):
 class MergeReport(NamedTuple):
     """What uniting fetched records into the local notes ref did."""
 
-    outcome: str  # up-to-date, created, fast-forward, merged
+    outcome: str  # up-to-date, created, fast-forward, merged, restored (removed here by hand)
     notes_commit: str
     records_added: int
     notes_united: int  # notes present on both sides, united record by record

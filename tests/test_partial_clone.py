@@ -1,0 +1,265 @@
+"""Partial clones (`--filter=blob:none`, `--filter=tree:0`): every read answers what a full
+clone answers, note objects arrive in one batch, and a missing object is never remembered."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from tests.conftest import Clock, Repo, hermetic_environ
+from tests.remote_fixtures import clone, git, seeded
+
+NOTES = "refs/notes/majordomus"
+TRACKING = "refs/notes/remotes/origin/majordomus"
+FILTERS = ["blob:none", "tree:0"]
+
+
+def ok(repo: Repo, *argv: str) -> str:
+    result = repo.run(*argv)
+    assert (result.code, result.err) == (0, ""), result.err
+    return result.out
+
+
+class Template(NamedTuple):
+    root: Path
+    now: datetime.datetime
+    answers: tuple[object, ...]  # what a full clone answers, fetched
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """Built once: a remote that serves filters, with commits and notes, all pushed."""
+    root = tmp_path_factory.mktemp("published")
+    (root / "home").mkdir()
+    environ, clock = hermetic_environ(root / "home"), Clock()
+    remote, alice = seeded(root, environ, clock)
+    git(remote, environ, "config", "uploadpack.allowFilter", "true")
+    alice.task("queue drops acks")
+    for i in range(5):
+        alice.commit(f"step {i}", {"step.txt": f"{i}\n"})
+        clock.advance(60)
+        ok(alice, "checkpoint", f"step {i} reproduced")
+    ok(alice, "handover", "--objective", "fix it", "--state", "found", "--next", "patch")
+    alice.git("push", "-q", "--no-verify", "origin", "main")
+    ok(alice, "push")
+    full = clone(str(remote), root / "full", environ, clock)
+    ok(full, "fetch")
+    return Template(root, clock.now, answers(full))
+
+
+def published(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> tuple[Path, Repo]:
+    """A copy of the template's remote and of the clone that published to it."""
+    remote = tmp_path / "remote.git"
+    shutil.copytree(template.root / "remote.git", remote, symlinks=True)
+    shutil.copytree(template.root / "a", tmp_path / "a", symlinks=True)
+    alice = Repo(tmp_path / "a", environ, clock)
+    alice.git("remote", "set-url", "origin", str(remote))
+    clock.now = template.now
+    return remote, alice
+
+
+def partial(remote: Path, path: Path, repo: Repo, flt: str) -> Repo:
+    # file:// so that the filter is honoured (a plain path clones locally, whole).
+    return clone(f"file://{remote}", path, repo.environ, repo.clock, f"--filter={flt}")
+
+
+def missing(repo: Repo, ref: str) -> list[str]:
+    """Objects under the notes tree of `ref` this clone lacks, as git itself lists them."""
+    tree = repo.git("rev-parse", f"{ref}^{{tree}}").strip()
+    out = repo.git("rev-list", "--objects", "--missing=print", tree)
+    return [line[1:] for line in out.splitlines() if line.startswith("?")]
+
+
+def answers(repo: Repo) -> tuple[object, ...]:
+    """What the read commands answer, for comparison with a full clone."""
+
+    def read(*argv: str) -> object:
+        result = repo.run(*argv, "--json")
+        assert (result.code, result.err) == (0, ""), result.err
+        return json.loads(result.out)
+
+    return read("history", "--all"), read("task", "list"), read("show")
+
+
+def fetches_run(trace: Path) -> int:
+    """How many `git fetch` processes a GIT_TRACE2_EVENT log saw start."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return sum(1 for e in events if e.get("event") == "start" and "fetch" in e.get("argv", []))
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_fetch_brings_every_note_object(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    out = ok(bob, "fetch")
+    assert out == "origin: 7 new records (first fetch)\n"
+    assert missing(bob, NOTES) == missing(bob, TRACKING) == []
+    assert answers(bob) == template.answers
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_fetch_after_a_plain_git_fetch_brings_what_it_left_out(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    # The notes commit is already here: a --no-filter fetch alone would bring nothing.
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    assert missing(bob, TRACKING) != []
+    trace = tmp_path / "trace.json"
+    result = bob.run("fetch", environ={"GIT_TRACE2_EVENT": str(trace)})
+    assert (result.code, result.out, result.err) == (0, "origin: 7 new records (first fetch)\n", "")
+    assert fetches_run(trace) == 2  # the notes ref, then every missing object at once
+    assert missing(bob, NOTES) == missing(bob, TRACKING) == []
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_notes_from_plain_git_fetch_are_read_after_one_batch(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    assert missing(bob, TRACKING) != []
+    trace = tmp_path / "trace.json"
+    result = bob.run("history", "--all", "--json", environ={"GIT_TRACE2_EVENT": str(trace)})
+    assert (result.code, result.err) == (0, "")
+    assert fetches_run(trace) == 1
+    assert missing(bob, TRACKING) == []
+    assert answers(bob) == template.answers
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    before = bob.git("for-each-ref", "refs/notes")
+    away = remote.with_name("away.git")
+    remote.rename(away)  # the promisor remote is unreachable
+    task = json.loads(ok(alice, "task", "list", "--json"))["tasks"][0]["task"]
+    reads = (["history"], ["task", "list"], ["show"], ["check", "--task", task])
+    for argv in (*reads, ["checkpoint", "--task", task, "not recorded"]):
+        result = bob.run(*argv)
+        assert (result.code, result.out) == (3, ""), argv
+        assert result.err.startswith("majordomus: "), result.err
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err
+        assert result.err.endswith("then run majordomus fetch origin.\n"), result.err
+    doctor = bob.run("doctor", "--json")
+    assert doctor.code == 1
+    finding = json.loads(doctor.out)["findings"][-1]
+    assert (finding["topic"], finding["healthy"]) == ("notes", False)
+    assert finding["detail"].endswith("then run majordomus fetch origin.")
+    assert bob.git("for-each-ref", "refs/notes") == before
+    away.rename(remote)
+    ok(bob, "fetch")
+    # No --drop-cache: nothing about the missing objects was remembered.
+    assert answers(bob) == template.answers
+    assert bob.run("doctor").code == 0
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_writes_and_the_pre_push_hook_in_a_partial_clone(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    bob.commit("bob's fix", {"fix.txt": "fixed\n"})
+    task = json.loads(ok(bob, "task", "list", "--json"))["tasks"][0]["task"]
+    ok(bob, "checkpoint", "--task", task, "fixed on a partial clone")
+    pushed = subprocess.run(
+        ["git", "push", "-q", "origin", "main"],
+        cwd=bob.path,
+        env=bob.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (pushed.returncode, pushed.stderr) == (0, "majordomus: published records to origin\n")
+    ok(alice, "fetch")
+    alice.git("pull", "-q", "--no-rebase", "origin", "main")
+    ok(bob, "fetch")
+    assert answers(bob) == answers(alice)
+
+
+def test_a_missing_object_is_never_cached_as_invalid(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> None:
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    # Not a promisor any more: the blobs are simply missing, and reads say so.
+    bob.git("config", "remote.origin.promisor", "false")
+    before = json.loads(ok(bob, "history", "--all", "--json"))
+    assert (before["records"], before["invalid"]) == ([], 6)
+    assert bob.run("doctor").code == 1
+    task = json.loads(ok(alice, "task", "list", "--json"))["tasks"][0]["task"]
+    assert bob.run("history", "--task", task).code == 2  # its record is not here yet
+    bob.git("config", "remote.origin.promisor", "true")
+    ids = missing(bob, TRACKING)
+    bob.git("-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "--no-filter", "origin", *ids)
+    assert missing(bob, TRACKING) == []
+    # No --drop-cache: the objects that arrived are read.
+    assert answers(bob) == template.answers
+    assert bob.run("doctor").code == 0
+    expected = ok(alice, "history", "--task", task, "--json")
+    assert ok(bob, "history", "--task", task, "--json") == expected
+
+
+def test_a_server_that_serves_only_advertised_refs(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> None:
+    # Protocol v0 without uploadpack.allowAnySHA1InWant refuses a request by object id.
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    bob.git("config", "protocol.version", "0")
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    ids = missing(bob, TRACKING)
+    refused = subprocess.run(
+        ["git", "fetch", "--no-filter", "origin", ids[0]],
+        cwd=bob.path,
+        env=bob.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert f"Server does not allow request for unadvertised object {ids[0]}" in refused.stderr
+    assert answers(bob) == template.answers
+    assert missing(bob, TRACKING) == []
+
+
+def test_fetch_from_another_remote_completes_from_the_promisor(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> None:
+    remote, alice = published(tmp_path, environ, clock, template)
+    upstream = tmp_path / "upstream.git"  # the code only, none of the notes' objects
+    git(tmp_path, environ, "init", "-q", "--bare", "-b", "main", str(upstream))
+    alice.git("push", "-q", "--no-verify", str(upstream), "main")
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    bob.git("remote", "add", "upstream", f"file://{upstream}")
+    assert missing(bob, TRACKING) != []
+    assert ok(bob, "fetch", "upstream") == "upstream has no records yet\n"
+    assert missing(bob, TRACKING) == []
