@@ -664,7 +664,8 @@ class Store:
 
     def notes_commits(self) -> list[str]:
         """The commit each notes ref points at (what holds every object the notes need)."""
-        return [self._notes_tree_id(name)[0] for name in self.notes_refs()]
+        targets = [str(self.repo.references[name].resolve().target) for name in self.notes_refs()]
+        return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
     def _walk_present(self, tree_id: str, missing: set[str]) -> Iterator[tuple[str, str]]:
         """`_walk` over the trees that are here; the ids of those that are not go to `missing`."""

@@ -164,7 +164,7 @@ def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
     assert doctor.code == 1
     finding = json.loads(doctor.out)["findings"][-1]
     assert (finding["topic"], finding["healthy"]) == ("notes", False)
-    assert finding["detail"].endswith("then run majordomus fetch origin.")
+    assert finding["detail"].endswith("then run majordomus fetch origin")
     assert bob.git("for-each-ref", "refs/notes") == before
     away.rename(remote)
     ok(bob, "fetch")
