@@ -17,7 +17,7 @@ from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Located, Views, label, newest_first
+from majordomus.index import Index, Located, Views, newest_first
 from majordomus.records import HANDOVER_FIELDS, clean_text, new_record
 from majordomus.secret import find_secret
 from majordomus.store import StaleLock, Store
@@ -350,7 +350,7 @@ def resume(
     if not pending:
         return ResumeResult(task_id, None, None, None, 0, (), ())
     newest, older = index.locate(pending[0]), pending[1:]
-    div = label(store, newest.commit, head)
+    div = store.graph().labels(head, [newest.commit])[newest.commit]
     store.flush()
     superseded = tuple(h.summary.id for h in older)
     if peek:
@@ -409,13 +409,15 @@ def history(
     entries = []
     selected = newest_first(shown, index.order_of)[:limit]
     index.preload(selected)
+    handovers = [item.commit for item in selected if item.summary.kind == "handover"]
+    labels = store.graph().labels(commit, handovers)
     for item in selected:
         is_handover = item.summary.kind == "handover"
         entries.append(
             HistoryEntry(
                 located=index.locate(item),
                 reachable=item.commit in order,
-                divergence=label(store, item.commit, commit) if is_handover else None,
+                divergence=labels[item.commit] if is_handover else None,
                 resolved=(item.summary.id in resolved) if is_handover else None,
             )
         )

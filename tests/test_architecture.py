@@ -24,7 +24,7 @@ ALLOWED = {
     "records": {"errors"},
     "profile": {"errors", "records"},
     "cache": {"records"},
-    "store": {"errors", "records", "cache"},
+    "store": {"errors", "records", "cache", "graph"},
     "remote": {"errors", "records", "store"},
     "index": {"cache", "errors", "graph", "records", "store"},
     "ops": {"index", "errors", "records", "profile", "graph", "store", "secret", "remote"},
