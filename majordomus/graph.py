@@ -33,6 +33,10 @@ class Source(Protocol):
         """The parents as a walk sees them; None when the commit is not here."""
         ...
 
+    def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        """The parents the commit object names, even those a shallow clone cut off."""
+        ...
+
     def has_commit(self, commit: str) -> bool: ...
 
     def shallow_boundary(self) -> frozenset[str]:
@@ -83,6 +87,13 @@ class Walked:
         fresh = [line for line in lines if line[0] not in self.known]
         self.known.update(line[0] for line in fresh)
         self.extra.insert(0, fresh)
+
+    def heal(self, parents: Mapping[str, tuple[str, ...]]) -> None:
+        """Give these boundary commits back the parents the cut left out."""
+        for walk in (self.lines, *self.extra):
+            for i, line in enumerate(walk):
+                if line[0] in parents:
+                    walk[i] = [line[0], *parents[line[0]]]
 
     def topological(self) -> list[Line]:
         """Children before parents: each walk's order when git's order already is one."""
@@ -162,6 +173,7 @@ def labels_of(
     rev: str,
     targets: Sequence[str],
     boundary: Collection[str] = frozenset(),
+    shallow: bool | None = None,
 ) -> list[Divergence]:
     """The label of each target (a handover's commit) read from REV, over a topological
     order of every commit either reaches.
@@ -173,6 +185,8 @@ def labels_of(
     target cannot be one of its hidden ancestors, and every boundary the walk reaches
     is then below both).
     """
+    if shallow is None:
+        shallow = bool(boundary)
     only_rev, only_target, both, masks = count(lines, rev, targets)
     index = {line[0]: i for i, line in enumerate(lines)}
     reaches_boundary = 0
@@ -187,7 +201,7 @@ def labels_of(
             found.append(Divergence("current", 0, 0))
             continue
         if target not in index:
-            found.append(UNKNOWN if boundary else MISSING)
+            found.append(UNKNOWN if shallow else MISSING)
             continue
         ahead, behind = only_rev[i], only_target[i]
         cut = bool(reaches_boundary & (1 | bit))
@@ -379,9 +393,30 @@ class CommitGraph:
         if off:
             self.walks += 1
             walked.add(self.source.walk(off, [rev]))
+        boundary = self._heal(walked, rev) if self.boundary else self.boundary
         lines = walked.topological()
-        divs = labels_of(lines, rev, handovers, self.boundary)
+        divs = labels_of(lines, rev, handovers, boundary, shallow=bool(self.boundary))
         return dict(zip(handovers, divs, strict=True))
+
+    def _heal(self, walked: Walked, rev: str) -> frozenset[str]:
+        """Mend the cut where it cut nothing off: a boundary commit whose parents are all
+        here after all (fetched along another branch) gets them back, with their history.
+        Returns the boundary commits that stay cut."""
+        remaining = set(self.boundary)
+        while True:
+            healable = {}
+            for commit in remaining & walked.known:
+                parents = self.source.true_parents(commit)
+                if parents and all(self.source.has_commit(p) for p in parents):
+                    healable[commit] = parents
+            if not healable:
+                return frozenset(remaining)
+            remaining -= healable.keys()
+            walked.heal(healable)
+            tips = [p for ps in healable.values() for p in ps if p not in walked.known]
+            if tips:
+                self.walks += 1
+                walked.add(self.source.walk(tips, [rev]))
 
 
 def divergence(graph: CommitGraph, handover_commit: str, at_commit: str) -> Divergence:

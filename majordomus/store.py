@@ -223,6 +223,18 @@ class Store:
             return None
         return tuple(str(parent) for parent in obj.parent_ids)
 
+    def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        try:
+            kind, data = self.repo.odb.read(commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        if kind != pygit2.enums.ObjectType.COMMIT:
+            return None
+        header = data.split(b"\n\n", 1)[0]
+        return tuple(
+            line[7:].decode("ascii") for line in header.split(b"\n") if line.startswith(b"parent ")
+        )
+
     def shallow_boundary(self) -> frozenset[str]:
         if not self.repo.is_shallow:
             return frozenset()

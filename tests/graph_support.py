@@ -20,6 +20,7 @@ class MemorySource:
         boundary: Collection[str] = frozenset(),
         present: Collection[str] | None = None,
     ) -> None:
+        self.parents_of = dict(parents)
         self.boundary = frozenset(boundary)
         self.present = set(parents) if present is None else set(present)
         self.cut = {
@@ -66,6 +67,9 @@ class MemorySource:
 
     def has_commit(self, commit: str) -> bool:
         return commit in self.cut
+
+    def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        return self.parents_of[commit] if commit in self.cut else None
 
     def shallow_boundary(self) -> frozenset[str]:
         return self.boundary & frozenset(self.cut)

@@ -166,11 +166,22 @@ def test_the_issue_history_cut_at_depth_four() -> None:
         "C1": ("M1", "I2"),
         "C2": ("C1",),
     }
-    # what `git clone --depth 4 --no-single-branch` keeps: I1 is cut from H
-    source = MemorySource(parents, boundary={"I1"})
-    assert answer(source, "C2", ["H"]) == {"H": UNKNOWN}
-    assert answer(source, "I2", ["H"]) == {"H": UNKNOWN}
     assert answer(MemorySource(parents), "C2", ["H"]) == {"H": Divergence("advanced", 5, 0)}
+    # What `git clone --depth 4 --no-single-branch` keeps: I1 is cut from H, yet H is
+    # here (branch feature), so the cut is mended and the answer is exact.
+    source = MemorySource(parents, boundary={"I1"})
+    assert answer(source, "C2", ["H", "I2"]) == {
+        "H": Divergence("advanced", 5, 0),
+        "I2": Divergence("advanced", 3, 0),
+    }
+    # Without feature, H is not here: I1 stays cut, and what lies past it is unknown.
+    source = MemorySource(parents, boundary={"I1"}, present=set(parents) - {"H"})
+    # (M1, counted for I2, could as well be one of I1's hidden ancestors.)
+    assert answer(source, "C2", ["A", "I2", "H"]) == {"A": UNKNOWN, "I2": UNKNOWN, "H": UNKNOWN}
+    assert answer(source, "C2", ["C1", "I1"]) == {
+        "C1": Divergence("advanced", 1, 0),
+        "I1": UNKNOWN,
+    }
 
 
 def test_skewed_dates_still_count_in_topological_order() -> None:

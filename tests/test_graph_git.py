@@ -197,7 +197,7 @@ def peek(repo: Repo, task: str) -> tuple[str, int | None, int | None]:
     return out["label"], out["ahead"], out["behind"]
 
 
-def test_the_issue_history_in_a_shallow_clone_is_unknown_never_diverged(
+def test_the_issue_history_in_a_shallow_clone_is_exact_or_unknown_never_diverged(
     tmp_path: Path, repo: Repo
 ) -> None:
     task = issue_history(repo)
@@ -208,12 +208,19 @@ def test_the_issue_history_in_a_shallow_clone_is_unknown_never_diverged(
         "5",
         "1",
     ]  # what git itself answers inside the cut graph
-    assert peek(clone, task) == ("unknown", None, None)
+    # I1 is cut from H, but H came along with branch feature: the cut is mended.
+    assert peek(clone, task) == ("advanced", 5, 0)
     history = json.loads(clone.run("history", "--all", "--json").out)
     labels = [(r["label"], r["ahead"]) for r in history["records"] if r["kind"] == "handover"]
-    assert labels == [("unknown", None)]
-    clone.git("fetch", "-q", "--unshallow", "origin")
-    assert peek(clone, task) == ("advanced", 5, 0)
+    assert labels == [("advanced", 5)]
+    # Without branch feature, H is not here: unknown, never a guess.
+    single = tmp_path / "single"
+    repo.git("clone", "-q", "--depth", "4", f"file://{repo.path}", str(single))
+    lone = Repo(single, repo.environ, repo.clock)
+    lone.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert peek(lone, task) == ("unknown", None, None)
+    lone.git("fetch", "-q", "--unshallow", "origin")
+    assert peek(lone, task) == ("advanced", 5, 0)
 
 
 def test_show_of_a_parent_past_the_boundary_says_the_clone_is_shallow(
