@@ -95,15 +95,9 @@ class Walked:
                 if line[0] in parents:
                     walk[i] = [line[0], *parents[line[0]]]
 
-    def topological(self) -> list[Line]:
-        """Children before parents: each walk's order when git's order already is one."""
-        lines = [line for walk in self.extra for line in walk] + self.lines
-        position = {line[0]: i for i, line in enumerate(lines)}
-        for i, line in enumerate(lines):
-            for parent in line[1:]:
-                if position.get(parent, len(lines)) < i:
-                    return _kahn(lines)
-        return lines
+    def all_lines(self) -> list[Line]:
+        """Every line walked; children before parents when git listed each walk so."""
+        return [line for walk in self.extra for line in walk] + self.lines
 
 
 def _kahn(lines: list[Line]) -> list[Line]:
@@ -125,11 +119,13 @@ def _kahn(lines: list[Line]) -> list[Line]:
     return ordered
 
 
-def count(
-    lines: Sequence[Line], rev: str, targets: Sequence[str]
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """For each target T: (ancestors of REV only, of T only, of both) and the bit mask of
-    what each line reaches, from one pass over a topological order.
+Counts = tuple[list[int], list[int], list[int], list[int], dict[str, int]]
+
+
+def count(lines: Sequence[Line], rev: str, targets: Sequence[str]) -> Counts | None:
+    """For each target T: (ancestors of REV only, of T only, of both), the bit mask of what
+    each line reaches and each commit's line, from one pass over the lines; None when
+    they are not in topological order (children first), which skewed dates can cause.
 
     Each commit carries the set of (REV and the targets) it is an ancestor of, as bits;
     commits with the same set are counted together, so the cost is one pass plus the
@@ -142,11 +138,12 @@ def count(
             masks[index[commit]] |= 1 << bit
     for i, line in enumerate(lines):
         mask = masks[i]
-        if mask:
-            for parent in line[1:]:
-                j = index.get(parent)
-                if j is not None:
-                    masks[j] |= mask
+        for parent in line[1:]:
+            j = index.get(parent)
+            if j is not None:
+                if j < i:
+                    return None
+                masks[j] |= mask
     only_rev = [0] * len(targets)
     only_target = [0] * len(targets)
     both = [0] * len(targets)
@@ -165,7 +162,7 @@ def count(
             rest ^= low
     for i in range(len(targets)):
         only_rev[i] = rev_total - both[i]
-    return only_rev, only_target, both, masks
+    return only_rev, only_target, both, masks, index
 
 
 def labels_of(
@@ -175,8 +172,8 @@ def labels_of(
     boundary: Collection[str] = frozenset(),
     shallow: bool | None = None,
 ) -> list[Divergence]:
-    """The label of each target (a handover's commit) read from REV, over a topological
-    order of every commit either reaches.
+    """The label of each target (a handover's commit) read from REV, over the lines of
+    every commit either reaches.
 
     In a shallow clone (`boundary` not empty) the cut graph is trusted only where no
     history past the boundary could change the answer: when no boundary commit is
@@ -187,8 +184,12 @@ def labels_of(
     """
     if shallow is None:
         shallow = bool(boundary)
-    only_rev, only_target, both, masks = count(lines, rev, targets)
-    index = {line[0]: i for i, line in enumerate(lines)}
+    counted = count(lines, rev, targets)
+    if counted is None:
+        lines = _kahn(list(lines))
+        counted = count(lines, rev, targets)
+        assert counted is not None
+    only_rev, only_target, both, masks, index = counted
     reaches_boundary = 0
     for commit in boundary:
         j = index.get(commit)
@@ -394,8 +395,7 @@ class CommitGraph:
             self.walks += 1
             walked.add(self.source.walk(off, [rev]))
         boundary = self._heal(walked, rev) if self.boundary else self.boundary
-        lines = walked.topological()
-        divs = labels_of(lines, rev, handovers, boundary, shallow=bool(self.boundary))
+        divs = labels_of(walked.all_lines(), rev, handovers, boundary, shallow=bool(self.boundary))
         return dict(zip(handovers, divs, strict=True))
 
     def _heal(self, walked: Walked, rev: str) -> frozenset[str]:
