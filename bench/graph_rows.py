@@ -154,7 +154,32 @@ def graph_rows(
     rows.append(_fresh_row(setup, fixture, workdir, before))
     log(f"{fixture.name}: history --task, warm")
     rows.append(_warm_row(setup, repo, fixture.task, before))
+    log(f"{fixture.name}: one walk, pygit2 against git rev-list")
+    rows.append((_walk_row(setup, repo), None))
     return rows
+
+
+PYGIT2_WALK = """
+import sys, pygit2
+repo = pygit2.Repository(sys.argv[1])
+n = 0
+for commit in repo.walk(repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL):
+    n += len(commit.parent_ids) + 1
+print(n)
+"""
+
+
+def _walk_row(setup: Setup, repo: Path) -> Row:
+    """What one walk of the whole history with parents costs: pygit2's walker (as a
+    process, import included) against the `git rev-list --parents` majordomus runs."""
+    commands = [
+        Command("pygit2 walk", ((str(setup.python), "-c", PYGIT2_WALK, str(repo)),)),
+        Command(
+            "git rev-list --parents", (("git", "-C", str(repo), "rev-list", "--parents", "HEAD"),)
+        ),
+    ]
+    series = _interleave(commands, setup, repo, lambda: None, warmup=setup.warmup)
+    return Row("walk with parents", "pygit2 vs git", series[0], series[1], Target(limit=1.0))
 
 
 def _programs(setup: Setup, before: Path | None) -> list[Path]:
@@ -300,7 +325,10 @@ def section(
         "(every task). *first, fresh clone*: before each run a new local clone with the "
         "records and nothing else. Answers checked against git's own: every listed "
         "record's commit in `git rev-list HEAD`, and a sample of handover labels equal to "
-        "`git rev-list --left-right --count` and `git merge-base`.",
+        "`git rev-list --left-right --count` and `git merge-base`. The *walk with "
+        "parents* rows compare the two ways to make the one walk: pygit2's walker in a "
+        "Python process (majordomus column) against `git rev-list --parents HEAD` (git "
+        "column), which majordomus uses.",
         "",
     ]
     if before is not None:
