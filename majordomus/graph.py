@@ -418,7 +418,3 @@ class CommitGraph:
                 self.walks += 1
                 walked.add(self.source.walk(tips, [rev]))
 
-
-def divergence(graph: CommitGraph, handover_commit: str, at_commit: str) -> Divergence:
-    """The label of one handover attached to `handover_commit`, read from `at_commit`."""
-    return graph.labels(at_commit, [handover_commit])[handover_commit]
