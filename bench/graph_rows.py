@@ -353,7 +353,10 @@ def section(
             answer = row.majordomus.failure or row.answer or "checked"
             cells = [fixture.name, row.name, row.mode]
             if before is not None:
-                old_ms = f"{old.median_ms:,.0f} ms" if old and not old.failure else "failed"
+                if old is None:
+                    old_ms = "—"
+                else:
+                    old_ms = f"{old.median_ms:,.0f} ms" if not old.failure else "failed"
                 cells.append(old_ms)
             cells += [
                 f"{row.majordomus.median_ms:,.0f} ms",
