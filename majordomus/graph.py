@@ -417,4 +417,3 @@ class CommitGraph:
             if tips:
                 self.walks += 1
                 walked.add(self.source.walk(tips, [rev]))
-
