@@ -274,10 +274,29 @@ class CommitGraph:
         if reach is None:
             walked = self._walk(rev)
             ranks = {c: walked.rank[c] for c in candidates if c in walked.rank}
+            if self.boundary:
+                ranks.update(self._mended_ranks(walked, rev, candidates))
             reach = (ranks, tuple(c for c in candidates if c not in ranks))
             if self.memory is not None:
                 self.memory.put_reach(rev, reach)
         return reach[0]
+
+    def _mended_ranks(
+        self, walked: Walked, rev: str, candidates: Collection[str]
+    ) -> dict[str, int]:
+        """In a shallow clone: candidates `rev` reaches only once the cut is mended (git's
+        walk does not list them), ranked after every commit it does list."""
+        self._heal(walked, rev)
+        parents = {line[0]: line[1:] for line in walked.all_lines()}
+        beyond: dict[str, int] = {}
+        stack = [p for line in walked.lines for p in line[1:] if p not in walked.rank]
+        while stack:
+            commit = stack.pop()
+            if commit in beyond or commit in walked.rank:
+                continue
+            beyond[commit] = len(walked.lines) + len(beyond)
+            stack.extend(reversed(parents.get(commit, ())))
+        return {c: beyond[c] for c in candidates if c in beyond}
 
     def _kept_reach(self, rev: str, candidates: Collection[str]) -> Reach | None:
         """The reach from memory: for `rev` itself, or for a revision it descends from by a

@@ -161,6 +161,16 @@ def test_a_shallow_clone_answers_as_the_full_one_or_unknown(
         assert store.graph().boundary == cut
         cuts += bool(cut)
         got = store.graph().labels(rev, handovers)
+        # Commits git lists keep git's order; those only the mended graph reaches follow.
+        order = store.graph().order(rev, history.commits)
+        listed = git_order(clone, rev)
+        assert {c: r for c, r in order.items() if c in listed} == {
+            c: listed[c] for c in history.commits if c in listed
+        }
+        assert set(order) <= set(git_order(repo, rev))
+        assert min((r for c, r in order.items() if c not in listed), default=len(listed)) >= len(
+            listed
+        )
         for handover in handovers:
             if got[handover] != UNKNOWN:
                 assert got[handover] == git_label(repo, handover, rev)
@@ -208,11 +218,12 @@ def test_the_issue_history_in_a_shallow_clone_is_exact_or_unknown_never_diverged
         "5",
         "1",
     ]  # what git itself answers inside the cut graph
-    # I1 is cut from H, but H came along with branch feature: the cut is mended.
+    # I1 is cut from H, but H came along with branch feature: the cut is mended, and
+    # the handover is listed as reachable, as in the full clone.
     assert peek(clone, task) == ("advanced", 5, 0)
-    history = json.loads(clone.run("history", "--all", "--json").out)
+    history = json.loads(clone.run("history", "--json").out)
     labels = [(r["label"], r["ahead"]) for r in history["records"] if r["kind"] == "handover"]
-    assert labels == [("advanced", 5)]
+    assert labels == [("advanced", 5)] and history["hidden"] == 0
     # Without branch feature, H is not here: unknown, never a guess.
     single = tmp_path / "single"
     repo.git("clone", "-q", "--depth", "4", f"file://{repo.path}", str(single))
