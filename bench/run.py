@@ -19,6 +19,7 @@ from pathlib import Path
 
 from adoption import adopt_row
 from corpus import shape_for
+from graph_rows import GraphFixture, graph_rows, merge_heavy, section, write_section
 from repo_cache import (
     GRAPH_VARIANTS,
     Fixture,
@@ -54,6 +55,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="Markdown report (default docs/benchmarks.md)")
     parser.add_argument("--no-write", action="store_true", help="print the report only")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
+    parser.add_argument(
+        "--only",
+        choices=["graph"],
+        help="run only these rows (graph: branch switch, fresh clone, merge-heavy history)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="graph rows: also time this console script (an older majordomus) in the same run",
+    )
     parser.add_argument(
         "--majordomus",
         type=Path,
@@ -180,9 +191,58 @@ def warn_about(setup: Setup) -> None:
         log(f"load average is {load:.2f} on {cores} cores: other work will distort the figures")
 
 
+GRAPH_COMMITS = 100_000
+
+
+def run_graph_rows(
+    args: argparse.Namespace, setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]
+) -> str:
+    """The graph rows on the linear and the merge-heavy repository; returns their section."""
+    commits = min(parse_sizes(args.sizes)) if args.sizes else GRAPH_COMMITS
+    linear = ensure_fixture(shape_for(commits), root, setup.env, log, rebuild=args.rebuild)
+    fixtures = [
+        GraphFixture("linear", linear.path, linear.notes_commit, linear.expectation.task),
+        merge_heavy(root, commits, setup.env, log),
+    ]
+    results = []
+    for fixture in fixtures:
+        rows = graph_rows(setup, fixture, workdir / f"graph-{fixture.name}", args.before, log)
+        results.append((fixture, rows))
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    text = section(results, setup, command, args.before)
+    for name in ("read", "fresh"):
+        for fixture in fixtures:
+            text = text.replace(str(workdir / f"graph-{fixture.name}" / name), "REPO")
+    return text
+
+
+def main_graph(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    started = time.monotonic()
+    root = cache_root(os.environ)
+    root.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    try:
+        setup = make_setup(args, hermetic_env(workdir / "env", os.environ))
+        if args.runs is None:
+            setup = dataclasses.replace(setup, runs=3, warmup=1)
+        warn_about(setup)
+        text = run_graph_rows(args, setup, root, workdir, arguments)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(text, flush=True)
+    output = args.output or REPO_ROOT / "docs" / "benchmarks.md"
+    if not args.no_write:
+        write_section(output, text)
+        log(f"wrote the graph section of {output}")
+    log(f"done in {time.monotonic() - started:.0f} s")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
+    if args.only == "graph":
+        return main_graph(args, arguments)
     started = time.monotonic()
     sizes = parse_sizes(args.sizes or ("10k" if args.quick else "10k,100k"))
     root = cache_root(os.environ)

@@ -83,26 +83,27 @@ class ReadCache:
 Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
 Label = tuple[str, int | None, int | None]
 GRAPH_FILE_NAME = "majordomus-graph-cache"
+GRAPH_VERSION = 2  # 1 kept ranks derived across merges, which git's order does not follow
 KEEP_REVS = 3
 
 
 class GraphCache:
-    """What the commit graph answered: reachability of annotated commits from a few recent
-    revisions, and divergence labels between two commits. Commit ids name immutable
-    history, so an answer stays true (shallow clones are never cached)."""
+    """What the commit graph answered: the rank of annotated commits in `git rev-list REV`
+    for a few recent revisions, and divergence labels between two commits. Commit ids
+    name immutable history, so an answer stays true (a shallow clone keeps nothing)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.revs: list[str] = []  # most recently used last
-        self.reach: dict[str, Reach] = {}
+        self.reaches: dict[str, Reach] = {}
         self.labels: dict[str, Label] = {}
         self.dirty = False
         try:
             data: Any = marshal.loads(path.read_bytes())
-            if data[0] == VERSION:
-                self.revs, self.reach, self.labels = list(data[1]), dict(data[2]), dict(data[3])
+            if data[0] == GRAPH_VERSION:
+                self.revs, self.reaches, self.labels = list(data[1]), dict(data[2]), dict(data[3])
         except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
-            self.revs, self.reach, self.labels = [], {}, {}
+            self.revs, self.reaches, self.labels = [], {}, {}
 
     def _touch(self, rev: str) -> None:
         if rev in self.revs:
@@ -111,8 +112,11 @@ class GraphCache:
         del self.revs[:-KEEP_REVS]
         self.dirty = True
 
+    def reach(self, rev: str) -> Reach | None:
+        return self.reaches.get(rev)
+
     def put_reach(self, rev: str, reach: Reach) -> None:
-        self.reach[rev] = reach
+        self.reaches[rev] = reach
         self._touch(rev)
 
     def put_label(self, handover: str, rev: str, label: Label) -> None:
@@ -126,9 +130,9 @@ class GraphCache:
         if not self.dirty:
             return
         keep = set(self.revs)
-        reach = {rev: value for rev, value in self.reach.items() if rev in keep}
+        reach = {rev: value for rev, value in self.reaches.items() if rev in keep}
         labels = {k: v for k, v in self.labels.items() if k.split(" ")[1] in keep}
-        _write_atomically(self.path, marshal.dumps((VERSION, self.revs, reach, labels)))
+        _write_atomically(self.path, marshal.dumps((GRAPH_VERSION, self.revs, reach, labels)))
         self.dirty = False
 
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from majordomus import ops, render
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Located, Views, label
+from majordomus.index import Index, Located, Views
 from majordomus.records import HANDOVER_FIELDS
 
 DEFAULT_MAX_CHARS = 4000
@@ -70,7 +70,11 @@ def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> 
     check = ops._check_task(index, task_id, prof, ctx.now())
     pending = index.open_handovers(task_id)
     handover = index.locate(pending[0]) if pending else None
-    div = label(store, handover.commit, head) if handover is not None else None
+    div = (
+        store.graph().labels(head, [handover.commit])[handover.commit]
+        if handover is not None
+        else None
+    )
     found = index.newest_first(index.of_kind("checkpoint", task_id))
     shown = found[:checkpoints]
     index.preload(shown)

@@ -1,18 +1,65 @@
-"""Divergence labels: how the code moved between a handover's commit and the one read from."""
+"""The commit graph's answers: which commits a revision reaches, in what order, and how the
+code moved between a handover's commit and that revision (divergence labels).
+
+Every question of a command is answered for all its commits at once: from what an
+earlier command learned (kept by commit ids only, which name immutable history), or
+from one walk of the graph (two when some handovers sit off the revision's history),
+never one git process per record. A shallow clone's cut graph is never remembered,
+and a label read from it is exact or `unknown`.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
+Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
+Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
+Label = tuple[str, int | None, int | None]
+FEW_LABELS = 3  # up to this many labels, one bounded git count each beats a whole walk
+CHAIN_MAX = 64  # how far back a revision is followed to an answer learned before
 
-class Graph(Protocol):
-    def has_commit(self, hex_id: str) -> bool: ...
 
-    def is_shallow(self) -> bool: ...
+class Source(Protocol):
+    """What the graph needs from a repository (the store; an in-memory graph in tests)."""
+
+    def walk(self, tips: Sequence[str], hide: Sequence[str]) -> Sequence[Line]:
+        """Commits reachable from `tips` and not from `hide`, in `git rev-list` order, each
+        with its parents (none for a shallow boundary commit)."""
+        ...
+
+    def parents(self, commit: str) -> tuple[str, ...] | None:
+        """The parents as a walk sees them; None when the commit is not here."""
+        ...
+
+    def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        """The parents the commit object names, even those a shallow clone cut off."""
+        ...
+
+    def has_commit(self, commit: str) -> bool: ...
+
+    def shallow_boundary(self) -> frozenset[str]:
+        """The commits whose parents a shallow clone left out; empty in a complete clone."""
+        ...
+
+    def ahead_behind(self, commit: str, base: str) -> tuple[int, int]:
+        """(commits reachable from `commit` only, commits reachable from `base` only)."""
+        ...
 
     def merge_base(self, a: str, b: str) -> str | None: ...
 
-    def ahead_behind(self, commit: str, base: str) -> tuple[int, int]: ...
+
+class Memory(Protocol):
+    """Answers kept between commands, keyed by commit ids only."""
+
+    def reach(self, rev: str) -> Reach | None: ...
+
+    def put_reach(self, rev: str, reach: Reach) -> None: ...
+
+    def label(self, handover: str, rev: str) -> Label | None: ...
+
+    def put_label(self, handover: str, rev: str, label: Label) -> None: ...
 
 
 class Divergence(NamedTuple):
@@ -21,24 +68,371 @@ class Divergence(NamedTuple):
     behind: int | None
 
 
-def divergence(graph: Graph, handover_commit: str, at_commit: str) -> Divergence:
-    """The label of a handover attached to `handover_commit`, read from `at_commit`.
+UNKNOWN = Divergence("unknown", None, None)
+MISSING = Divergence("missing", None, None)
 
-    In a shallow repository only positive evidence is trusted: a missing commit
-    or an absent common ancestor may lie past the boundary, so it is `unknown`.
+
+class Walked:
+    """The part of the graph one command walked: everything REV reaches (in `git rev-list
+    REV` order) and, when asked for, what other commits reach beyond it."""
+
+    def __init__(self, rev: str, lines: Sequence[Line]) -> None:
+        self.rev = rev
+        self.lines = list(lines)
+        self.rank = {line[0]: i for i, line in enumerate(lines)}
+        self.extra: list[list[Line]] = []  # later walks, newest first
+        self.known: set[str] = set(self.rank)
+
+    def add(self, lines: Sequence[Line]) -> None:
+        fresh = [line for line in lines if line[0] not in self.known]
+        self.known.update(line[0] for line in fresh)
+        self.extra.insert(0, fresh)
+
+    def heal(self, parents: Mapping[str, tuple[str, ...]]) -> None:
+        """Give these boundary commits back the parents the cut left out."""
+        for walk in (self.lines, *self.extra):
+            for i, line in enumerate(walk):
+                if line[0] in parents:
+                    walk[i] = [line[0], *parents[line[0]]]
+
+    def all_lines(self) -> list[Line]:
+        """Every line walked; children before parents when git listed each walk so."""
+        return [line for walk in self.extra for line in walk] + self.lines
+
+
+def _kahn(lines: list[Line]) -> list[Line]:
+    """A topological order (children first) when commit dates are skewed."""
+    present = {line[0]: line for line in lines}
+    children = Counter(p for line in lines for p in line[1:] if p in present)
+    ready = [line[0] for line in lines if children[line[0]] == 0]
+    ready.reverse()
+    ordered: list[Line] = []
+    while ready:
+        commit = ready.pop()
+        line = present[commit]
+        ordered.append(line)
+        for parent in reversed(line[1:]):
+            if parent in present:
+                children[parent] -= 1
+                if children[parent] == 0:
+                    ready.append(parent)
+    return ordered
+
+
+Counts = tuple[list[int], list[int], list[int], list[int], dict[str, int]]
+
+
+def count(lines: Sequence[Line], rev: str, targets: Sequence[str]) -> Counts | None:
+    """For each target T: (ancestors of REV only, of T only, of both), the bit mask of what
+    each line reaches and each commit's line, from one pass over the lines; None when
+    they are not in topological order (children first), which skewed dates can cause.
+
+    Each commit carries the set of (REV and the targets) it is an ancestor of, as bits;
+    commits with the same set are counted together, so the cost is one pass plus the
+    distinct sets, however many targets there are.
     """
-    if handover_commit == at_commit:
-        return Divergence("current", 0, 0)
-    shallow = graph.is_shallow()
-    if not graph.has_commit(handover_commit):
-        return Divergence("unknown" if shallow else "missing", None, None)
-    ahead, behind = graph.ahead_behind(at_commit, handover_commit)
-    if behind == 0:
-        return Divergence("advanced", ahead, 0)
-    if ahead == 0:
-        return Divergence("behind", 0, behind)
-    if graph.merge_base(at_commit, handover_commit) is not None:
-        return Divergence("diverged", ahead, behind)
-    if shallow:
-        return Divergence("unknown", None, None)
-    return Divergence("unrelated", ahead, behind)
+    index = {line[0]: i for i, line in enumerate(lines)}
+    masks = [0] * len(lines)
+    for bit, commit in enumerate((rev, *targets)):
+        if commit in index:
+            masks[index[commit]] |= 1 << bit
+    for i, line in enumerate(lines):
+        mask = masks[i]
+        for parent in line[1:]:
+            j = index.get(parent)
+            if j is not None:
+                if j < i:
+                    return None
+                masks[j] |= mask
+    only_rev = [0] * len(targets)
+    only_target = [0] * len(targets)
+    both = [0] * len(targets)
+    rev_total = 0
+    for mask, many in Counter(masks).items():
+        in_rev = mask & 1
+        rev_total += many if in_rev else 0
+        rest = mask >> 1
+        while rest:
+            low = rest & -rest
+            bit = low.bit_length() - 1
+            if in_rev:
+                both[bit] += many
+            else:
+                only_target[bit] += many
+            rest ^= low
+    for i in range(len(targets)):
+        only_rev[i] = rev_total - both[i]
+    return only_rev, only_target, both, masks, index
+
+
+def labels_of(
+    lines: Sequence[Line],
+    rev: str,
+    targets: Sequence[str],
+    boundary: Collection[str] = frozenset(),
+    shallow: bool | None = None,
+) -> list[Divergence]:
+    """The label of each target (a handover's commit) read from REV, over the lines of
+    every commit either reaches.
+
+    In a shallow clone (`boundary` not empty) the cut graph is trusted only where no
+    history past the boundary could change the answer: when no boundary commit is
+    reachable from REV or the target, or when one is an ancestor of the other and every
+    commit counted between them descends from it (a commit that descends from the
+    target cannot be one of its hidden ancestors, and every boundary the walk reaches
+    is then below both).
+    """
+    if shallow is None:
+        shallow = bool(boundary)
+    counted = count(lines, rev, targets)
+    if counted is None:
+        lines = _kahn(list(lines))
+        counted = count(lines, rev, targets)
+        assert counted is not None
+    only_rev, only_target, both, masks, index = counted
+    reaches_boundary = 0
+    for commit in boundary:
+        j = index.get(commit)
+        if j is not None:
+            reaches_boundary |= masks[j]
+    found = []
+    for i, target in enumerate(targets):
+        bit = 1 << (i + 1)
+        if target == rev:
+            found.append(Divergence("current", 0, 0))
+            continue
+        if target not in index:
+            found.append(UNKNOWN if shallow else MISSING)
+            continue
+        ahead, behind = only_rev[i], only_target[i]
+        cut = bool(reaches_boundary & (1 | bit))
+        if behind == 0:
+            exact = not cut or _between(lines, index, masks, 1, bit, target)
+            found.append(Divergence("advanced", ahead, 0) if exact else UNKNOWN)
+        elif ahead == 0:
+            exact = not cut or _between(lines, index, masks, bit, 1, rev)
+            found.append(Divergence("behind", 0, behind) if exact else UNKNOWN)
+        elif cut:
+            found.append(UNKNOWN)
+        elif both[i]:
+            found.append(Divergence("diverged", ahead, behind))
+        else:
+            found.append(Divergence("unrelated", ahead, behind))
+    return found
+
+
+def _between(
+    lines: Sequence[Line],
+    index: Mapping[str, int],
+    masks: Sequence[int],
+    top: int,
+    low: int,
+    base: str,
+) -> bool:
+    """Whether every commit reached from `top` and not from `low` descends from `base`:
+    each has a parent that is `base` or is itself one of them."""
+
+    def counted(commit: str) -> bool:
+        j = index.get(commit)
+        return j is not None and bool(masks[j] & top) and not masks[j] & low
+
+    return all(
+        any(p == base or counted(p) for p in line[1:])
+        for i, line in enumerate(lines)
+        if masks[i] & top and not masks[i] & low
+    )
+
+
+class CommitGraph:
+    """Every history question of one command, answered from memory or by one walk."""
+
+    def __init__(self, source: Source, memory: Memory | None) -> None:
+        self.source = source
+        self._boundary: frozenset[str] | None = None
+        self.memory = memory if not self.boundary else None  # a cut graph is never kept
+        self._walked: Walked | None = None
+        self._chains: dict[str, list[str]] = {}
+        self.walks = 0  # git walks made: what the tests hold to "one or a few"
+
+    @property
+    def boundary(self) -> frozenset[str]:
+        if self._boundary is None:
+            self._boundary = self.source.shallow_boundary()
+        return self._boundary
+
+    def _walk(self, rev: str) -> Walked:
+        if self._walked is None or self._walked.rev != rev:
+            self.walks += 1
+            self._walked = Walked(rev, self.source.walk([rev], []))
+        return self._walked
+
+    # ---- reachability and order -------------------------------------------
+
+    def order(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
+        """Which candidates `rev` reaches, each with its rank in `git rev-list REV`."""
+        reach = self._kept_reach(rev, candidates)
+        if reach is None:
+            walked = self._walk(rev)
+            ranks = {c: walked.rank[c] for c in candidates if c in walked.rank}
+            if self.boundary:
+                ranks.update(self._mended_ranks(walked, rev, candidates))
+            reach = (ranks, tuple(c for c in candidates if c not in ranks))
+            if self.memory is not None:
+                self.memory.put_reach(rev, reach)
+        return reach[0]
+
+    def _mended_ranks(
+        self, walked: Walked, rev: str, candidates: Collection[str]
+    ) -> dict[str, int]:
+        """In a shallow clone: candidates `rev` reaches only once the cut is mended (git's
+        walk does not list them), ranked after every commit it does list."""
+        self._heal(walked, rev)
+        parents = {line[0]: line[1:] for line in walked.all_lines()}
+        beyond: dict[str, int] = {}
+        stack = [p for line in walked.lines for p in line[1:] if p not in walked.rank]
+        while stack:
+            commit = stack.pop()
+            if commit in beyond or commit in walked.rank:
+                continue
+            beyond[commit] = len(walked.lines) + len(beyond)
+            stack.extend(reversed(parents.get(commit, ())))
+        return {c: beyond[c] for c in candidates if c in beyond}
+
+    def _kept_reach(self, rev: str, candidates: Collection[str]) -> Reach | None:
+        """The reach from memory: for `rev` itself, or for a revision it descends from by a
+        chain of single-parent commits (whose walk is that chain, then the revision's)."""
+        if self.memory is None:
+            return None
+        if self._walked is not None and self._walked.rev == rev:
+            return None
+        chain, base, kept = self._chain_to_kept(rev)
+        if kept is None or base is None:
+            return None
+        ranks = {c: r + len(chain) for c, r in kept[0].items()}
+        ranks.update((c, r) for r, c in enumerate(chain))
+        decided = set(ranks) | set(kept[1])
+        others = [c for c in kept[1] if c not in ranks]
+        for commit in candidates:
+            if commit == rev and commit not in ranks:
+                ranks[commit] = 0  # the first commit of its own walk
+            elif commit not in decided:
+                if self.source.has_commit(commit):
+                    return None  # a commit the kept walk did not look for: walk again
+                others.append(commit)
+        reach = (ranks, tuple(others))
+        if chain or len(others) != len(kept[1]):
+            self.memory.put_reach(rev, reach)
+        return reach
+
+    def _chain_to_kept(self, rev: str) -> tuple[list[str], str | None, Reach | None]:
+        assert self.memory is not None
+        chain = self._chain(rev)
+        for steps, commit in enumerate(chain):
+            kept = self.memory.reach(commit)
+            if kept is not None:
+                return chain[:steps], commit, kept
+        return [], None, None
+
+    def _chain(self, rev: str) -> list[str]:
+        """`rev` and its ancestors down a line of single-parent commits: each is the
+        whole difference between one and the next (at most CHAIN_MAX of them)."""
+        chain = self._chains.get(rev)
+        if chain is None:
+            chain = [rev]
+            while len(chain) < CHAIN_MAX:
+                parents = self.source.parents(chain[-1])
+                if parents is None or len(parents) != 1:
+                    break
+                chain.append(parents[0])
+            self._chains[rev] = chain
+        return chain
+
+    # ---- divergence labels ------------------------------------------------
+
+    def labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
+        """The label of each handover commit read from `rev`."""
+        found: dict[str, Divergence] = {}
+        wanted = []
+        for commit in dict.fromkeys(handovers):
+            kept = self._kept_label(commit, rev)
+            if kept is not None:
+                found[commit] = kept
+            else:
+                wanted.append(commit)
+        if not wanted:
+            return found
+        walked = self._walked is not None and self._walked.rev == rev
+        if self.boundary or walked or len(wanted) > FEW_LABELS:
+            computed = self._walk_labels(rev, wanted)
+        else:
+            computed = {commit: self._count_label(commit, rev) for commit in wanted}
+        for commit, div in computed.items():
+            found[commit] = div
+            if self.memory is not None and div.label not in ("missing", "unknown"):
+                self.memory.put_label(commit, rev, (div.label, div.ahead, div.behind))
+        return found
+
+    def _kept_label(self, handover: str, rev: str) -> Divergence | None:
+        """From memory: for `rev`, or for a revision it descends from by a chain of
+        single-parent commits, when the handover is behind that revision (the chain then
+        only adds to `ahead`)."""
+        if self.memory is None:
+            return None
+        kept = self.memory.label(handover, rev)
+        if kept is not None:
+            return Divergence(*kept)
+        chain = self._chain(rev)
+        for steps, commit in enumerate(chain[1:], start=1):
+            if chain[steps - 1] == handover:
+                return None
+            kept = self.memory.label(handover, commit)
+            if kept is not None:
+                if kept[0] in ("current", "advanced") and kept[1] is not None:
+                    return Divergence("advanced", kept[1] + steps, 0)
+                return None
+        return None
+
+    def _count_label(self, handover: str, rev: str) -> Divergence:
+        """One label from git's bounded counts (complete clones only)."""
+        if handover == rev:
+            return Divergence("current", 0, 0)
+        if not self.source.has_commit(handover):
+            return MISSING
+        ahead, behind = self.source.ahead_behind(rev, handover)
+        if behind == 0:
+            return Divergence("advanced", ahead, 0)
+        if ahead == 0:
+            return Divergence("behind", 0, behind)
+        if self.source.merge_base(rev, handover) is not None:
+            return Divergence("diverged", ahead, behind)
+        return Divergence("unrelated", ahead, behind)
+
+    def _walk_labels(self, rev: str, handovers: Sequence[str]) -> dict[str, Divergence]:
+        walked = self._walk(rev)
+        off = [h for h in handovers if h not in walked.known and self.source.has_commit(h)]
+        if off:
+            self.walks += 1
+            walked.add(self.source.walk(off, [rev]))
+        boundary = self._heal(walked, rev) if self.boundary else self.boundary
+        divs = labels_of(walked.all_lines(), rev, handovers, boundary, shallow=bool(self.boundary))
+        return dict(zip(handovers, divs, strict=True))
+
+    def _heal(self, walked: Walked, rev: str) -> frozenset[str]:
+        """Mend the cut where it cut nothing off: a boundary commit whose parents are all
+        here after all (fetched along another branch) gets them back, with their history.
+        Returns the boundary commits that stay cut."""
+        remaining = set(self.boundary)
+        while True:
+            healable = {}
+            for commit in remaining & walked.known:
+                parents = self.source.true_parents(commit)
+                if parents and all(self.source.has_commit(p) for p in parents):
+                    healable[commit] = parents
+            if not healable:
+                return frozenset(remaining)
+            remaining -= healable.keys()
+            walked.heal(healable)
+            tips = [p for ps in healable.values() for p in ps if p not in walked.known]
+            if tips:
+                self.walks += 1
+                walked.add(self.source.walk(tips, [rev]))

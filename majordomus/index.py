@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 
 from majordomus.cache import VIEWS_FILE_NAME, ViewCache
 from majordomus.errors import RepositoryError
-from majordomus.graph import Divergence, divergence
 from majordomus.records import Note, Record, Summary, summary_of
 from majordomus.store import NOTES_REF, NoteSet, Store, WriteReport
 
@@ -105,7 +104,7 @@ class Index:
         """Commit -> rank in `git rev-list REV` (children first), for the commits it holds."""
         if self._order is None:
             rev = self._rev or self._store.head()
-            self._order = self._store.reachable(rev, self._blobs.keys())
+            self._order = self._store.graph().order(rev, self._blobs.keys())
         return self._order
 
     def _choose(self, copies: list[Listed]) -> Listed:
@@ -189,28 +188,6 @@ class Index:
         if self._order is None:
             return 0
         return self._order.get(commit, len(self._order))
-
-
-def label(store: Store, handover_commit: str, at_commit: str) -> Divergence:
-    """The divergence label, from the graph cache when it already knows (or can derive) it."""
-    cached = store.cached_label(handover_commit, at_commit)
-    if cached is not None:
-        return Divergence(*cached)
-    result: Divergence | None = None
-    if store.advanced_from is not None:
-        # HEAD moved on from a revision the cache knows: a handover that was behind
-        # it is now behind by as many more commits as came since.
-        base, since = store.advanced_from
-        before = store.cached_label(handover_commit, base)
-        if before is not None and before[0] in ("current", "advanced") and before[1] is not None:
-            result = Divergence("advanced", before[1] + since, 0)
-    if result is None:
-        result = divergence(store, handover_commit, at_commit)
-    if result.label not in ("missing", "unknown"):  # both can change with a fetch
-        store.remember_label(
-            handover_commit, at_commit, (result.label, result.ahead, result.behind)
-        )
-    return result
 
 
 # ---- per-task views ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ from majordomus import agents, patches, remote
 from majordomus import profile as profiles
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Listed, Located, Views, label, newest_first
+from majordomus.index import Index, Listed, Located, Views, newest_first
 from majordomus.records import HANDOVER_FIELDS, clean_text, new_record
 from majordomus.secret import find_secret
 from majordomus.store import StaleLock, Store
@@ -92,7 +92,7 @@ def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
             pending[task] = commits
     if not pending:
         return []
-    reach = store.reachable(store.head(), set().union(*pending.values()))
+    reach = store.graph().order(store.head(), set().union(*pending.values()))
     return sorted(task for task, commits in pending.items() if commits & reach.keys())
 
 
@@ -462,7 +462,7 @@ def resume(
         since = tuple(checkpoints_since(index, task_id))
         return ResumeResult(task_id, None, None, None, 0, (), (), since, implied)
     newest, older = index.locate(pending[0]), pending[1:]
-    div = label(store, newest.commit, head)
+    div = store.graph().labels(head, [newest.commit])[newest.commit]
     store.flush()
     superseded = tuple(h.summary.id for h in older)
     if peek:
@@ -525,13 +525,15 @@ def history(
     entries = []
     selected = newest_first(shown, index.order_of)[:limit]
     index.preload(selected)
+    handovers = [item.commit for item in selected if item.summary.kind == "handover"]
+    labels = store.graph().labels(commit, handovers)
     for item in selected:
         is_handover = item.summary.kind == "handover"
         entries.append(
             HistoryEntry(
                 located=index.locate(item),
                 reachable=item.commit in order,
-                divergence=label(store, item.commit, commit) if is_handover else None,
+                divergence=labels[item.commit] if is_handover else None,
                 resolved=(item.summary.id in resolved) if is_handover else None,
             )
         )

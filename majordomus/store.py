@@ -27,8 +27,9 @@ from majordomus.cache import FILE_NAME as CACHE_FILE
 from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
 from majordomus.cache import VIEWS_FILE_NAME as VIEWS_FILE
-from majordomus.cache import BlobEntry, DocumentCache, GraphCache, Reach, ReadCache
+from majordomus.cache import BlobEntry, DocumentCache, GraphCache, ReadCache
 from majordomus.errors import RepositoryError
+from majordomus.graph import CommitGraph
 from majordomus.records import (
     Entry,
     Note,
@@ -231,12 +232,11 @@ class Store:
         self.environ: Mapping[str, str] = _absolute_locations(environ, self.gitdir, self.workdir)
         self._cache: dict[str, Note | NoteError] = {}
         self._disk_cache: ReadCache | None = None
-        self._graph: GraphCache | None = None
+        self._graph: CommitGraph | None = None
         self._current_blobs: set[str] = set()
         # Set by the caller that knows the remotes: fetches note objects a partial clone
         # left out, in one batch; returns the remote it asked and why it failed (or None).
         self.fetch_missing: Callable[[Sequence[str]], tuple[str, str | None]] | None = None
-        self.advanced_from: tuple[str, int] | None = None  # (cached rev, commits since)
         common = self.gitdir
         if (common / "commondir").exists():
             common = (common / (common / "commondir").read_text().strip()).resolve()
@@ -283,6 +283,12 @@ class Store:
             obj = self.repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            if self.repo.is_shallow:
+                raise RepositoryError(
+                    f"cannot find a commit named '{rev}' in this shallow clone, whose history "
+                    "stops at its boundary; run git fetch --unshallow (or --deepen N) to bring "
+                    "the older commits, or give a branch, tag or commit id that is here."
+                ) from None
             raise RepositoryError(
                 f"cannot find a commit named '{rev}'; give a branch, tag or commit id."
             ) from None
@@ -305,16 +311,42 @@ class Store:
     def is_shallow(self) -> bool:
         return bool(self.repo.is_shallow)
 
-    def shallow_boundary(self) -> set[str]:
-        """The commits a shallow clone cut the history at (their parents are absent)."""
-        try:
-            return set((self.commondir / "shallow").read_text(encoding="ascii").split())
-        except (FileNotFoundError, UnicodeDecodeError):
-            return set()
+    # ---- the commit graph (graph.Source) -----------------------------------
 
-    def rev_list(self, rev: str) -> list[str]:
-        """Every commit reachable from `rev`, in git's default order (children first)."""
-        return self.git("rev-list", rev).stdout.split()
+    def walk(self, tips: Sequence[str], hide: Sequence[str]) -> list[list[str]]:
+        """`git rev-list --parents TIPS ^HIDE`: git's order, and a shallow cut as git sees it."""
+        args = ["rev-list", "--parents", *tips, *(f"^{commit}" for commit in hide)]
+        return [line.split() for line in self.git(*args).stdout.splitlines()]
+
+    def parents(self, commit: str) -> tuple[str, ...] | None:
+        try:
+            obj = self.repo.get(commit)
+        except (ValueError, pygit2.GitError):
+            return None
+        if not isinstance(obj, pygit2.Commit):
+            return None
+        return tuple(str(parent) for parent in obj.parent_ids)
+
+    def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        try:
+            kind, data = self.repo.odb.read(commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        if kind != pygit2.enums.ObjectType.COMMIT:
+            return None
+        header = data.split(b"\n\n", 1)[0]
+        return tuple(
+            line[7:].decode("ascii") for line in header.split(b"\n") if line.startswith(b"parent ")
+        )
+
+    def shallow_boundary(self) -> frozenset[str]:
+        if not self.repo.is_shallow:
+            return frozenset()
+        try:
+            text = (self.commondir / "shallow").read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        return frozenset(text.split())
 
     def merge_base(self, a: str, b: str) -> str | None:
         result = self.git("merge-base", a, b, check=False)
@@ -324,14 +356,6 @@ class Store:
         """(commits in `commit` not in `base`, commits in `base` not in `commit`)."""
         out = self.git("rev-list", "--left-right", "--count", f"{commit}...{base}").stdout.split()
         return int(out[0]), int(out[1])
-
-    def is_ancestor(self, ancestor: str, commit: str) -> bool:
-        return (
-            self.git("merge-base", "--is-ancestor", ancestor, commit, check=False).returncode == 0
-        )
-
-    def count_between(self, ancestor: str, commit: str) -> int:
-        return int(self.git("rev-list", "--count", f"{ancestor}..{commit}").stdout)
 
     def patch_text(self, commit: str, base: str | None = None) -> str:
         """The diff of `commit` against `base` (default: its first parent; a root commit:
@@ -377,81 +401,16 @@ class Store:
         target = ref.target
         return target if isinstance(target, str) else None
 
-    # ---- graph answers, cached --------------------------------------------
-
-    def _graph_cache(self) -> GraphCache:
+    def graph(self) -> CommitGraph:
+        """The graph's answers for this command, with what earlier commands kept."""
         if self._graph is None:
-            self._graph = GraphCache(self.commondir / GRAPH_FILE)
+            self._graph = CommitGraph(self, GraphCache(self.commondir / GRAPH_FILE))
         return self._graph
-
-    def reachable(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
-        """Which candidates are reachable from `rev`, each with its rank (children first).
-
-        Answered incrementally where it can be: from an earlier answer for the same
-        revision plus the few candidates not yet decided, or from an earlier revision
-        that is an ancestor of this one plus only the commits since. Otherwise one
-        `git rev-list`. Shallow clones are always walked afresh.
-        """
-        graph = self._graph_cache()
-        shallow = self.is_shallow()
-        entry = None if shallow else graph.reach.get(rev)
-        changed = entry is None
-        if entry is None and not shallow:
-            entry = self._extend_reach(rev, candidates, graph)
-        if entry is not None:
-            reach, checked = dict(entry[0]), set(entry[1])
-            unknown = [c for c in candidates if c not in reach and c not in checked]
-            if len(unknown) > 16:
-                entry = None
-            for commit in unknown if entry is not None else ():
-                changed = True
-                if commit == rev:
-                    reach[commit] = 0
-                elif self.has_commit(commit) and self.is_ancestor(commit, rev):
-                    reach[commit] = self.count_between(commit, rev)
-                else:
-                    checked.add(commit)
-        if entry is None:
-            wanted = set(candidates)
-            reach = {c: rank for rank, c in enumerate(self.rev_list(rev)) if c in wanted}
-            checked = wanted - reach.keys()
-            changed = True
-        if changed and not shallow:
-            graph.put_reach(rev, (reach, tuple(checked)))
-            graph.save()
-        return reach
-
-    def _extend_reach(
-        self, rev: str, candidates: Collection[str], graph: GraphCache
-    ) -> Reach | None:
-        for base in reversed(graph.revs):
-            if base not in graph.reach or not self.has_commit(base):
-                continue
-            if not self.is_ancestor(base, rev):
-                continue
-            new = self.git("rev-list", rev, f"^{base}").stdout.split()
-            old_reach, old_checked = graph.reach[base]
-            wanted = set(candidates)
-            reach = {c: rank + len(new) for c, rank in old_reach.items()}
-            reach.update((c, rank) for rank, c in enumerate(new) if c in wanted)
-            fresh = set(new)
-            self.advanced_from = (base, len(new))
-            return reach, tuple(c for c in old_checked if c not in fresh)
-        return None
-
-    def cached_label(self, handover: str, rev: str) -> tuple[str, int | None, int | None] | None:
-        return None if self.is_shallow() else self._graph_cache().label(handover, rev)
-
-    def remember_label(
-        self, handover: str, rev: str, label: tuple[str, int | None, int | None]
-    ) -> None:
-        if not self.is_shallow():
-            self._graph_cache().put_label(handover, rev, label)
 
     def flush(self) -> None:
         """Write what the graph answered this time, for the next command."""
-        if self._graph is not None:
-            self._graph.save()
+        if self._graph is not None and isinstance(self._graph.memory, GraphCache):
+            self._graph.memory.save()
 
     def is_dirty(self) -> bool:
         if self.workdir is None:

@@ -25,7 +25,7 @@ ALLOWED = {
     "records": {"errors"},
     "profile": {"errors", "records"},
     "cache": {"records"},
-    "store": {"errors", "records", "cache", "interrupt"},
+    "store": {"errors", "records", "cache", "graph", "interrupt"},
     "remote": {"errors", "records", "store"},
     "patches": {"errors", "store"},
     "adopt": {"errors", "index", "patches", "records", "store"},

@@ -58,6 +58,7 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
                 "task",
                 "amend",
                 "hand",
+                "merge",
             ]
         )
         performed.add(action)
@@ -79,6 +80,9 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
                 repo.task(f"task {step}")
             else:
                 assert repo.run("task", "use", rng.choice(tasks)).code == 0
+        elif action == "merge":  # a merge commit: git's order is no longer creation order
+            branches = repo.git("branch", "--format=%(refname:short)").split()
+            repo.git("merge", "-q", "--no-ff", "-m", f"merge {step}", rng.choice(branches))
         elif action == "branch":
             repo.git("checkout", "-q", "-b", f"b{step}")
         else:

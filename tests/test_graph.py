@@ -1,0 +1,200 @@
+"""The graph's answers on commit graphs in memory: labels against brute force, at most a
+few walks per command, and shallow cuts that answer exactly or `unknown`, never wrong."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from majordomus.graph import CommitGraph, Divergence, labels_of
+from tests.graph_support import MemorySource, random_dag, true_label
+
+UNKNOWN = Divergence("unknown", None, None)
+
+
+def answer(source: MemorySource, rev: str, handovers: list[str]) -> dict[str, Divergence]:
+    return CommitGraph(source, None).labels(rev, handovers)
+
+
+def test_labels_on_a_history_with_merges() -> None:
+    #   R - A - M1 ----- C1 - C2        (main)
+    #        \          /
+    #         H - I1 - I2               (feature, merged)
+    #          \
+    #           X                       (a branch off the handover, never merged)
+    parents = {
+        "R": (),
+        "A": ("R",),
+        "H": ("A",),
+        "I1": ("H",),
+        "I2": ("I1",),
+        "M1": ("A",),
+        "C1": ("M1", "I2"),
+        "C2": ("C1",),
+        "X": ("H",),
+        "Z": (),  # another root
+    }
+    source = MemorySource(parents)
+    got = answer(source, "C2", ["H", "X", "C2", "M1", "Z", "gone", "I2"])
+    assert got == {
+        "H": Divergence("advanced", 5, 0),
+        "X": Divergence("diverged", 5, 1),
+        "C2": Divergence("current", 0, 0),
+        "M1": Divergence("advanced", 5, 0),
+        "Z": Divergence("unrelated", 8, 1),
+        "gone": Divergence("missing", None, None),
+        "I2": Divergence("advanced", 3, 0),
+    }
+    assert answer(MemorySource(parents), "H", ["C2"]) == {"C2": Divergence("behind", 0, 5)}
+
+
+def test_many_labels_take_one_walk_and_one_more_for_commits_off_the_revision() -> None:
+    rng = random.Random(7)
+    parents = random_dag(rng, 300)
+    source = MemorySource(parents)
+    handovers = rng.sample(sorted(parents), 120)
+    graph = CommitGraph(source, None)
+    got = graph.labels("c299", handovers)
+    assert got == {h: true_label(parents, h, "c299") for h in handovers}
+    assert len(source.walks) <= 2 and source.counts == 0
+    assert graph.walks == len(source.walks)
+
+
+def test_order_and_labels_of_one_command_share_the_walk() -> None:
+    parents = random_dag(random.Random(3), 80)
+    source = MemorySource(parents)
+    graph = CommitGraph(source, None)
+    order = graph.order("c079", list(parents))
+    graph.labels("c079", [c for c in parents if c in order][:2])
+    assert len(source.walks) == 1 and source.counts == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.integers(2, 70), st.floats(0.0, 0.6))
+def test_labels_equal_brute_force_on_random_histories(seed: int, size: int, merges: float) -> None:
+    rng = random.Random(seed)
+    parents = random_dag(rng, size, merges)
+    commits = sorted(parents)
+    rev = rng.choice(commits)
+    handovers = rng.sample(commits, min(len(commits), rng.randrange(1, 12)))
+    source = MemorySource(parents)
+    lines = source.walk([rev, *handovers], [])
+    got = labels_of(lines, rev, handovers)
+    assert got == [true_label(parents, h, rev) for h in handovers]
+
+
+def shallow_case(
+    rng: random.Random, size: int, merges: float
+) -> tuple[dict[str, tuple[str, ...]], MemorySource, str, list[str]]:
+    """A random history and a random shallow cut of it, holding REV and some other tips."""
+    parents = random_dag(rng, size, merges)
+    commits = sorted(parents)
+    rev = rng.choice(commits)
+    tips = [rev, *rng.sample(commits, rng.randrange(0, 3))]
+    boundary = {c for c in commits if parents[c] and rng.random() < 0.15}
+    present: set[str] = set()
+    stack = list(tips)
+    while stack:
+        commit = stack.pop()
+        if commit not in present:
+            present.add(commit)
+            if commit not in boundary:
+                stack.extend(parents[commit])
+    source = MemorySource(parents, boundary, present)
+    handovers = rng.sample(commits, min(len(commits), rng.randrange(1, 10)))
+    return parents, source, rev, handovers
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(2, 60), st.floats(0.0, 0.6))
+def test_a_shallow_cut_answers_exactly_or_unknown(seed: int, size: int, merges: float) -> None:
+    parents, source, rev, handovers = shallow_case(random.Random(seed), size, merges)
+    got = answer(source, rev, handovers)
+    for handover in handovers:
+        if not source.has_commit(handover) and not source.shallow_boundary():
+            # a complete clone of fewer branches: the commit is simply not here
+            assert got[handover] == Divergence("missing", None, None)
+        elif got[handover] != UNKNOWN:
+            assert got[handover] == true_label(parents, handover, rev), handover
+
+
+def test_the_shallow_rule_is_not_blind() -> None:
+    """Where the cut graph happens to give the true answer, the rule mostly trusts it."""
+    exact = doubted = 0
+    for seed in range(300):
+        parents, source, rev, handovers = shallow_case(random.Random(seed), 40, 0.2)
+        if not source.shallow_boundary():
+            continue
+        here = [h for h in handovers if source.has_commit(h)]
+        naive = labels_of(source.walk([rev, *here], []), rev, here)
+        for handover, div in zip(here, naive, strict=True):
+            if div == true_label(parents, handover, rev):
+                got = answer(source, rev, [handover])[handover]
+                exact += got == div
+                doubted += got == UNKNOWN
+    assert exact > 3 * doubted > 0
+
+
+def test_a_commit_present_by_another_path_is_not_counted_twice() -> None:
+    """The cut hides that `y` (here by a second path) is also below the handover."""
+    parents = {
+        "y": (),
+        "m": ("y",),
+        "b": ("m",),
+        "H": ("b",),
+        "P1": ("H",),
+        "q": ("y",),
+        "C": ("P1", "q"),
+    }
+    source = MemorySource(parents, boundary={"b"}, present={"y", "b", "H", "P1", "q", "C"})
+    assert true_label(parents, "H", "C") == Divergence("advanced", 3, 0)
+    assert answer(source, "C", ["H"]) == {"H": UNKNOWN}
+    # Above the handover every counted commit descends from it: exact despite the cut.
+    assert answer(source, "P1", ["H"]) == {"H": Divergence("advanced", 1, 0)}
+
+
+def test_the_issue_history_cut_at_depth_four() -> None:
+    parents = {
+        "R": (),
+        "A": ("R",),
+        "H": ("A",),
+        "I1": ("H",),
+        "I2": ("I1",),
+        "M1": ("A",),
+        "C1": ("M1", "I2"),
+        "C2": ("C1",),
+    }
+    assert answer(MemorySource(parents), "C2", ["H"]) == {"H": Divergence("advanced", 5, 0)}
+    # What `git clone --depth 4 --no-single-branch` keeps: I1 is cut from H, yet H is
+    # here (branch feature), so the cut is mended and the answer is exact.
+    source = MemorySource(parents, boundary={"I1"})
+    assert answer(source, "C2", ["H", "I2"]) == {
+        "H": Divergence("advanced", 5, 0),
+        "I2": Divergence("advanced", 3, 0),
+    }
+    # Without feature, H is not here: I1 stays cut, and what lies past it is unknown.
+    source = MemorySource(parents, boundary={"I1"}, present=set(parents) - {"H"})
+    # (M1, counted for I2, could as well be one of I1's hidden ancestors.)
+    assert answer(source, "C2", ["A", "I2", "H"]) == {"A": UNKNOWN, "I2": UNKNOWN, "H": UNKNOWN}
+    assert answer(source, "C2", ["C1", "I1"]) == {
+        "C1": Divergence("advanced", 1, 0),
+        "I1": UNKNOWN,
+    }
+
+
+def test_skewed_dates_still_count_in_topological_order() -> None:
+    parents = {"a": (), "b": ("a",), "c": ("b",), "d": ("c", "a")}
+
+    class Skewed(MemorySource):
+        def walk(self, tips: list[str], hide: list[str]) -> list[list[str]]:  # type: ignore[override]
+            lines = super().walk(tips, hide)
+            return lines[::-1]  # parents before children, as a skewed clock can make git list them
+
+    assert answer(Skewed(parents), "d", ["b", "a", "c", "x"]) | {} == {
+        "b": Divergence("advanced", 2, 0),
+        "a": Divergence("advanced", 3, 0),
+        "c": Divergence("advanced", 1, 0),
+        "x": Divergence("missing", None, None),
+    }

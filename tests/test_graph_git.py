@@ -1,0 +1,285 @@
+"""The graph's answers in real repositories, checked against git's own: `git rev-list` order,
+`git rev-list --left-right --count` and `git merge-base`, with and without what earlier
+commands kept, across merges of older-dated branches, branch switches and shallow clones."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from majordomus.cache import GRAPH_FILE_NAME
+from majordomus.graph import Divergence
+from majordomus.store import Store
+from tests.conftest import EMAIL, NAME, Clock, Repo
+
+UNKNOWN = Divergence("unknown", None, None)
+
+
+def git_label(repo: Repo, handover: str, rev: str) -> Divergence:
+    """The label from git's own answers (a complete clone)."""
+    if handover == rev:
+        return Divergence("current", 0, 0)
+    if repo.git("cat-file", "-t", handover, check=False).strip() != "commit":
+        return Divergence("missing", None, None)
+    ahead, behind = map(
+        int, repo.git("rev-list", "--left-right", "--count", f"{rev}...{handover}").split()
+    )
+    if behind == 0:
+        return Divergence("advanced", ahead, 0)
+    if ahead == 0:
+        return Divergence("behind", 0, behind)
+    base = repo.git("merge-base", rev, handover, check=False).strip()
+    return Divergence("diverged" if base else "unrelated", ahead, behind)
+
+
+def git_order(repo: Repo, rev: str) -> dict[str, int]:
+    return {c: i for i, c in enumerate(repo.git("rev-list", rev).split())}
+
+
+class History:
+    """Random commits, branches and merges made in-process, with dates that sometimes go back
+    (an older-dated branch merged late), so git's order is not the order of creation."""
+
+    def __init__(self, repo: Repo, rng: random.Random) -> None:
+        self.repo = repo
+        self.rng = rng
+        self.pygit = repo.pygit
+        self.when = 1_800_000_000
+        self.commits = [repo.head()]
+
+    def commit(self, parents: list[str], message: str) -> str:
+        self.when += self.rng.choice([60, 60, 60, -3600, -86400, 0])
+        signature = pygit2.Signature(NAME, EMAIL, self.when, 0)
+        tree = self.pygit.get(parents[0]).tree.id  # type: ignore[union-attr]
+        oid = self.pygit.create_commit(None, signature, signature, message, tree, parents)
+        self.commits.append(str(oid))
+        return str(oid)
+
+    def step(self, i: int) -> None:
+        branches = list(self.pygit.branches.local)
+        head = self.repo.head()
+        action = self.rng.random()
+        if action < 0.55:
+            new = self.commit([head], f"work {i}")
+        elif action < 0.75:
+            other = self.pygit.branches.local[self.rng.choice(branches)].target
+            if str(other) == head:
+                return
+            new = self.commit([head, str(other)], f"merge {i}")
+        elif action < 0.9:
+            name = f"b{i}"
+            self.pygit.branches.local.create(name, self.pygit.get(self.rng.choice(self.commits)))  # type: ignore[arg-type]
+            self.repo.git("checkout", "-q", name)
+            return
+        else:
+            self.repo.git("checkout", "-q", self.rng.choice(branches))
+            return
+        self.repo.git("update-ref", "HEAD", new)
+
+
+def store_of(repo: Repo) -> Store:
+    return Store(str(repo.path), repo.environ)
+
+
+def check_against_git(repo: Repo, rng: random.Random, commits: list[str]) -> None:
+    rev = repo.head()
+    candidates = rng.sample(commits, min(len(commits), 25))
+    handovers = rng.sample(commits, min(len(commits), rng.choice([2, 12])))
+    store = store_of(repo)
+    order = store.graph().order(rev, candidates)
+    labels = store.graph().labels(rev, handovers)
+    store.flush()
+    expected = git_order(repo, rev)
+    assert order == {c: expected[c] for c in candidates if c in expected}
+    assert labels == {h: git_label(repo, h, rev) for h in handovers}
+    assert store.graph().walks <= 2
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_order_and_labels_equal_gits_with_kept_answers_and_without(repo: Repo, seed: int) -> None:
+    rng = random.Random(seed)
+    history = History(repo, rng)
+    for i in range(40):
+        history.step(i)
+        if i % 4 == 3:
+            check_against_git(repo, rng, history.commits)  # with what earlier steps kept
+            (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+            check_against_git(repo, rng, history.commits)  # fresh
+
+
+def test_one_walk_answers_every_label_of_a_history(repo: Repo) -> None:
+    rng = random.Random(11)
+    history = History(repo, rng)
+    for i in range(60):
+        history.step(i)
+    store = store_of(repo)
+    rev = repo.head()
+    handovers = history.commits[:: max(1, len(history.commits) // 40)]
+    graph = store.graph()
+    graph.order(rev, history.commits)
+    labels = graph.labels(rev, handovers)
+    assert graph.walks <= 2
+    assert labels == {h: git_label(repo, h, rev) for h in handovers}
+
+
+def shallow_clone(origin: Repo, path: Path, depth: int) -> Repo:
+    clone = Repo(path, origin.environ, origin.clock)
+    origin.git(
+        "clone",
+        "-q",
+        "--depth",
+        str(depth),
+        "--no-single-branch",
+        f"file://{origin.path}",
+        str(path),
+    )
+    return clone
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_a_shallow_clone_answers_as_the_full_one_or_unknown(
+    tmp_path: Path, repo: Repo, seed: int
+) -> None:
+    rng = random.Random(seed)
+    history = History(repo, rng)
+    for i in range(45):
+        history.step(i)
+    repo.git("checkout", "-q", "main")
+    rev = repo.head()
+    exact = cuts = 0
+    for depth in rng.sample(range(1, 12), 4):
+        clone = shallow_clone(repo, tmp_path / f"depth{depth}", depth)
+        assert clone.git("rev-parse", "HEAD").strip() == rev
+        handovers = rng.sample(history.commits, 12)
+        store = store_of(clone)
+        shallow_file = clone.path / ".git" / "shallow"
+        cut = set(shallow_file.read_text().split()) if shallow_file.exists() else set()
+        assert store.graph().boundary == cut
+        cuts += bool(cut)
+        got = store.graph().labels(rev, handovers)
+        # Commits git lists keep git's order; those only the mended graph reaches follow.
+        order = store.graph().order(rev, history.commits)
+        listed = git_order(clone, rev)
+        assert {c: r for c, r in order.items() if c in listed} == {
+            c: listed[c] for c in history.commits if c in listed
+        }
+        assert set(order) <= set(git_order(repo, rev))
+        assert min((r for c, r in order.items() if c not in listed), default=len(listed)) >= len(
+            listed
+        )
+        for handover in handovers:
+            if got[handover] != UNKNOWN:
+                assert got[handover] == git_label(repo, handover, rev)
+                exact += 1
+        store.flush()
+        if cut:  # a cut graph is never kept
+            assert not (clone.path / ".git" / GRAPH_FILE_NAME).exists()
+    assert exact > 0 and cuts > 0
+
+
+def issue_history(repo: Repo) -> str:
+    """R-A; a handover on H (branch feature off A); H-I1-I2 merged into main (A-M1,
+    C1 = merge(M1, I2), C2). Returns the task id."""
+    repo.commit("A")
+    task = repo.task()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.commit("H")
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    repo.git("checkout", "-q", "-b", "integration")
+    repo.commit("I1")
+    repo.commit("I2")
+    repo.git("checkout", "-q", "main")
+    repo.commit("M1")
+    repo.git("merge", "-q", "--no-ff", "-m", "C1", "integration")
+    repo.commit("C2")
+    repo.git("branch", "-q", "-D", "integration")
+    return task
+
+
+def peek(repo: Repo, task: str) -> tuple[str, int | None, int | None]:
+    result = repo.run("resume", "--peek", "--json", "--task", task)
+    assert result.code == 0, result.err
+    out = json.loads(result.out)
+    return out["label"], out["ahead"], out["behind"]
+
+
+def test_the_issue_history_in_a_shallow_clone_is_exact_or_unknown_never_diverged(
+    tmp_path: Path, repo: Repo
+) -> None:
+    task = issue_history(repo)
+    assert peek(repo, task) == ("advanced", 5, 0)
+    clone = shallow_clone(repo, tmp_path / "shallow", 4)
+    clone.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert clone.git("rev-list", "--left-right", "--count", "HEAD...origin/feature").split() == [
+        "5",
+        "1",
+    ]  # what git itself answers inside the cut graph
+    # I1 is cut from H, but H came along with branch feature: the cut is mended, and
+    # the handover is listed as reachable, as in the full clone.
+    assert peek(clone, task) == ("advanced", 5, 0)
+    history = json.loads(clone.run("history", "--json").out)
+    labels = [(r["label"], r["ahead"]) for r in history["records"] if r["kind"] == "handover"]
+    assert labels == [("advanced", 5)] and history["hidden"] == 0
+    # Without branch feature, H is not here: unknown, never a guess.
+    single = tmp_path / "single"
+    repo.git("clone", "-q", "--depth", "4", f"file://{repo.path}", str(single))
+    lone = Repo(single, repo.environ, repo.clock)
+    lone.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert peek(lone, task) == ("unknown", None, None)
+    lone.git("fetch", "-q", "--unshallow", "origin")
+    assert peek(lone, task) == ("advanced", 5, 0)
+
+
+def test_show_of_a_parent_past_the_boundary_says_the_clone_is_shallow(
+    tmp_path: Path, repo: Repo
+) -> None:
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side")
+    repo.git("checkout", "-q", "main")
+    repo.commit("main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge", "side")
+    clone = shallow_clone(repo, tmp_path / "shallow", 1)
+    before = clone.git("for-each-ref").strip()
+    result = clone.run("show", "HEAD^2")
+    assert result.code == 3 and result.out == ""
+    assert result.err == (
+        "majordomus: cannot find a commit named 'HEAD^2' in this shallow clone, whose history "
+        "stops at its boundary; run git fetch --unshallow (or --deepen N) to bring the older "
+        "commits, or give a branch, tag or commit id that is here.\n"
+    )
+    assert clone.git("for-each-ref").strip() == before
+
+
+def test_equal_times_follow_rev_list_after_merging_an_older_branch(
+    tmp_path: Path, repo: Repo, clock: Clock
+) -> None:
+    """Records made in the same second are listed in `git rev-list REV` order, whether or
+    not an earlier command kept the order of the revision before the merge."""
+    repo.task()
+    pygit = repo.pygit
+    base = repo.head()
+    old = pygit2.Signature(NAME, EMAIL, int(clock.now.timestamp()) - 86400, 0)
+    tree = pygit.revparse_single(base).peel(pygit2.Tree).id
+    side = str(pygit.create_commit("refs/heads/side", old, old, "old side", tree, [base]))
+    for i in range(3):
+        repo.commit(f"main {i}")
+        assert repo.run("checkpoint", f"on main {i}").code == 0
+    repo.git("checkout", "-q", "side")
+    assert repo.run("checkpoint", "on the old side").code == 0
+    repo.git("checkout", "-q", "main")
+    assert repo.run("history", "--json").code == 0  # keeps the order of main
+    repo.git("merge", "-q", "--no-ff", "-m", "merge the old side", "side")
+    kept = json.loads(repo.run("history", "--json").out)["records"]
+    (repo.path / ".git" / GRAPH_FILE_NAME).unlink()
+    fresh = json.loads(repo.run("history", "--json").out)["records"]
+    assert kept == fresh
+    order = git_order(repo, repo.head())
+    checkpoints = [r for r in fresh if r["kind"] == "checkpoint"]
+    assert [r["commit"] for r in checkpoints] == sorted(
+        (r["commit"] for r in checkpoints), key=order.__getitem__
+    )
+    assert side in [r["commit"] for r in checkpoints]
