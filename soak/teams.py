@@ -250,7 +250,15 @@ class Team:
         _git(host_work, self.environ, "commit", "-q", "--allow-empty", "-m", f"{branch} (#1)")
         _git(host_work, self.environ, "push", "-q", "origin", "main", f":refs/heads/{branch}")
         _git(clone, self.environ, "checkout", "-q", "main")
-        _git(clone, self.environ, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+        pulled = subprocess.run(
+            ["git", "pull", "-q", "--no-rebase", "origin", "main"],
+            cwd=clone,
+            env=self.environ,
+            capture_output=True,
+            check=False,
+        )
+        if pulled.returncode != 0:  # main here and on the host conflict: left diverged
+            _git(clone, self.environ, "merge", "--abort", check=False)
 
     def op_gc(self, clone: Path) -> None:
         """Delete a branch other than the checked-out one and collect what it held."""
