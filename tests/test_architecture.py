@@ -17,6 +17,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
+# The store layer (location, notestree, blobs, notesref, merge, behind the `store` façade)
+# is the only one that touches the repository through libgit2.
 ALLOWED = {
     "errors": set(),
     "interrupt": set(),
@@ -25,11 +27,27 @@ ALLOWED = {
     "records": {"errors"},
     "profile": {"errors", "records"},
     "cache": {"records"},
-    "store": {"errors", "records", "cache", "graph", "interrupt"},
-    "remote": {"errors", "records", "store"},
+    "location": {"errors"},
+    "notestree": {"records"},
+    "blobs": {"notestree", "records"},
+    "notesref": {"errors", "interrupt", "notestree"},
+    "merge": {"blobs", "notestree", "records"},
+    "store": {
+        "blobs",
+        "cache",
+        "errors",
+        "graph",
+        "interrupt",
+        "location",
+        "merge",
+        "notesref",
+        "notestree",
+        "records",
+    },
+    "remote": {"errors", "store"},
     "patches": {"errors", "store"},
     "adopt": {"errors", "index", "patches", "records", "store"},
-    "index": {"cache", "errors", "graph", "records", "store"},
+    "index": {"cache", "errors", "records", "store"},
     "agents": {"errors", "store"},
     "ops": {
         "index",
@@ -44,13 +62,11 @@ ALLOWED = {
         "patches",
         "adopt",
     },
-    "render": {"index", "errors", "records", "profile", "graph", "ops", "store", "agents"},
+    "render": {"index", "records", "profile", "graph", "ops", "agents"},
     "context": {"ops", "render", "errors", "graph", "index", "records"},
     "hooks": {"context", "ops", "render", "errors", "index", "store"},
     "cli": {
         "errors",
-        "records",
-        "profile",
         "ops",
         "render",
         "store",
@@ -64,12 +80,13 @@ ALLOWED = {
     "__main__": {"cli", "hooks", "interrupt"},
     "__init__": set(),
 }
-# Third-party and process-level imports that belong to one module only.
+STORE_LAYER = {"store", "location", "notestree", "blobs", "notesref", "merge"}
+# Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
-    "pygit2": {"store"},
+    "pygit2": STORE_LAYER,
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"store", "remote", "patches"},
+    "subprocess": {"store", "location", "remote", "patches"},
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }
