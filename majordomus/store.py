@@ -22,9 +22,9 @@ import pygit2
 from majordomus import interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cache import FILE_NAME as CACHE_FILE
+from majordomus.cache import FILES as CACHE_FILES
 from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
-from majordomus.cache import VIEWS_FILE_NAME as VIEWS_FILE
 from majordomus.cache import BlobEntry, DocumentCache, GraphCache, ReadCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
@@ -463,7 +463,7 @@ class Store:
     def drop_cache(self) -> bool:
         """Remove every derived cache file; the next command rebuilds what it needs."""
         dropped = False
-        for name in (CACHE_FILE, GRAPH_FILE, DOCUMENTS_FILE, VIEWS_FILE):
+        for name in CACHE_FILES:
             with contextlib.suppress(FileNotFoundError):
                 (self.commondir / name).unlink()
                 dropped = True
