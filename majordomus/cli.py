@@ -16,7 +16,7 @@ import typer
 
 from majordomus import __version__, interrupt, ops, render
 from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
-from majordomus.store import StaleLock
+from majordomus.values import CheckResult, StaleLock
 
 
 class Terminal(NamedTuple):
@@ -413,7 +413,7 @@ def watch(
     # A terminal that cannot move the cursor (TERM=dumb) gets plain lines.
     live = terminal.is_tty and session.environ.get("TERM") != "dumb"
 
-    def emit(result: ops.CheckResult, changed: bool) -> None:
+    def emit(result: CheckResult, changed: bool) -> None:
         line = render.check_line(result, terminal.colour)
         if live:
             terminal.stdout.write("\r\x1b[2K" + line)

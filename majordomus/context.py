@@ -13,8 +13,9 @@ from typing import NamedTuple
 from majordomus import ops, render
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Located, Views
+from majordomus.index import Index, Views
 from majordomus.records import HANDOVER_FIELDS
+from majordomus.values import CheckResult, Located
 
 DEFAULT_MAX_CHARS = 4000
 MIN_MAX_CHARS = 200
@@ -32,7 +33,7 @@ class Status(NamedTuple):
     task: str
     title: str | None
     implied: bool
-    check: ops.CheckResult
+    check: CheckResult
     checkpoint_max: int
     handover: Located | None
     divergence: Divergence | None

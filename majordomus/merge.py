@@ -20,17 +20,6 @@ from majordomus.records import Entry, Note, NoteError, dump_note, dump_tables, p
 Copies = Callable[[pygit2.Tree | None], dict[str, list[str]]]
 
 
-class MergeReport(NamedTuple):
-    """What uniting fetched records into the local notes ref did."""
-
-    outcome: str  # up-to-date, created, fast-forward, merged, restored (removed here by hand)
-    notes_commit: str
-    records_added: int
-    notes_united: int  # notes present on both sides, united record by record
-    notes_raw: int  # of those, notes kept as concatenated text (one side is not valid TOML)
-    attempts: int
-
-
 class Merged(NamedTuple):
     """What one attempt at a merge built (the ref may still move under it)."""
 

@@ -12,13 +12,14 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import pygit2
 
 from majordomus import interrupt
 from majordomus.errors import RepositoryError
 from majordomus.notestree import MissingObjectError, tree
+from majordomus.values import StaleLock, Swap
 
 NOTES_REF = "refs/notes/majordomus"
 DEFAULT_WRITE_TIMEOUT_S = 10.0
@@ -28,20 +29,6 @@ T = TypeVar("T")
 # What a write makes of the ref's current tree and parents: the notes commit to move the
 # ref to (None: nothing to move), and what the write has to say about it.
 Build = Callable[[pygit2.Tree | None, list[pygit2.Oid]], tuple[pygit2.Oid | None, T]]
-
-
-class StaleLock(NamedTuple):
-    path: str
-    age_s: int
-
-
-class Swap(NamedTuple):
-    """Where a compare-and-swap left the notes ref."""
-
-    target: str
-    parent: str | None  # the value it was built on
-    attempts: int
-    stale_locks: tuple[StaleLock, ...]
 
 
 def not_a_commit(target: str) -> str:

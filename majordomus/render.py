@@ -9,11 +9,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from majordomus.agents import Change
 from majordomus.graph import Divergence
-from majordomus.index import Located
-from majordomus.ops import (
+from majordomus.profile import Profile
+from majordomus.records import HANDOVER_FIELDS, REFUSED, skew_s
+from majordomus.values import (
     AdoptResult,
+    Change,
     CheckpointResult,
     CheckResult,
     FetchReport,
@@ -22,16 +23,14 @@ from majordomus.ops import (
     HistoryEntry,
     HistoryResult,
     InitReport,
+    Located,
     PushReport,
     ResumeResult,
     ShowResult,
     SyncResult,
     TaskCreated,
     TaskSummary,
-    skew_s,
 )
-from majordomus.profile import Profile
-from majordomus.records import HANDOVER_FIELDS, REFUSED
 
 
 def _escape_text(match: re.Match[str]) -> str:

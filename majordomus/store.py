@@ -15,7 +15,6 @@ import subprocess
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import pygit2
 
@@ -29,15 +28,8 @@ from majordomus.cache import BlobEntry, DocumentCache, GraphCache, ReadCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.location import open_repository
-from majordomus.merge import Merged, Merger, MergeReport
-from majordomus.notesref import (
-    NOTES_REF,
-    STALE_LOCK_S,
-    NotesRef,
-    StaleLock,
-    Swap,
-    not_a_commit,
-)
+from majordomus.merge import Merged, Merger
+from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
     Note,
@@ -51,50 +43,21 @@ from majordomus.records import (
     summarise,
     union,
 )
+from majordomus.values import (
+    MergeReport,
+    NoteSet,
+    NotesOn,
+    StaleLock,
+    Swap,
+    UnreadableNote,
+    WriteReport,
+)
 
-__all__ = ["NOTES_REF", "MergeReport", "MissingObjectError", "StaleLock", "Store", "Swap"]
+__all__ = ["NOTES_REF", "MissingObjectError", "Store"]
 
 REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
 REMOTE_NOTES_SUFFIX = "/majordomus"
 TASK_FILE = "majordomus-task"
-
-
-class UnreadableNote(NamedTuple):
-    """A note (or a whole notes ref) that could not be read, and why."""
-
-    commit: str
-    ref: str
-    reason: str
-
-
-class Annotated(NamedTuple):
-    """The readable notes on one object, united across refs and summarised."""
-
-    blobs: tuple[str, ...]  # distinct note blobs (one per ref that differs)
-    summaries: tuple[Summary, ...]
-    invalid: int
-
-
-class NoteSet(NamedTuple):
-    """Every note of the local and remote-tracking refs, united per annotated object."""
-
-    commits: Mapping[str, Annotated]
-    unreadable: tuple[UnreadableNote, ...]
-    refs: Mapping[str, str]  # ref name -> target it was read at
-    missing: int = 0  # note objects not in this clone (yet): an answer not to cache
-
-    @property
-    def invalid(self) -> int:
-        return len(self.unreadable) + sum(a.invalid for a in self.commits.values())
-
-
-class WriteReport(NamedTuple):
-    notes_commit: str
-    attempts: int
-    stale_locks: tuple[StaleLock, ...]
-    parent: str | None  # the notes commit the write was built on
-    blob: str  # the note blob now on the commit
-    position: int  # of the first record written, among the note's records
 
 
 class Store:
@@ -414,7 +377,7 @@ class Store:
                     cache.put_tree(tree_id, pairs)
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
-        commits: dict[str, Annotated] = {}
+        commits: dict[str, NotesOn] = {}
         for commit, blobs in found.items():
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
             for blob, name in blobs.items():
@@ -429,11 +392,11 @@ class Store:
                     readable.append((blob, entry))
             if len(readable) == 1:
                 blob, (summaries, invalid) = readable[0]
-                commits[commit] = Annotated((blob,), summaries, invalid)
+                commits[commit] = NotesOn((blob,), summaries, invalid)
             elif readable:
                 ids = tuple(blob for blob, _ in readable)
                 note = self.note(ids)
-                commits[commit] = Annotated(ids, summarise(note), note.invalid)
+                commits[commit] = NotesOn(ids, summarise(note), note.invalid)
         self._current_blobs = {blob for blobs in found.values() for blob in blobs}
         cache.save(trees, self._current_blobs)
         return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,11 +28,12 @@ ALLOWED = {
     "secret": set(),
     "records": {"errors"},
     "profile": {"errors", "records"},
+    "values": {"graph", "records"},
     "cache": {"records"},
     "location": {"errors"},
     "notestree": {"records"},
     "blobs": {"notestree", "records"},
-    "notesref": {"errors", "interrupt", "notestree"},
+    "notesref": {"errors", "interrupt", "notestree", "values"},
     "merge": {"blobs", "notestree", "records"},
     "store": {
         "blobs",
@@ -43,33 +46,35 @@ ALLOWED = {
         "notesref",
         "notestree",
         "records",
+        "values",
     },
-    "remote": {"errors", "store"},
+    "remote": {"errors", "store", "values"},
     "patches": {"errors", "store"},
-    "adopt": {"errors", "index", "patches", "records", "store"},
-    "index": {"cache", "errors", "records", "store"},
-    "agents": {"errors", "store"},
+    "adopt": {"errors", "index", "patches", "records", "store", "values"},
+    "index": {"cache", "errors", "records", "store", "values"},
+    "agents": {"errors", "store", "values"},
     "ops": {
-        "index",
-        "errors",
-        "records",
-        "profile",
-        "graph",
-        "store",
-        "secret",
-        "remote",
-        "agents",
-        "patches",
         "adopt",
+        "agents",
+        "errors",
+        "index",
+        "patches",
+        "profile",
+        "records",
+        "remote",
+        "secret",
+        "store",
+        "values",
     },
-    "render": {"index", "records", "profile", "graph", "ops", "agents"},
-    "context": {"ops", "render", "errors", "graph", "index", "records"},
-    "hooks": {"context", "ops", "render", "errors", "index", "store"},
+    # The renderer works on values only: it imports without git (tested below).
+    "render": {"graph", "profile", "records", "values"},
+    "context": {"ops", "render", "errors", "graph", "index", "records", "values"},
+    "hooks": {"context", "ops", "render", "errors", "index", "store", "values"},
     "cli": {
         "errors",
         "ops",
         "render",
-        "store",
+        "values",
         "context",
         "hooks",
         "mcp_server",
@@ -159,3 +164,11 @@ def test_every_command_has_help_and_is_documented(repo: Repo, argv: list[str]) -
     readme = README.read_text()
     pattern = r"majordomus(?: -C \S+)? " + re.escape(" ".join(argv)) + r"\b"
     assert re.search(pattern, readme), f"README does not document `majordomus {' '.join(argv)}`"
+
+
+@pytest.mark.parametrize("module", ["majordomus.render", "majordomus.values"])
+def test_values_and_the_renderer_import_without_git(module: str) -> None:
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('pygit2')))"
+    command = [sys.executable, "-c", code]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")

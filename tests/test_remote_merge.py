@@ -11,7 +11,8 @@ import pygit2
 from majordomus import notestree
 from majordomus.merge import Merger
 from majordomus.records import dump_note, parse_note
-from majordomus.store import MergeReport, Store
+from majordomus.store import Store
+from majordomus.values import MergeReport
 from tests.conftest import Repo
 
 THEIRS = "refs/notes/theirs"
