@@ -127,12 +127,12 @@ def _label(div: Divergence) -> str:
 def record_block(loc: Located, suffix: str = "") -> str:
     """A record as `git log` would show a commit: a header line, then its text indented."""
     record = loc.record
-    head = (
+    header = (
         f"{rfc3339(record.at)}  {record.kind} {safe(record.id)}  task {safe(record.task)}  "
         f"on {loc.commit[:12]}{suffix}"
     )
     lines = [
-        head,
+        header,
         f"    by {safe(record.author)}"
         + (f", session {safe(record.session)}" if record.session else ""),
     ]
