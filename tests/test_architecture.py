@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
-# The store layer (location, notestree, blobs, notesref, merge, behind the `store` façade)
+# The store layer (location, notestree, blobs, notesread, notesref, merge, behind `store`)
 # is the only one that touches the repository through libgit2.
 ALLOWED = {
     "errors": set(),
@@ -35,6 +35,7 @@ ALLOWED = {
     "blobs": {"notestree", "records"},
     "notesref": {"errors", "interrupt", "notestree", "values"},
     "merge": {"blobs", "notestree", "records"},
+    "notesread": {"blobs", "cache", "errors", "notesref", "notestree", "records", "values"},
     "store": {
         "blobs",
         "cache",
@@ -43,6 +44,7 @@ ALLOWED = {
         "interrupt",
         "location",
         "merge",
+        "notesread",
         "notesref",
         "notestree",
         "records",
@@ -85,7 +87,7 @@ ALLOWED = {
     "__main__": {"cli", "hooks", "interrupt"},
     "__init__": set(),
 }
-STORE_LAYER = {"store", "location", "notestree", "blobs", "notesref", "merge"}
+STORE_LAYER = {"store", "location", "notestree", "blobs", "notesread", "notesref", "merge"}
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,

@@ -198,7 +198,7 @@ class RacingMerger(Merger):
     """A merge whose ref is moved by another writer between reading and swapping, once."""
 
     def __init__(self, store: RacingStore) -> None:
-        super().__init__(store.repo, store.blobs, store._note_copies, store._merge_signature)
+        super().__init__(store.repo, store.blobs, store.reader.note_copies, store._merge_signature)
         self.store = store
 
     def merged_tree(
