@@ -23,41 +23,20 @@ from typing import NamedTuple
 
 from majordomus import patches
 from majordomus.errors import RefusedError
-from majordomus.index import Index, Listed, Located
+from majordomus.index import Index
 from majordomus.records import Record
-from majordomus.store import StaleLock, Store
+from majordomus.store import Store
+from majordomus.values import (
+    DEFAULT_DAYS,
+    Adoption,
+    AdoptResult,
+    Ambiguity,
+    Listed,
+    Located,
+    StaleLock,
+)
 
-DEFAULT_DAYS = 90
 SLACK_S = 86400  # clocks of the writer and of the host may disagree by this much
-
-
-class Adoption(NamedTuple):
-    """Records copied (or, on a dry run, to be copied) onto one landing commit."""
-
-    commit: str  # where the change landed
-    how: str  # "squash" or "rebase"
-    sources: tuple[str, ...]  # the orphaned commits the records sat on
-    records: tuple[Located, ...]  # as they read on `commit` afterwards
-
-
-class Ambiguity(NamedTuple):
-    """Records whose change matches several commits: adopted onto none."""
-
-    records: tuple[str, ...]
-    candidates: tuple[str, ...]
-
-
-class AdoptResult(NamedTuple):
-    rev: str
-    dry_run: bool
-    adopted: tuple[Adoption, ...]
-    ambiguous: tuple[Ambiguity, ...]
-    orphaned: int  # records with no copy on a commit reachable from REV
-    considered: int  # of those, written within the window
-    compared: int  # commits of REV whose patch ids were compared
-    stale_locks: tuple[StaleLock, ...]
-    days: int = DEFAULT_DAYS
-    invalid: int = 0  # unreadable notes and invalid records, skipped as every read skips them
 
 
 class _Orphan(NamedTuple):

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.store import Store
+from majordomus.values import AgentFinding, Change
 
 AGENTS = ("claude", "codex", "gemini")
 SCOPES = ("local", "project", "user")
@@ -51,21 +52,6 @@ USER_FILE = {
     "codex": ".codex/hooks.json",
     "gemini": ".gemini/settings.json",
 }
-
-
-class Change(NamedTuple):
-    """What `agent install` did, or would do with --dry-run."""
-
-    agent: str
-    scope: str
-    path: Path
-    changed: bool
-    written: bool
-    events: tuple[str, ...]  # the events that carry a majordomus entry afterwards
-    command: str
-    diff: str
-    excluded: str | None  # the line added to .git/info/exclude, if any
-    warnings: tuple[str, ...]
 
 
 def settings_path(agent: str, scope: str, workdir: Path | None, home: Path) -> Path:
@@ -349,11 +335,6 @@ def install(
 
 
 # ---- doctor --------------------------------------------------------------------------
-
-
-class AgentFinding(NamedTuple):
-    healthy: bool
-    detail: str
 
 
 def _read_quietly(path: Path) -> dict[str, Any] | None:

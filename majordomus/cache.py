@@ -1,10 +1,11 @@
-"""The read cache inside the git directory: derived, disposable, never the source of truth.
+"""The derived caches inside the git directory: disposable, never the source of truth.
 
-It maps content hashes to what reading them produced: a notes tree id to the
-(commit, blob) pairs it holds, a blob id to the summaries of its records. A
-hash names its content forever, so an entry can never be stale. The file is
-written whole to a temporary name and renamed, so concurrent processes see the
-old file or the new one; an unreadable file is simply rebuilt.
+Each maps content hashes (a notes tree, a note blob, a commit) to what reading them
+produced, so an entry can never be stale. Every cache file shares one base: loaded
+whole, checked against a version made of the package version and the file's own
+format (a file another release or layout wrote is ignored whole), written whole to
+a temporary name and renamed, so concurrent processes see the old file or the new
+one; an unreadable file is simply rebuilt.
 """
 
 from __future__ import annotations
@@ -15,47 +16,80 @@ import marshal
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from majordomus import __version__
 from majordomus.records import Summary
 
-VERSION = 3  # 2: notes edited by hand are read table by table; 3: a missing object is never cached
 FILE_NAME = "majordomus-cache"
+GRAPH_FILE_NAME = "majordomus-graph-cache"
+RECORDS_FILE_NAME = "majordomus-records-cache"
+VIEWS_FILE_NAME = "majordomus-views"
+FILES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
+_SUMMARY = ",".join(Summary._fields)  # a summary's fields change: so does every file's format
 
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Whole or not at all: concurrent readers see the old file or the new one. A cache
-    that cannot be written (read-only clone, full disk) costs speed, not data."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        tmp.unlink()
+class CacheFile:
+    """One cache file: its payload loaded whole when its version is this one, written
+    whole or not at all. A cache that cannot be written (read-only clone, full disk)
+    costs speed, not data."""
 
+    FORMAT: ClassVar[str]  # what the payload holds: part of the version
 
-class ReadCache:
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    @classmethod
+    def version(cls) -> str:
+        return f"majordomus {__version__} {cls.FORMAT}"
+
+    def load(self) -> tuple[Any, ...] | None:
+        """The payload this release wrote, or None (no file, another version, garbage)."""
+        try:
+            data: Any = marshal.loads(self.path.read_bytes())
+            if isinstance(data, tuple) and data and data[0] == self.version():
+                return data[1:]
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        return None
+
+    def write(self, *payload: Any) -> None:
+        """Concurrent readers see the old file or the new one."""
+        data = marshal.dumps((self.version(), *payload))
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_bytes(data)
+            os.replace(tmp, self.path)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+class ReadCache(CacheFile):
+    """Notes tree id -> the (commit, blob) pairs it holds; blob id -> the summaries of its
+    records and how many are invalid, or why it is unreadable. A missing object is
+    never an entry: a fetch can bring it."""
+
+    FORMAT = f"trees:(commit,blob)* blobs:(({_SUMMARY})*,invalid)|reason"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
         self.trees: dict[str, tuple[tuple[str, str], ...]] = {}
         self.blobs: dict[str, BlobEntry] = {}
         self.dirty = False
-        self._load()
-
-    def _load(self) -> None:
+        loaded = self.load()
+        if loaded is None:
+            return
         try:
-            data: Any = marshal.loads(self.path.read_bytes())
-            if data[0] != VERSION:
-                return
-            self.trees = data[1]
+            trees, blobs = loaded
             make = Summary._make
             self.blobs = {
                 blob: value if isinstance(value, str) else (tuple(map(make, value[0])), value[1])
-                for blob, value in data[2].items()
+                for blob, value in blobs.items()
             }
-        except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
+            self.trees = trees
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError):
             self.trees, self.blobs = {}, {}
 
     def put_tree(self, tree: str, pairs: tuple[tuple[str, str], ...]) -> None:
@@ -76,33 +110,38 @@ class ReadCache:
             for b in blobs
             if (value := self.blobs.get(b)) is not None
         }
-        _write_atomically(self.path, marshal.dumps((VERSION, keep_trees, keep_blobs)))
+        self.write(keep_trees, keep_blobs)
         self.dirty = False
 
 
 Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
 Label = tuple[str, int | None, int | None]
-GRAPH_FILE_NAME = "majordomus-graph-cache"
-GRAPH_VERSION = 2  # 1 kept ranks derived across merges, which git's order does not follow
 KEEP_REVS = 3
 
 
-class GraphCache:
+class GraphCache(CacheFile):
     """What the commit graph answered: the rank of annotated commits in `git rev-list REV`
     for a few recent revisions, and divergence labels between two commits. Commit ids
     name immutable history, so an answer stays true (a shallow clone keeps nothing)."""
 
+    # Ranks follow git's own order across merges (an older layout derived them).
+    FORMAT = "graph:revs reach:(rank-in-rev-list,checked) labels:(label,ahead,behind)"
+
     def __init__(self, path: Path) -> None:
-        self.path = path
+        super().__init__(path)
         self.revs: list[str] = []  # most recently used last
         self.reaches: dict[str, Reach] = {}
         self.labels: dict[str, Label] = {}
         self.dirty = False
+        loaded = self.load()
         try:
-            data: Any = marshal.loads(path.read_bytes())
-            if data[0] == GRAPH_VERSION:
-                self.revs, self.reaches, self.labels = list(data[1]), dict(data[2]), dict(data[3])
-        except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
+            if loaded is not None:
+                self.revs, self.reaches, self.labels = (
+                    list(loaded[0]),
+                    dict(loaded[1]),
+                    dict(loaded[2]),
+                )
+        except (ValueError, TypeError, IndexError):
             self.revs, self.reaches, self.labels = [], {}, {}
 
     def _touch(self, rev: str) -> None:
@@ -132,11 +171,10 @@ class GraphCache:
         keep = set(self.revs)
         reach = {rev: value for rev, value in self.reaches.items() if rev in keep}
         labels = {k: v for k, v in self.labels.items() if k.split(" ")[1] in keep}
-        _write_atomically(self.path, marshal.dumps((GRAPH_VERSION, self.revs, reach, labels)))
+        self.write(self.revs, reach, labels)
         self.dirty = False
 
 
-RECORDS_FILE_NAME = "majordomus-records-cache"
 _TIME = "\0time"  # tags a date or time value; TOML never yields tuples, so no clash
 
 
@@ -167,20 +205,19 @@ def _decode(value: Any) -> Any:
     return value
 
 
-class DocumentCache:
+class DocumentCache(CacheFile):
     """Parsed TOML documents by blob id, for commands that show many records whole:
     decoding a cached document is several times cheaper than parsing its TOML."""
 
+    FORMAT = "documents:blob->toml-document(dates-tagged)"
+
     def __init__(self, path: Path) -> None:
-        self.path = path
+        super().__init__(path)
         self.documents: dict[str, Any] = {}
         self.dirty = False
-        try:
-            data: Any = marshal.loads(path.read_bytes())
-            if data[0] == VERSION:
-                self.documents = data[1]
-        except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
-            self.documents = {}
+        loaded = self.load()
+        if loaded is not None and len(loaded) == 1 and isinstance(loaded[0], dict):
+            self.documents = loaded[0]
 
     def get(self, blob: str) -> dict[str, Any] | None:
         raw = self.documents.get(blob)
@@ -194,14 +231,11 @@ class DocumentCache:
         if not self.dirty:
             return
         keep = {b: self.documents[b] for b in blobs if b in self.documents}
-        _write_atomically(self.path, marshal.dumps((VERSION, keep)))
+        self.write(keep)
         self.dirty = False
 
 
-VIEWS_FILE_NAME = "majordomus-views"
-
-
-class ViewCache:
+class ViewCache(CacheFile):
     """Per-task views of every record, for one state of the notes refs.
 
     The key names that state (each ref's target, and HEAD when the choice of a
@@ -210,16 +244,18 @@ class ViewCache:
     task it asks about.
     """
 
+    FORMAT = f"views:refs(@head)->(invalid,tasks),task->(rows(({_SUMMARY}),commit,blobs),resolved)"
+
     def __init__(self, path: Path) -> None:
-        self.path = path
+        super().__init__(path)
         self.key = ""
         self.meta: Any = None
         self.tasks: dict[str, bytes] = {}
+        loaded = self.load()
         try:
-            data: Any = marshal.loads(path.read_bytes())
-            if data[0] == VERSION:
-                self.key, self.meta, self.tasks = data[1], data[2], dict(data[3])
-        except (OSError, EOFError, ValueError, TypeError, IndexError, KeyError):
+            if loaded is not None:
+                self.key, self.meta, self.tasks = loaded[0], loaded[1], dict(loaded[2])
+        except (ValueError, TypeError, IndexError):
             self.key, self.meta, self.tasks = "", None, {}
 
     def get(self, key: str) -> tuple[Any, dict[str, bytes]] | None:
@@ -227,4 +263,4 @@ class ViewCache:
 
     def put(self, key: str, meta: Any, tasks: dict[str, bytes]) -> None:
         self.key, self.meta, self.tasks = key, meta, tasks
-        _write_atomically(self.path, marshal.dumps((VERSION, key, meta, tasks)))
+        self.write(key, meta, tasks)

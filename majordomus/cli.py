@@ -16,7 +16,7 @@ import typer
 
 from majordomus import __version__, interrupt, ops, render
 from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
-from majordomus.store import StaleLock
+from majordomus.values import CheckResult, StaleLock
 
 
 class Terminal(NamedTuple):
@@ -30,7 +30,7 @@ class Terminal(NamedTuple):
 
 
 @dataclasses.dataclass(slots=True)
-class Session:
+class Invocation:
     """What `run` hands to every command through typer's context."""
 
     terminal: Terminal
@@ -63,10 +63,10 @@ class Session:
             )
 
 
-def _session(ctx: typer.Context) -> Session:
-    session = ctx.find_root().obj
-    assert isinstance(session, Session)
-    return session
+def _invocation(ctx: typer.Context) -> Invocation:
+    invocation = ctx.find_root().obj
+    assert isinstance(invocation, Invocation)
+    return invocation
 
 
 def _exit(code: ExitCode | int) -> typer.Exit:
@@ -165,10 +165,10 @@ def main(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     for path in directory or ():
-        session.cwd = os.path.join(session.cwd, path)
-    session.profile = profile
+        invocation.cwd = os.path.join(invocation.cwd, path)
+    invocation.profile = profile
 
 
 # ---- tasks -------------------------------------------------------------------------------
@@ -183,18 +183,18 @@ def task_new(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a task, record it on HEAD and make it current; prints its id."""
-    session = _session(ctx)
-    result = ops.task_new(session.context(), title, session_name, allow_secret)
-    session.locks(result.stale_locks)
-    session.out(render.task_created(result, as_json))
+    invocation = _invocation(ctx)
+    result = ops.task_new(invocation.context(), title, session_name, allow_secret)
+    invocation.locks(result.stale_locks)
+    invocation.out(render.task_created(result, as_json))
 
 
 @task_app.command("list")
 def task_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Tasks with title, last activity, checkpoint age and open handover (* = current)."""
-    session = _session(ctx)
-    tasks = ops.task_list(session.context())
-    session.out(render.task_list(tasks, session.now(), as_json))
+    invocation = _invocation(ctx)
+    tasks = ops.task_list(invocation.context())
+    invocation.out(render.task_list(tasks, invocation.now(), as_json))
 
 
 @task_app.command("use")
@@ -203,8 +203,8 @@ def task_use(
     task: Annotated[str, typer.Argument(help="Task id or a unique prefix of 4+ hex digits.")],
 ) -> None:
     """Make a task current in this work tree."""
-    session = _session(ctx)
-    session.out(ops.task_use(session.context(), task))
+    invocation = _invocation(ctx)
+    invocation.out(ops.task_use(invocation.context(), task))
 
 
 # ---- writing -----------------------------------------------------------------------------
@@ -225,15 +225,15 @@ def checkpoint(
     The body is capped by the profile's checkpoint_max (400 characters by
     default): an over-long body is refused, never truncated.
     """
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     if (text is None) == (file is None):
         raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
     if file is not None:
-        text = ops.read_input_file(file, session.terminal.stdin, "checkpoint body", 2000)
+        text = ops.read_input_file(file, invocation.terminal.stdin, "checkpoint body", 2000)
     assert text is not None
-    result = ops.checkpoint(session.context(), text, task, session_name, allow_secret)
-    session.locks(result.stale_locks)
-    session.out(render.checkpoint(result, as_json))
+    result = ops.checkpoint(invocation.context(), text, task, session_name, allow_secret)
+    invocation.locks(result.stale_locks)
+    invocation.out(render.checkpoint(result, as_json))
 
 
 @app.command()
@@ -267,7 +267,7 @@ def handover(
     Each field is capped by the profile's handover_max. Warns (does not refuse)
     when the work tree has uncommitted changes.
     """
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     fields: dict[str, str | None] = {"objective": objective, "state": state, "next": next_action}
     if file is not None:
         if any(value is not None for value in fields.values()):
@@ -275,16 +275,16 @@ def handover(
                 "give the handover either with -F FILE or with the three flags, not both."
             )
         source = "standard input" if file == "-" else file
-        text = ops.read_input_file(file, session.terminal.stdin, "handover file", 2000)
+        text = ops.read_input_file(file, invocation.terminal.stdin, "handover file", 2000)
         fields = dict(ops.parse_handover_file(text, source))
-    result = ops.handover(session.context(), fields, task, session_name, allow_secret)
-    session.locks(result.stale_locks)
+    result = ops.handover(invocation.context(), fields, task, session_name, allow_secret)
+    invocation.locks(result.stale_locks)
     if result.dirty:
-        session.warn(
+        invocation.warn(
             "the work tree has uncommitted changes; the handover is attached to "
             f"{result.record.commit[:12]}, which does not contain them."
         )
-    session.out(render.handover(result, as_json))
+    invocation.out(render.handover(result, as_json))
 
 
 @app.command()
@@ -300,25 +300,25 @@ def resume(
     Records a resume on HEAD that resolves it (and supersedes older open
     handovers of the task). Exit 1 when nothing is open.
     """
-    session = _session(ctx)
-    result = ops.resume(session.context(), task, peek, session_name)
-    session.locks(result.stale_locks)
+    invocation = _invocation(ctx)
+    result = ops.resume(invocation.context(), task, peek, session_name)
+    invocation.locks(result.stale_locks)
     if result.implied:
         made = "" if peek else "; it is now the current task here"
-        session.terminal.stderr.write(
+        invocation.terminal.stderr.write(
             f"majordomus: no current task: took {render.safe(result.task)}, the one task with "
             f"an open handover reachable from HEAD{made}.\n"
         )
     if result.handover is None:
         if as_json:
-            session.out(render.resume_json(result))
+            invocation.out(render.resume_json(result))
         else:
-            session.terminal.stderr.write(
+            invocation.terminal.stderr.write(
                 f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
             )
-            session.out(render.resume_nothing_open(result))
+            invocation.out(render.resume_nothing_open(result))
         raise _exit(ExitCode.NEGATIVE)
-    session.out(render.resume(result, session.now(), as_json))
+    invocation.out(render.resume(result, invocation.now(), as_json))
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -341,9 +341,9 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label."""
-    session = _session(ctx)
-    result = ops.history(session.context(), rev, task, include_all, limit)
-    session.out(render.history(result, as_json))
+    invocation = _invocation(ctx)
+    result = ops.history(invocation.context(), rev, task, include_all, limit)
+    invocation.out(render.history(result, as_json))
 
 
 @app.command()
@@ -361,16 +361,16 @@ def show(
     ] = False,
 ) -> None:
     """The records attached to one commit: what CI reads."""
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     if as_json and markdown:
         raise RefusedError("give --json or --markdown, not both.")
-    result = ops.show(session.context(), rev)
+    result = ops.show(invocation.context(), rev)
     if result.missing:
-        session.warn(
+        invocation.warn(
             f"{result.commit[:12]} names no commit in this clone; listing what the notes hold "
             "for it (fetch the commit to see it in history)."
         )
-    session.out(render.show_markdown(result) if markdown else render.show(result, as_json))
+    invocation.out(render.show_markdown(result) if markdown else render.show(result, as_json))
 
 
 @app.command()
@@ -381,9 +381,9 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
-    session = _session(ctx)
-    results = ops.check(session.context(), task, all_tasks)
-    session.out(render.check(results, as_json, session.terminal.colour, all_tasks))
+    invocation = _invocation(ctx)
+    results = ops.check(invocation.context(), task, all_tasks)
+    invocation.out(render.check(results, as_json, invocation.terminal.colour, all_tasks))
     if any(result.stale for result in results):
         raise _exit(ExitCode.NEGATIVE)
 
@@ -407,13 +407,13 @@ def watch(
     On a terminal the line is redrawn in place; otherwise a line is printed each
     time the status, the last checkpoint or the open handover changes.
     """
-    session = _session(ctx)
-    terminal = session.terminal
+    invocation = _invocation(ctx)
+    terminal = invocation.terminal
     gc.enable()  # a long-running command: let the collector work
     # A terminal that cannot move the cursor (TERM=dumb) gets plain lines.
-    live = terminal.is_tty and session.environ.get("TERM") != "dumb"
+    live = terminal.is_tty and invocation.environ.get("TERM") != "dumb"
 
-    def emit(result: ops.CheckResult, changed: bool) -> None:
+    def emit(result: CheckResult, changed: bool) -> None:
         line = render.check_line(result, terminal.colour)
         if live:
             terminal.stdout.write("\r\x1b[2K" + line)
@@ -422,7 +422,7 @@ def watch(
         terminal.stdout.flush()
 
     try:
-        ops.watch(session.context(), emit, task, every, count, seconds)
+        ops.watch(invocation.context(), emit, task, every, count, seconds)
     except KeyboardInterrupt as stop:
         if isinstance(stop, interrupt.Interrupted) and not stop.by_ctrl_c:
             raise  # SIGTERM: an interruption like any other
@@ -446,9 +446,9 @@ def doctor(
 
     Exit 0 healthy, 1 not; a shallow or partial clone is information, not a fault.
     """
-    session = _session(ctx)
-    findings = ops.doctor(session.context(), drop_cache)
-    session.out(render.doctor(findings, as_json))
+    invocation = _invocation(ctx)
+    findings = ops.doctor(invocation.context(), drop_cache)
+    invocation.out(render.doctor(findings, as_json))
     if not all(finding.healthy for finding in findings):
         raise _exit(ExitCode.NEGATIVE)
 
@@ -456,8 +456,8 @@ def doctor(
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The effective profile and where each value came from."""
-    session = _session(ctx)
-    session.out(render.profile(ops.profile_info(session.context()), as_json))
+    invocation = _invocation(ctx)
+    invocation.out(render.profile(ops.profile_info(invocation.context()), as_json))
 
 
 # ---- records between clones ---------------------------------------------------------------
@@ -496,8 +496,8 @@ def init(
     a pre-push hook so git push publishes records. An existing hook, or a
     core.hooksPath, is left alone: init prints the line to add.
     """
-    session = _session(ctx)
-    session.out(render.init(ops.init(session.context(), remote), as_json))
+    invocation = _invocation(ctx)
+    invocation.out(render.init(ops.init(invocation.context(), remote), as_json))
 
 
 @app.command()
@@ -509,8 +509,8 @@ def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False
     no records yet is not an error. Uses your own git, credentials and ssh
     set-up. Exit 4 when the fetch fails.
     """
-    session = _session(ctx)
-    session.out(render.fetch(ops.fetch(session.context(), remote), as_json))
+    invocation = _invocation(ctx)
+    invocation.out(render.fetch(ops.fetch(invocation.context(), remote), as_json))
 
 
 @app.command()
@@ -533,27 +533,28 @@ def push(
     tried again (a bounded number of times). Exit 4 when it cannot be
     published; your records stay intact.
     """
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     if not hook:
-        session.out(render.push(ops.push(session.context(), remote), as_json))
+        invocation.out(render.push(ops.push(invocation.context(), remote), as_json))
         return
     # As the pre-push hook, a failure must never stop the user's own push: the
     # error becomes a warning here, and records wait for the next push.
     try:
-        result = ops.push(session.context(), remote, hook=True)
+        result = ops.push(invocation.context(), remote, hook=True)
     except MajordomusError as error:
-        session.warn(f"records were not published ({error.message.rstrip('.')}); the push goes on.")
+        why = error.message.rstrip(".")
+        invocation.warn(f"records were not published ({why}); the push goes on.")
         return
     line = render.push_hook(result)
     if line is not None:
-        session.terminal.stderr.write(line + "\n")
+        invocation.terminal.stderr.write(line + "\n")
 
 
 @app.command()
 def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
     """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
-    session = _session(ctx)
-    session.out(render.sync(ops.sync(session.context(), remote), as_json))
+    invocation = _invocation(ctx)
+    invocation.out(render.sync(ops.sync(invocation.context(), remote), as_json))
 
 
 # ---- coding agents ----------------------------------------------------------------------
@@ -586,10 +587,10 @@ def context(
     """
     from majordomus import context as contexts
 
-    session = _session(ctx)
-    result = contexts.build(session.context(), max_chars, task)
+    invocation = _invocation(ctx)
+    result = contexts.build(invocation.context(), max_chars, task)
     if as_json:
-        session.out(
+        invocation.out(
             render.dumps(
                 {
                     "task": result.task,
@@ -601,7 +602,7 @@ def context(
             )
         )
     else:
-        session.out(result.text)
+        invocation.out(result.text)
 
 
 @app.command()
@@ -622,20 +623,20 @@ def hook(
     """What an agent's hook runs: reads the hook's JSON on stdin, answers in that agent's
     format, always exits 0, never writes a record.
 
-    Session start: the context block. Prompt submit: a one-line reminder when the
+    Invocation start: the context block. Prompt submit: a one-line reminder when the
     task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
     """
     from majordomus import hooks
 
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     hooks.run(
         agent,
         event,
-        stdin=session.terminal.stdin,
-        stdout=session.terminal.stdout,
-        cwd=session.cwd,
-        environ=session.environ,
-        now=session.now,
+        stdin=invocation.terminal.stdin,
+        stdout=invocation.terminal.stdout,
+        cwd=invocation.cwd,
+        environ=invocation.environ,
+        now=invocation.now,
         enforce=enforce,
     )
 
@@ -669,25 +670,25 @@ def agent_install(
     Keeps every other key and hook; one majordomus entry per event however often it
     runs; an invalid settings file is refused and left untouched (exit 2).
     """
-    session = _session(ctx)
-    change = ops.agent_install(session.context(), agent, scope, enforce, dry_run, remove)
+    invocation = _invocation(ctx)
+    change = ops.agent_install(invocation.context(), agent, scope, enforce, dry_run, remove)
     for warning in change.warnings:
-        session.warn(warning)
-    session.out(render.agent_change(change, dry_run, remove))
+        invocation.warn(warning)
+    invocation.out(render.agent_change(change, dry_run, remove))
 
 
 @app.command()
 def mcp(ctx: typer.Context) -> None:
     """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
     task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]')."""
-    session = _session(ctx)
+    invocation = _invocation(ctx)
     try:
         from majordomus import mcp_server
     except ImportError:
         raise RepositoryError(
             "majordomus mcp needs the MCP SDK: pip install 'majordomus[mcp]'."
         ) from None
-    mcp_server.serve(session.cwd, session.environ)
+    mcp_server.serve(invocation.cwd, invocation.environ)
 
 
 # ---- after a host's merge -------------------------------------------------------------------
@@ -720,10 +721,10 @@ def adopt(
     head (where they were written); commit says where they are read now. Safe
     to run again: what is adopted is reachable, so nothing is done twice.
     """
-    session = _session(ctx)
-    result = ops.adopt(session.context(), rev, dry_run, days)
-    session.locks(result.stale_locks)
-    session.out(render.adopt(result, as_json))
+    invocation = _invocation(ctx)
+    result = ops.adopt(invocation.context(), rev, dry_run, days)
+    invocation.locks(result.stale_locks)
+    invocation.out(render.adopt(result, as_json))
 
 
 # ---- the one place errors become exit codes ------------------------------------------------
@@ -758,7 +759,7 @@ def run(
         is_tty=tty,
         colour=tty and "NO_COLOR" not in env and env.get("TERM") != "dumb",
     )
-    session = Session(
+    invocation = Invocation(
         terminal=terminal,
         environ=env,
         now=now or (lambda: datetime.datetime.now(datetime.UTC)),
@@ -769,7 +770,7 @@ def run(
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             result: Any = command.main(
-                args=list(argv), prog_name="majordomus", standalone_mode=False, obj=session
+                args=list(argv), prog_name="majordomus", standalone_mode=False, obj=invocation
             )
         if result == 130:
             # typer's own answer to a KeyboardInterrupt: an exit status no command of

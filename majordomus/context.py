@@ -13,8 +13,9 @@ from typing import NamedTuple
 from majordomus import ops, render
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
-from majordomus.index import Index, Located, Views
+from majordomus.index import Index, Views
 from majordomus.records import HANDOVER_FIELDS
+from majordomus.values import CheckResult, Located
 
 DEFAULT_MAX_CHARS = 4000
 MIN_MAX_CHARS = 200
@@ -32,7 +33,7 @@ class Status(NamedTuple):
     task: str
     title: str | None
     implied: bool
-    check: ops.CheckResult
+    check: CheckResult
     checkpoint_max: int
     handover: Located | None
     divergence: Divergence | None
@@ -167,9 +168,9 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     """The text, within `max_chars`: fixed lines first, then records whole while they fit."""
     task = render.safe(st.task)
     title = f' "{render.safe(st.title)}"' if st.title else ""
-    head = [f"majordomus context: task {task}{title}"]
-    if not _fits(head, max_chars):
-        head = [f"majordomus context: task {task}"]
+    opening = [f"majordomus context: task {task}{title}"]
+    if not _fits(opening, max_chars):
+        opening = [f"majordomus context: task {task}"]
     optional_head = []
     if st.implied:
         optional_head.append(
@@ -182,11 +183,11 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     omitted = 0
 
     def total(extra: Sequence[str], tail: Sequence[str]) -> int:
-        return len("\n".join([*head, *body, *extra, *tail]))
+        return len("\n".join([*opening, *body, *extra, *tail]))
 
     for line in optional_head:
         if total([line], fixed_tail) <= max_chars:
-            head.append(line)
+            opening.append(line)
     # Whatever does not fit is counted, and the line saying so is reserved in advance
     # whenever it may be needed.
     summary_reserve = [f"(999999 more records left out: majordomus history --task {task})"]
@@ -222,7 +223,7 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
             body.append(note)
     if omitted:
         body.append(f"({omitted} more records left out: majordomus history --task {task})")
-    lines = [*head, *body, *fixed_tail]
+    lines = [*opening, *body, *fixed_tail]
     # The fixed lines hold only bounded text, but a forged task id may be long: shed
     # whole lines, from the end, rather than ever exceed the budget.
     while not _fits(lines, max_chars) and len(lines) > 1:

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from majordomus.ops import CheckResult, Context
+    from majordomus.ops import Context
     from majordomus.store import Store
+    from majordomus.values import CheckResult
 
 AGENTS = ("claude", "codex", "gemini")
 INPUT_MAX_BYTES = 1024 * 1024  # hook inputs are small; anything larger is not one

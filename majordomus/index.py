@@ -7,37 +7,18 @@ when it is to be shown.
 
 from __future__ import annotations
 
-import datetime
 import marshal
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from majordomus.cache import VIEWS_FILE_NAME, ViewCache
 from majordomus.errors import RepositoryError
 from majordomus.records import Note, Record, Summary, summary_of
-from majordomus.store import NOTES_REF, NoteSet, Store, WriteReport
+from majordomus.store import NOTES_REF, Store
+from majordomus.values import Listed, Located, NoteSet, WriteReport
 
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
-
-
-class Located(NamedTuple):
-    """A record and the commit its note is attached to now."""
-
-    record: Record
-    commit: str
-    position: int  # order of the record within that commit's note
-
-
-class Listed(NamedTuple):
-    """A record as the index knows it, without its text: its summary and its commit."""
-
-    summary: Summary
-    commit: str
-
-    @property
-    def at(self) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.summary.at, datetime.UTC)
 
 
 def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:

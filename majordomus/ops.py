@@ -17,11 +17,32 @@ from majordomus import adopt as adoption
 from majordomus import agents, patches, remote
 from majordomus import profile as profiles
 from majordomus.errors import RefusedError, RepositoryError
-from majordomus.graph import Divergence
-from majordomus.index import Index, Listed, Located, Views, newest_first
-from majordomus.records import HANDOVER_FIELDS, clean_text, new_record
+from majordomus.index import Index, Views, newest_first
+from majordomus.records import HANDOVER_FIELDS, age_s, clean_text, new_record, skew_s
 from majordomus.secret import find_secret
-from majordomus.store import StaleLock, Store
+from majordomus.store import Store
+from majordomus.values import (
+    DEFAULT_DAYS,
+    AdoptResult,
+    Change,
+    CheckpointResult,
+    CheckResult,
+    FetchReport,
+    Finding,
+    HandoverResult,
+    HistoryEntry,
+    HistoryResult,
+    InitReport,
+    Listed,
+    Located,
+    PushReport,
+    ResumeResult,
+    ShowResult,
+    StaleLock,
+    SyncResult,
+    TaskCreated,
+    TaskSummary,
+)
 
 TITLE_MAX = 200
 SESSION_MAX = 200
@@ -235,20 +256,6 @@ def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views,
     return views, current_task(ctx, store, views.task_ids, task)
 
 
-SKEW_TOLERANCE_S = 60  # clocks a minute apart are ordinary; further ahead is skew
-
-
-def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
-    return max(0, int((now - then).total_seconds()))
-
-
-def skew_s(now: datetime.datetime, then: datetime.datetime) -> int | None:
-    """How far `then` lies ahead of `now`, when that is more than clocks normally drift:
-    a record from a clock that runs fast, whose age cannot be known."""
-    ahead = int((then - now).total_seconds())
-    return ahead if ahead > SKEW_TOLERANCE_S else None
-
-
 def _counted_checkpoint(
     index: Index, task: str, now: datetime.datetime
 ) -> tuple[Listed | None, Listed | None]:
@@ -265,11 +272,6 @@ def _counted_checkpoint(
 # ---- task ----------------------------------------------------------------------------
 
 
-class TaskCreated(NamedTuple):
-    record: Located
-    stale_locks: tuple[StaleLock, ...]
-
-
 def task_new(
     ctx: Context, title: str, session: str | None = None, allow_secret: bool = False
 ) -> TaskCreated:
@@ -283,16 +285,6 @@ def task_new(
     located, locks = _write(ctx, store, "task", task, {"title": text}, sess, views, task)
     store.set_current_task(task)
     return TaskCreated(located, locks)
-
-
-class TaskSummary(NamedTuple):
-    task: str
-    title: str | None
-    last_at: datetime.datetime
-    checkpoint_age_s: int | None
-    open_handover: Located | None
-    current: bool
-    skew_s: int | None = None  # a newer checkpoint is dated this far in the future
 
 
 def task_list(ctx: Context) -> list[TaskSummary]:
@@ -329,13 +321,6 @@ def task_use(ctx: Context, name: str) -> str:
 # ---- checkpoint and handover ----------------------------------------------------------
 
 
-class CheckpointResult(NamedTuple):
-    record: Located
-    previous_age_s: int | None
-    stale_locks: tuple[StaleLock, ...]
-    previous_skew_s: int | None = None  # the previous one is dated this far after this one
-
-
 def checkpoint(
     ctx: Context,
     text: str,
@@ -353,12 +338,6 @@ def checkpoint(
     previous_age = age_s(located.record.at, previous.at) if previous else None
     skew = skew_s(located.record.at, previous.at) if previous else None
     return CheckpointResult(located, previous_age, locks, skew)
-
-
-class HandoverResult(NamedTuple):
-    record: Located
-    dirty: bool
-    stale_locks: tuple[StaleLock, ...]
 
 
 def parse_handover_file(text: str, source: str) -> dict[str, str]:
@@ -418,18 +397,6 @@ def handover(
 # ---- resume ------------------------------------------------------------------------------
 
 
-class ResumeResult(NamedTuple):
-    task: str
-    handover: Located | None
-    divergence: Divergence | None
-    recorded: Located | None
-    open_handovers: int
-    superseded: tuple[str, ...]
-    stale_locks: tuple[StaleLock, ...]
-    checkpoints_since: tuple[Located, ...] = ()  # when nothing is open, newest first
-    implied: bool = False  # the task was taken from the one open handover reachable from HEAD
-
-
 def checkpoints_since(index: Index, task: str) -> list[Located]:
     """The task's checkpoints newer than its last handover or resume, newest first."""
     relevant = [
@@ -484,21 +451,6 @@ def resume(
 # ---- history and show -----------------------------------------------------------------------
 
 
-class HistoryEntry(NamedTuple):
-    located: Located
-    reachable: bool
-    divergence: Divergence | None  # handovers only
-    resolved: bool | None  # handovers only
-
-
-class HistoryResult(NamedTuple):
-    rev: str
-    task: str | None
-    entries: tuple[HistoryEntry, ...]
-    invalid: int
-    hidden: int
-
-
 def history(
     ctx: Context,
     rev: str | None = None,
@@ -547,13 +499,6 @@ def history(
     )
 
 
-class ShowResult(NamedTuple):
-    commit: str
-    records: tuple[Located, ...]
-    invalid: int
-    missing: bool = False  # no such commit in this clone: what the notes hold for the id
-
-
 _OBJECT_ID = re.compile(r"[0-9a-f]{4,40}")
 
 
@@ -590,20 +535,6 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
 
 
 # ---- check and watch ------------------------------------------------------------------------
-
-
-class CheckResult(NamedTuple):
-    task: str
-    title: str | None
-    profile: str
-    interval_s: int
-    last_checkpoint: Located | None
-    age_s: int
-    stale: bool
-    open_handover: Located | None
-    skewed: Located | None = None  # a newer checkpoint dated in the future, not counted
-    skew_s: int | None = None  # how far in the future it is dated
-    undated: bool = False  # every record of the task is dated in the future: age unknown
 
 
 def _check_task(
@@ -701,14 +632,6 @@ def watch(
 
 
 # ---- doctor and profile --------------------------------------------------------------------
-
-
-class Finding(NamedTuple):
-    """One line of `doctor`: what was checked, whether it is healthy, and what to do."""
-
-    topic: str
-    healthy: bool
-    detail: str
 
 
 def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
@@ -893,12 +816,6 @@ def profile_info(ctx: Context) -> profiles.Profile:
 # ---- remote verbs ----------------------------------------------------------------------------
 
 
-# The reports of the remote verbs, named here so that render needs nothing but ops.
-InitReport = remote.InitReport
-FetchReport = remote.FetchReport
-PushReport = remote.PushReport
-
-
 def init(ctx: Context, remote_name: str | None = None) -> InitReport:
     """Configure this clone so records travel with the code (see remote.configure)."""
     return remote.configure(open_store(ctx), remote_name)
@@ -915,18 +832,13 @@ def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> Pu
     store = open_store(ctx)
     name = remote.locate(store, remote_name, ctx.cwd)
     if hook and ctx.environ.get(remote.HOOK_GUARD):
-        return remote.PushReport(remote.shown(name), "skipped", None, 0, ())
+        return PushReport(remote.shown(name), "skipped", None, 0, ())
     git = (
         remote.Git(store, budget_s=remote.hook_budget(ctx.environ), detached=True)
         if hook
         else remote.Git(store)
     )
     return remote.push(store, git, name, sleep=ctx.sleep)
-
-
-class SyncResult(NamedTuple):
-    fetch: FetchReport
-    push: PushReport
 
 
 def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
@@ -947,7 +859,7 @@ def agent_install(
     enforce: bool = False,
     dry_run: bool = False,
     remove: bool = False,
-) -> agents.Change:
+) -> Change:
     """Write (or remove) majordomus' hook entries in a coding agent's settings file."""
     try:
         store: Store | None = open_store(ctx)
@@ -960,11 +872,9 @@ def agent_install(
 
 # ---- adopt -------------------------------------------------------------------------------------
 
-AdoptResult = adoption.AdoptResult
-
 
 def adopt(
-    ctx: Context, rev: str | None = None, dry_run: bool = False, days: int = adoption.DEFAULT_DAYS
+    ctx: Context, rev: str | None = None, dry_run: bool = False, days: int = DEFAULT_DAYS
 ) -> AdoptResult:
     """Copy records a squash or rebase merge orphaned onto the commit where they landed."""
     return adoption.adopt(open_store(ctx), rev, dry_run=dry_run, days=days, sleep=ctx.sleep)

@@ -582,3 +582,17 @@ def append_note(existing: bytes | None, records: Sequence[Record]) -> bytes:
     if lost or not all((record.kind, record.id) in written for record in records):
         raise NoteError("the existing note cannot take more records and stay readable")
     return data
+
+
+SKEW_TOLERANCE_S = 60  # clocks a minute apart are ordinary; further ahead is skew
+
+
+def age_s(now: datetime.datetime, then: datetime.datetime) -> int:
+    return max(0, int((now - then).total_seconds()))
+
+
+def skew_s(now: datetime.datetime, then: datetime.datetime) -> int | None:
+    """How far `then` lies ahead of `now`, when that is more than clocks normally drift:
+    a record from a clock that runs fast, whose age cannot be known."""
+    ahead = int((then - now).total_seconds())
+    return ahead if ahead > SKEW_TOLERANCE_S else None

@@ -20,10 +20,10 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from majordomus.errors import RefusedError, RemoteError, RepositoryError
-from majordomus.store import NOTES_REF, MergeReport, Store
+from majordomus.store import NOTES_REF, Store
+from majordomus.values import FetchReport, HookReport, InitReport, PushReport, Setting
 
 PUSH_ATTEMPTS = 12
 HOOK_TIMEOUT_S = 30.0
@@ -196,20 +196,6 @@ def _kill(process: subprocess.Popen[str], *, group: bool) -> None:
 
 
 # ---- fetch and push ------------------------------------------------------------------------
-
-
-class FetchReport(NamedTuple):
-    remote: str
-    remote_commit: str | None  # None: the remote has no records yet
-    merge: MergeReport | None
-
-
-class PushReport(NamedTuple):
-    remote: str
-    outcome: str  # pushed, up-to-date, nothing (no records here), skipped (inside majordomus)
-    notes_commit: str | None
-    attempts: int
-    fetches: tuple[FetchReport, ...]  # merges made when the remote had moved
 
 
 def fetch(
@@ -439,27 +425,6 @@ def _retryable(summary: str) -> bool:
 
 
 # ---- init: configuration and the hook --------------------------------------------------------
-
-
-class Setting(NamedTuple):
-    key: str
-    value: str
-    state: str  # added, already, kept (the user's own value was left alone: see note)
-    note: str = ""
-
-
-class HookReport(NamedTuple):
-    path: str
-    state: str  # installed, updated, already, manual
-    reason: str = ""  # why it is manual
-    line: str = ""  # what to add by hand when it is manual
-
-
-class InitReport(NamedTuple):
-    remote: str | None
-    settings: tuple[Setting, ...]
-    hook: HookReport
-    no_remote: str = ""  # why no fetch refspec was configured
 
 
 def configure(store: Store, remote: str | None) -> InitReport:

@@ -9,11 +9,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from majordomus.agents import Change
 from majordomus.graph import Divergence
-from majordomus.index import Located
-from majordomus.ops import (
+from majordomus.profile import Profile
+from majordomus.records import HANDOVER_FIELDS, REFUSED, skew_s
+from majordomus.values import (
     AdoptResult,
+    Change,
     CheckpointResult,
     CheckResult,
     FetchReport,
@@ -22,16 +23,14 @@ from majordomus.ops import (
     HistoryEntry,
     HistoryResult,
     InitReport,
+    Located,
     PushReport,
     ResumeResult,
     ShowResult,
     SyncResult,
     TaskCreated,
     TaskSummary,
-    skew_s,
 )
-from majordomus.profile import Profile
-from majordomus.records import HANDOVER_FIELDS, REFUSED
 
 
 def _escape_text(match: re.Match[str]) -> str:
@@ -128,12 +127,12 @@ def _label(div: Divergence) -> str:
 def record_block(loc: Located, suffix: str = "") -> str:
     """A record as `git log` would show a commit: a header line, then its text indented."""
     record = loc.record
-    head = (
+    header = (
         f"{rfc3339(record.at)}  {record.kind} {safe(record.id)}  task {safe(record.task)}  "
         f"on {loc.commit[:12]}{suffix}"
     )
     lines = [
-        head,
+        header,
         f"    by {safe(record.author)}"
         + (f", session {safe(record.session)}" if record.session else ""),
     ]

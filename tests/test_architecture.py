@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
+# The store layer (location, notestree, blobs, notesread, notesref, merge, behind `store`)
+# is the only one that touches the repository through libgit2.
 ALLOWED = {
     "errors": set(),
     "interrupt": set(),
@@ -24,36 +28,55 @@ ALLOWED = {
     "secret": set(),
     "records": {"errors"},
     "profile": {"errors", "records"},
+    "values": {"graph", "records"},
     "cache": {"records"},
-    "store": {"errors", "records", "cache", "graph", "interrupt"},
-    "remote": {"errors", "records", "store"},
-    "patches": {"errors", "store"},
-    "adopt": {"errors", "index", "patches", "records", "store"},
-    "index": {"cache", "errors", "graph", "records", "store"},
-    "agents": {"errors", "store"},
-    "ops": {
-        "index",
+    "location": {"errors"},
+    "notestree": {"records"},
+    "blobs": {"notestree", "records"},
+    "notesref": {"errors", "interrupt", "notestree", "values"},
+    "merge": {"blobs", "notestree", "records"},
+    "notesread": {"blobs", "cache", "errors", "notesref", "notestree", "records", "values"},
+    "store": {
+        "blobs",
+        "cache",
         "errors",
-        "records",
-        "profile",
         "graph",
-        "store",
-        "secret",
-        "remote",
-        "agents",
-        "patches",
-        "adopt",
+        "interrupt",
+        "location",
+        "merge",
+        "notesread",
+        "notesref",
+        "notestree",
+        "records",
+        "values",
     },
-    "render": {"index", "errors", "records", "profile", "graph", "ops", "store", "agents"},
-    "context": {"ops", "render", "errors", "graph", "index", "records"},
-    "hooks": {"context", "ops", "render", "errors", "index", "store"},
+    "remote": {"errors", "store", "values"},
+    "patches": {"errors", "store"},
+    "adopt": {"errors", "index", "patches", "records", "store", "values"},
+    "index": {"cache", "errors", "records", "store", "values"},
+    "agents": {"errors", "store", "values"},
+    "ops": {
+        "adopt",
+        "agents",
+        "errors",
+        "index",
+        "patches",
+        "profile",
+        "records",
+        "remote",
+        "secret",
+        "store",
+        "values",
+    },
+    # The renderer works on values only: it imports without git (tested below).
+    "render": {"graph", "profile", "records", "values"},
+    "context": {"ops", "render", "errors", "graph", "index", "records", "values"},
+    "hooks": {"context", "ops", "render", "errors", "index", "store", "values"},
     "cli": {
         "errors",
-        "records",
-        "profile",
         "ops",
         "render",
-        "store",
+        "values",
         "context",
         "hooks",
         "mcp_server",
@@ -64,12 +87,13 @@ ALLOWED = {
     "__main__": {"cli", "hooks", "interrupt"},
     "__init__": set(),
 }
-# Third-party and process-level imports that belong to one module only.
+STORE_LAYER = {"store", "location", "notestree", "blobs", "notesread", "notesref", "merge"}
+# Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
-    "pygit2": {"store"},
+    "pygit2": STORE_LAYER,
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"store", "remote", "patches"},
+    "subprocess": {"store", "location", "remote", "patches"},
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }
@@ -142,3 +166,11 @@ def test_every_command_has_help_and_is_documented(repo: Repo, argv: list[str]) -
     readme = README.read_text()
     pattern = r"majordomus(?: -C \S+)? " + re.escape(" ".join(argv)) + r"\b"
     assert re.search(pattern, readme), f"README does not document `majordomus {' '.join(argv)}`"
+
+
+@pytest.mark.parametrize("module", ["majordomus.render", "majordomus.values"])
+def test_values_and_the_renderer_import_without_git(module: str) -> None:
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('pygit2')))"
+    command = [sys.executable, "-c", code]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import marshal
 import random
 from pathlib import Path
 
+from majordomus import __version__
 from majordomus.cache import (
     FILE_NAME,
     GRAPH_FILE_NAME,
@@ -192,3 +194,32 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
     assert views_key(repo) == before  # built on another state: left for a rebuild
     history = json.loads(repo.run("history", "--task", task, "--json").out)
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]
+
+
+def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo) -> None:
+    task = repo.task()
+    for i in range(30):
+        repo.commit(f"c{i}")
+        repo.run("checkpoint", f"checkpoint {i}")
+    repo.run("handover", "-o", "o", "-s", "s", "-n", "n")
+    mine = repo.run("history", "--task", task, "--all", "--json").out
+    every = repo.run("history", "--json").out
+    git_dir = repo.path / ".git"
+    versions = {name: marshal.loads((git_dir / name).read_bytes())[0] for name in CACHES}
+    assert all(str(v).startswith(f"majordomus {__version__} ") for v in versions.values())
+    assert len(set(versions.values())) == len(CACHES), "each file names its own format"
+    # Files another release wrote, whose entries would change every answer if read.
+    another = {name: str(v).replace(__version__, "0.0.0-another") for name, v in versions.items()}
+    _, trees, blobs = marshal.loads((git_dir / FILE_NAME).read_bytes())
+    poisoned = dict.fromkeys(blobs, "poisoned")
+    (git_dir / FILE_NAME).write_bytes(marshal.dumps((another[FILE_NAME], trees, poisoned)))
+    _, key, meta, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
+    (git_dir / VIEWS_FILE_NAME).write_bytes(
+        marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}))
+    )
+    for name in (GRAPH_FILE_NAME, RECORDS_FILE_NAME):
+        data = marshal.loads((git_dir / name).read_bytes())
+        (git_dir / name).write_bytes(marshal.dumps((another[name], *data[1:])))
+    assert repo.run("history", "--task", task, "--all", "--json").out == mine
+    assert repo.run("history", "--json").out == every
+    assert marshal.loads((git_dir / FILE_NAME).read_bytes())[0] == versions[FILE_NAME]

@@ -9,10 +9,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import context, ops, render
+from majordomus import context, render
 from majordomus.graph import Divergence
-from majordomus.index import Located
 from majordomus.records import new_record
+from majordomus.values import CheckResult, Located
 from tests.conftest import AUTHOR, START, Repo
 
 HEAD = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"
@@ -151,7 +151,7 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
         if handover
         else None
     )
-    check = ops.CheckResult(task, title, "default", 1200, None, 5, False, open_handover)
+    check = CheckResult(task, title, "default", 1200, None, 5, False, open_handover)
     status = context.Status(
         task=task, title=title, implied=implied, check=check, checkpoint_max=400,
         handover=open_handover, divergence=Divergence("current", 0, 0) if handover else None,
@@ -178,7 +178,7 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
 
 def test_the_last_record_needs_no_room_for_a_line_it_will_not_need() -> None:
     only = located("checkpoint", 1, {"body": "x" * 300})
-    check = ops.CheckResult(TASK, None, "default", 1200, only, 5, False, None)
+    check = CheckResult(TASK, None, "default", 1200, only, 5, False, None)
     status = context.Status(
         task=TASK, title=None, implied=False, check=check, checkpoint_max=400, handover=None,
         divergence=None, older_open=0, checkpoints=(only,), more_checkpoints=0,

@@ -8,8 +8,11 @@ import subprocess
 
 import pygit2
 
+from majordomus import notestree
+from majordomus.merge import Merger
 from majordomus.records import dump_note, parse_note
-from majordomus.store import MergeReport, Store
+from majordomus.store import Store
+from majordomus.values import MergeReport
 from tests.conftest import Repo
 
 THEIRS = "refs/notes/theirs"
@@ -191,23 +194,31 @@ def test_a_large_merge_keeps_git_s_fan_out(repo: Repo) -> None:
     assert note_ids(repo, commits[160]) == [f"c-o{commits[160][:12]}", f"c-t{commits[160][:12]}"]
 
 
-class RacingStore(Store):
-    """A store whose ref is moved by another writer between reading and swapping, once."""
+class RacingMerger(Merger):
+    """A merge whose ref is moved by another writer between reading and swapping, once."""
 
-    raced = False
+    def __init__(self, store: RacingStore) -> None:
+        super().__init__(store.repo, store.blobs, store.reader.note_copies, store._merge_signature)
+        self.store = store
 
-    def _merged_tree(
+    def merged_tree(
         self, ours: pygit2.Tree, theirs: pygit2.Tree
     ) -> tuple[pygit2.Oid, int, int, int]:
-        if not self.raced:
-            self.raced = True
-            result = self.repo_for_race.run("checkpoint", "written meanwhile", "--json")
+        if not self.store.raced:
+            self.store.raced = True
+            result = self.store.repo_for_race.run("checkpoint", "written meanwhile", "--json")
             assert result.code == 0, result.err
-            self.meanwhile = json.loads(result.out)["record"]["id"]
-        return super()._merged_tree(ours, theirs)
+            self.store.meanwhile = json.loads(result.out)["record"]["id"]
+        return super().merged_tree(ours, theirs)
 
+
+class RacingStore(Store):
+    raced = False
     repo_for_race: Repo
     meanwhile: str
+
+    def merger(self) -> Merger:
+        return RacingMerger(self)
 
 
 def test_a_merge_that_lost_the_race_retries_and_keeps_both(repo: Repo) -> None:
@@ -231,10 +242,11 @@ def test_inserting_many_notes_at_once_lays_them_out_as_one_by_one(repo: Repo) ->
     for before, after in ((names[:0], names), (names[:60], names[60:]), (names[:300], names[300:])):
         one_by_one = None
         for name in [*before, *after]:
-            one_by_one = store._tree(store._insert(one_by_one, name, blob))
+            written = notestree.insert(store.repo, one_by_one, name, blob)
+            one_by_one = notestree.tree(store.repo, written)
         base = None
         for name in before:
-            base = store._tree(store._insert(base, name, blob))
-        at_once = store._insert_many(base, dict.fromkeys(after, blob))
+            base = notestree.tree(store.repo, notestree.insert(store.repo, base, name, blob))
+        at_once = notestree.insert_many(store.repo, base, dict.fromkeys(after, blob))
         assert one_by_one is not None
         assert at_once == one_by_one.id

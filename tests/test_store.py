@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pygit2
 
+from majordomus import notestree
 from majordomus.records import parse_note
 from majordomus.store import NOTES_REF, Store
 from tests.conftest import AUTHOR, Repo
@@ -82,7 +83,7 @@ def test_flat_tree_fans_out_like_git(tmp_path: Path, repo: Repo) -> None:
     blob = store.repo.create_blob(b"[[x]]\nn = 1\n")
     tree: pygit2.Tree | None = None
     for commit in commits:
-        written = store.repo[store._insert(tree, commit, blob)]
+        written = store.repo[notestree.insert(store.repo, tree, commit, blob)]
         assert isinstance(written, pygit2.Tree)
         tree = written
     assert tree is not None

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 from majordomus import ops, render
 from majordomus.errors import RefusedError
-from majordomus.index import Located
 from majordomus.profile import parse_config, resolve
 from majordomus.records import (
     KINDS,
@@ -27,6 +26,7 @@ from majordomus.records import (
     parse_note,
     union,
 )
+from majordomus.values import Located
 from tests.reliability.helpers import strict_json, terminal_problems
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

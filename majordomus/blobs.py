@@ -1,0 +1,67 @@
+"""Note blobs of one repository: their bytes, and their parse, made once per process.
+
+A blob id names its content forever, so a parse is remembered by id; a blob that is
+not in this clone is never remembered, because a fetch can bring it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pygit2
+
+from majordomus.notestree import MissingObjectError
+from majordomus.records import Note, NoteError, parse_note, union
+
+
+class NoteBlobs:
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self._parsed: dict[str, Note | NoteError] = {}
+
+    def data(self, blob_id: str) -> bytes:
+        """A note's bytes; NoteError when the notes tree names anything but a blob we have
+        (a pushed tree can hold a submodule entry, or point at an object never sent)."""
+        try:
+            blob = self.repo[blob_id]
+        except KeyError:
+            raise MissingObjectError(blob_id) from None
+        except ValueError:
+            raise NoteError(f"note object {blob_id[:12]} is missing; not read") from None
+        if not isinstance(blob, pygit2.Blob):
+            raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
+        return blob.data
+
+    def parse(self, blob_id: str) -> Note | NoteError:
+        """The note a blob holds, or why it cannot be read."""
+        cached = self._parsed.get(blob_id)
+        if cached is None:
+            try:
+                cached = parse_note(self.data(blob_id))
+            except MissingObjectError as error:
+                return error  # not remembered: it may arrive with a fetch
+            except NoteError as error:
+                cached = error
+            self._parsed[blob_id] = cached
+        return cached
+
+    def is_parsed(self, blob_id: str) -> bool:
+        return blob_id in self._parsed
+
+    def remember(self, blob_id: str, note: Note | NoteError) -> None:
+        """A parse made another way (from the document cache)."""
+        self._parsed[blob_id] = note
+
+    def note(self, blob_ids: Sequence[str]) -> Note:
+        """The united note of the readable blobs among these."""
+        parsed = [self.parse(blob_id) for blob_id in blob_ids]
+        return union([note for note in parsed if not isinstance(note, NoteError)])
+
+    def record_ids(self, blob_ids: Sequence[str]) -> set[str]:
+        """The ids of the records these notes hold (those that can be read)."""
+        ids: set[str] = set()
+        for blob_id in blob_ids:
+            parsed = self.parse(blob_id)
+            if isinstance(parsed, Note):
+                ids.update(record.id for record in parsed.records)
+        return ids

@@ -1,0 +1,139 @@
+"""Which repository a command works on: found as git finds it (the environment's GIT_DIR,
+GIT_WORK_TREE and GIT_COMMON_DIR included), and opened with libgit2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import pygit2
+
+from majordomus.errors import RepositoryError
+
+_LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
+
+
+def _located_by_environment(path: str, environ: Mapping[str, str]) -> tuple[str, str | None] | None:
+    """(git dir, work tree or None) as git finds them when its environment names them.
+
+    libgit2 ignores GIT_DIR and GIT_WORK_TREE, so git itself is asked, from `path`
+    (where -C went): relative values resolve from there, GIT_DIR without
+    GIT_WORK_TREE makes `path` the top of the work tree, a bare repository has none.
+    None when the environment names nothing, and discovery is libgit2's, as git's.
+    """
+    named = {name: environ[name] for name in _LOCATION_VARIABLES if environ.get(name)}
+    if not named:
+        return None
+    command = ["git", "rev-parse", "--absolute-git-dir", "--git-common-dir"]
+    command += ["--is-bare-repository", "--show-toplevel"]
+    try:
+        result = subprocess.run(
+            command,
+            cwd=path,
+            env=dict(environ),
+            capture_output=True,
+            text=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise RepositoryError("git is not installed or not on PATH; install git.") from None
+    lines = result.stdout.splitlines()
+    if len(lines) < 3:
+        where = ", ".join(
+            f"{name} names {os.path.normpath(os.path.join(os.path.abspath(path), value))}"
+            for name, value in named.items()
+        )
+        fatal = [line for line in result.stderr.splitlines() if line.startswith("fatal: ")]
+        if fatal and "not a git repository" not in fatal[0]:
+            raise RepositoryError(
+                f"git cannot use the repository the environment names ({where}): "
+                f"{fatal[0].removeprefix('fatal: ').rstrip('.')}; fix that, or unset "
+                f"{' and '.join(named)}."
+            )
+        raise RepositoryError(
+            f"{where}, which is not a git repository; point "
+            f"{' and '.join(named)} at one, or unset {'it' if len(named) == 1 else 'them'}."
+        )
+    gitdir, common = lines[0], os.path.join(path, lines[1])
+    own_common = Path(gitdir)
+    if (own_common / "commondir").exists():
+        own_common = own_common / (own_common / "commondir").read_text().strip()
+    if os.path.realpath(common) != os.path.realpath(own_common):
+        raise RepositoryError(
+            f"GIT_COMMON_DIR names {os.path.realpath(common)}, but the repository at {gitdir} "
+            "keeps its refs elsewhere and majordomus reads them from there; unset GIT_COMMON_DIR."
+        )
+    bare = lines[2] == "true"
+    return gitdir, None if bare or len(lines) < 4 else lines[3]
+
+
+def _discover(path: str) -> str:
+    try:
+        found = pygit2.discover_repository(path)
+    except pygit2.GitError:
+        found = None
+    if found is None:
+        raise RepositoryError(
+            f"not a git repository (or any parent up to /): {os.path.abspath(path)}; "
+            "run majordomus inside a clone, or pass -C PATH."
+        )
+    return str(found)
+
+
+def _absolute_locations(
+    environ: Mapping[str, str], gitdir: Path, workdir: Path | None
+) -> Mapping[str, str]:
+    if not any(environ.get(name) for name in _LOCATION_VARIABLES):
+        return environ
+    env = {k: v for k, v in environ.items() if k not in _LOCATION_VARIABLES}
+    env["GIT_DIR"] = str(gitdir)
+    if workdir is not None:
+        env["GIT_WORK_TREE"] = str(workdir)
+    return env
+
+
+def _unopenable(found: str, error: Exception) -> str:
+    gitdir = found.rstrip("/")
+    if "object format" in str(error) and "sha256" in str(error):
+        return (
+            f"{gitdir} is a SHA-256 repository, which majordomus cannot read (its git library, "
+            "libgit2, is built for SHA-1 only); use it from a SHA-1 clone."
+        )
+    return f"cannot open the repository at {gitdir}: {str(error).rstrip('.')}."
+
+
+class Opened(NamedTuple):
+    """A repository, where its git directory, work tree and shared refs are, and the
+    environment git subprocesses get so that they read what libgit2 reads."""
+
+    repo: pygit2.Repository
+    gitdir: Path
+    workdir: Path | None
+    commondir: Path
+    environ: Mapping[str, str]
+
+
+def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
+    """The repository at (or above) `path`; RepositoryError naming the fix when there is none."""
+    if not os.path.isdir(path):
+        raise RepositoryError(f"cannot change to '{path}': no such directory.")
+    located = _located_by_environment(path, environ)
+    found, workdir = located if located is not None else (_discover(path), None)
+    try:
+        repo = pygit2.Repository(found)
+    except pygit2.GitError as error:
+        raise RepositoryError(_unopenable(found, error)) from None
+    gitdir = Path(repo.path)
+    if located is None:
+        workdir = repo.workdir
+    work = Path(workdir) if workdir else None
+    common = gitdir
+    if (common / "commondir").exists():
+        common = (common / (common / "commondir").read_text().strip()).resolve()
+    # The git subprocesses run elsewhere than `path`: what the environment names
+    # reaches them as absolute paths, so they read what this object reads.
+    return Opened(repo, gitdir, work, common, _absolute_locations(environ, gitdir, work))

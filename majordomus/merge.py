@@ -1,0 +1,266 @@
+"""Notes merge: fetched records united into the local notes by record id, nothing dropped.
+
+A note on one side only is taken as it is; a note on both sides becomes the union
+of their records in canonical form; a note that is not valid TOML keeps its text,
+byte for byte. What a merge did is returned, for the caller to report.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import pygit2
+
+from majordomus import notestree
+from majordomus.blobs import NoteBlobs
+from majordomus.records import Entry, Note, NoteError, dump_note, dump_tables, parse_note, union
+
+Copies = Callable[[pygit2.Tree | None], dict[str, list[str]]]
+
+
+class Merged(NamedTuple):
+    """What one attempt at a merge built (the ref may still move under it)."""
+
+    outcome: str
+    records_added: int
+    notes_united: int = 0
+    notes_raw: int = 0
+
+
+UP_TO_DATE = Merged("up-to-date", 0)
+
+
+class Merger:
+    """Builds the notes commit that unites `theirs` into the local notes ref.
+
+    `copies` lists the note blobs of a notes tree (annotated object -> blob ids);
+    `signature` signs the notes commit, which is bookkeeping, not part of any record.
+    """
+
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        blobs: NoteBlobs,
+        copies: Copies,
+        signature: Callable[[], pygit2.Signature],
+    ) -> None:
+        self.repo = repo
+        self.blobs = blobs
+        self.copies = copies
+        self.signature = signature
+
+    def build(
+        self,
+        theirs: pygit2.Commit,
+        message: str,
+        ours_tree: pygit2.Tree | None,
+        parents: list[pygit2.Oid],
+    ) -> tuple[pygit2.Oid | None, Merged]:
+        """The notes commit to move the ref to (None: nothing to move), and what it does."""
+        their_tree = notestree.tree(self.repo, theirs.tree_id)
+        if not parents:
+            return theirs.id, Merged("created", self.records_added(None, their_tree))
+        assert ours_tree is not None
+        ours = parents[0]
+        if ours == theirs.id:
+            return None, UP_TO_DATE
+        if self.repo.descendant_of(ours, theirs.id):
+            # Their ref is in our history: what it has and we lack was removed here
+            # by hand (git notes prune/remove), which holds in this clone only until
+            # a fetch from a remote that still has it brings it back.
+            if not self.lacks(ours_tree, their_tree):
+                return None, UP_TO_DATE
+            tree_id, added, united, raw = self.merged_tree(ours_tree, their_tree)
+            if tree_id == ours_tree.id:
+                return None, UP_TO_DATE
+            commit = self._commit(message, tree_id, [ours])
+            return commit, Merged("restored", added, united, raw)
+        if self.repo.descendant_of(theirs.id, ours) and not self.lacks(their_tree, ours_tree):
+            return theirs.id, Merged("fast-forward", self.records_added(ours_tree, their_tree))
+        # Diverged, or their ref descends from ours but dropped records we have:
+        # never a fast-forward over a deletion, a union instead.
+        tree_id, added, united, raw = self.merged_tree(ours_tree, their_tree)
+        commit = self._commit(message, tree_id, [ours, theirs.id])
+        return commit, Merged("merged", added, united, raw)
+
+    def _commit(self, message: str, tree_id: pygit2.Oid, parents: list[pygit2.Oid]) -> pygit2.Oid:
+        signature = self.signature()
+        return self.repo.create_commit(None, signature, signature, message + "\n", tree_id, parents)
+
+    def lacks(self, tree: pygit2.Tree, other: pygit2.Tree) -> bool:
+        """Whether `tree` lacks anything `other` holds: a note, a record (by id), or text
+        it could not read. Only notes whose blobs differ are parsed."""
+        if tree.id == other.id:
+            return False
+        mine = self.copies(tree)
+        for commit, blobs in self.copies(other).items():
+            have = mine.get(commit)
+            if have is None:
+                return True
+            if set(blobs) <= set(have):
+                continue
+            if not self._atoms(blobs) <= self._atoms(have):
+                return True
+        return False
+
+    def _atoms(self, blob_ids: Sequence[str]) -> set[tuple[str, ...]]:
+        """What a note holds, as identities: its records' ids, other tables by content, and
+        the blob id of a text that is not valid TOML (kept whole in `[[unreadable]]`)."""
+        atoms: set[tuple[str, ...]] = set()
+        for blob_id in blob_ids:
+            parsed = self.blobs.parse(blob_id)
+            if isinstance(parsed, NoteError):
+                atoms.add(("blob", blob_id))
+                continue
+            for entry in parsed.entries:
+                atoms.add(entry.key)
+                kept = entry.table.get("blob")
+                if entry.kind == "unreadable" and isinstance(kept, str):
+                    atoms.add(("blob", kept))
+            atoms.update(("plain", key, repr(value)) for key, value in parsed.other.items())
+        return atoms
+
+    def merged_tree(
+        self, ours: pygit2.Tree, theirs: pygit2.Tree
+    ) -> tuple[pygit2.Oid, int, int, int]:
+        """Their notes written into our tree.
+
+        Returns the tree, the records it adds, the notes on both sides that were
+        united, and how many of those kept their texts unread (not valid TOML).
+        """
+        mine = self.copies(ours)
+        changes: dict[str, pygit2.Oid] = {}
+        added = united = raw = 0
+        for commit, their_blobs in self.copies(theirs).items():
+            have = mine.get(commit, [])
+            blobs = have + [blob for blob in their_blobs if blob not in have]
+            if len(blobs) == len(have):
+                continue
+            added += len(self.blobs.record_ids(blobs) - self.blobs.record_ids(have))
+            if len(blobs) == 1:
+                changes[commit] = pygit2.Oid(hex=blobs[0])
+            else:
+                changes[commit], readable = self._united_blob(blobs)
+                united += 1
+                raw += not readable
+        tree = notestree.insert_many(self.repo, ours, changes) if changes else ours.id
+        return tree, added, united, raw
+
+    def _united_blob(self, blob_ids: Sequence[str]) -> tuple[pygit2.Oid, bool]:
+        """One note from several: the union of their records.
+
+        A note that cannot be read is kept as text inside an `[[unreadable]]` table
+        (an unknown kind, which every reader keeps and ignores), so the readable
+        records beside it stay readable. Only when even that cannot make one valid
+        note (foreign plain keys that disagree, or the result over the size limit)
+        is every distinct text concatenated, unread; nothing is ever dropped.
+        """
+        parsed = [self.blobs.parse(blob_id) for blob_id in blob_ids]
+        if any(isinstance(note, Note) and note.salvaged for note in parsed):
+            onto = self._united_onto_text(blob_ids, parsed)
+            if onto is not None:
+                return onto
+            notes: list[Note] = []  # every text is kept as it is, below
+        else:
+            notes = [note for note in parsed if isinstance(note, Note)]
+        if notes and _plain_keys_agree(notes):
+            kept = [
+                _unreadable_entry(blob_id, self.blobs.data(blob_id))
+                for blob_id, note in zip(blob_ids, parsed, strict=True)
+                if isinstance(note, NoteError)
+            ]
+            united = union(notes)
+            text = dump_note(Note(united.entries + tuple(kept), united.other, united.invalid_plain))
+            data = text.encode("utf-8")
+            try:
+                parse_note(data)
+            except NoteError:
+                pass
+            else:
+                return self.repo.create_blob(data), not kept
+        kept_data: list[bytes] = []
+        for blob_id in blob_ids:
+            data = self.blobs.data(blob_id)
+            if any(data in other for other in kept_data):
+                continue
+            kept_data = [other for other in kept_data if other not in data] + [data]
+        parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept_data]
+        return self.repo.create_blob(b"\n".join(parts)), False
+
+    def _united_onto_text(
+        self, blob_ids: Sequence[str], parsed: Sequence[Note | NoteError]
+    ) -> tuple[pygit2.Oid, bool] | None:
+        """Notes united on the bytes of the first one that is not TOML as a whole (edited
+        by hand): its text stays byte for byte, and what the others hold that it lacks is
+        appended as tables, as a write would. None when that cannot keep everything.
+        """
+        base_id, base = next(
+            (blob_id, note)
+            for blob_id, note in zip(blob_ids, parsed, strict=True)
+            if isinstance(note, Note) and note.salvaged
+        )
+        data = self.blobs.data(base_id)
+        present = {entry.key for entry in base.entries}
+        extra: list[Entry] = []
+        for blob_id, note in zip(blob_ids, parsed, strict=True):
+            if blob_id == base_id:
+                continue
+            if isinstance(note, NoteError):
+                extra.append(_unreadable_entry(blob_id, self.blobs.data(blob_id)))
+                continue
+            if any(base.other.get(key, value) != value for key, value in note.other.items()):
+                return None
+            if note.other.keys() - base.other.keys():
+                return None  # plain keys cannot be appended below tables
+            for entry in note.entries:
+                if entry.key not in present:
+                    present.add(entry.key)
+                    extra.append(entry)
+            if any(part not in data for part in note.unreadable):
+                extra.append(_unreadable_entry(blob_id, self.blobs.data(blob_id)))
+        if extra:
+            addition = dump_tables((entry.kind, entry.table) for entry in extra).encode("utf-8")
+            data += (b"\n" if data.endswith(b"\n") else b"\n\n") + addition
+        try:
+            united = parse_note(data)
+        except NoteError:
+            return None
+        if not present <= {entry.key for entry in united.entries}:
+            return None
+        readable = not any(isinstance(note, NoteError) for note in parsed)
+        return self.repo.create_blob(data), readable
+
+    def records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> int:
+        """Records the move from `before` to `after` adds, counted per annotated commit."""
+        old = self.copies(before)
+        added = 0
+        for commit, blobs in self.copies(after).items():
+            previous = old.get(commit, [])
+            if blobs != previous:
+                added += len(self.blobs.record_ids(blobs) - self.blobs.record_ids(previous))
+        return added
+
+
+def _unreadable_entry(blob_id: str, data: bytes) -> Entry:
+    """A note that could not be read, kept whole as an unknown-kind table."""
+    table: dict[str, Any] = {"blob": blob_id}
+    try:
+        table["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        table["base64"] = base64.b64encode(data).decode("ascii")
+    return Entry("unreadable", table, None)
+
+
+def _plain_keys_agree(notes: Sequence[Note]) -> bool:
+    """Whether foreign top-level keys can be united without dropping a value, and written
+    beside the records (`checkpoint = "x"` and a `[[checkpoint]]` cannot share a document)."""
+    seen: dict[str, Any] = {}
+    for note in notes:
+        for key, value in note.other.items():
+            if key in seen and seen[key] != value:
+                return False
+            seen[key] = value
+    kinds = {entry.kind for note in notes for entry in note.entries}
+    return not kinds & set(seen)

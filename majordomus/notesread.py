@@ -1,0 +1,246 @@
+"""Reading notes: every note of the local and remote-tracking notes refs in one pass,
+through the read cache; in a partial clone, the note objects it left out fetched in
+one batch first; many notes parsed at once through the document cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+
+import pygit2
+
+from majordomus import notestree
+from majordomus.blobs import NoteBlobs
+from majordomus.cache import FILE_NAME as CACHE_FILE
+from majordomus.cache import FILES as CACHE_FILES
+from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
+from majordomus.cache import BlobEntry, DocumentCache, ReadCache
+from majordomus.errors import RepositoryError
+from majordomus.notesref import NOTES_REF, not_a_commit
+from majordomus.notestree import MissingObjectError
+from majordomus.records import (
+    NoteError,
+    Summary,
+    load_document,
+    note_from_document,
+    summarise,
+    union,
+)
+from majordomus.values import NoteSet, NotesOn, UnreadableNote
+
+REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
+REMOTE_NOTES_SUFFIX = "/majordomus"
+# Fetches note objects a partial clone left out, in one batch; returns the remote it
+# asked and why it failed (or None).
+Fetcher = Callable[[Sequence[str]], tuple[str, str | None]]
+
+
+class NotesReader:
+    """The notes of one repository, for reading."""
+
+    def __init__(self, repo: pygit2.Repository, commondir: Path, blobs: NoteBlobs) -> None:
+        self.repo = repo
+        self.commondir = commondir
+        self.blobs = blobs
+        self.fetch_missing: Fetcher | None = None
+        self._disk_cache: ReadCache | None = None
+        self._current_blobs: set[str] = set()
+
+    def notes_refs(self) -> list[str]:
+        names = [NOTES_REF] if NOTES_REF in self.repo.references else []
+        names += sorted(
+            name
+            for name in self.repo.references
+            if name.startswith(REMOTE_NOTES_PREFIX) and name.endswith(REMOTE_NOTES_SUFFIX)
+        )
+        return names
+
+    def ref_targets(self) -> dict[str, str]:
+        """Each notes ref and its target: cheap, for noticing that something was written."""
+        targets = {}
+        for name in self.notes_refs():
+            ref = self.repo.references.get(name)
+            if ref is not None:
+                targets[name] = str(ref.resolve().target)
+                self._notes_commit(name, targets[name])
+        return targets
+
+    def _notes_commit(self, name: str, target: str) -> pygit2.Commit:
+        """The commit a notes ref points at; a ref at anything else stops every command."""
+        obj = self.repo.get(target)
+        if isinstance(obj, pygit2.Commit):
+            return obj
+        if name == NOTES_REF:
+            raise RepositoryError(not_a_commit(target))
+        raise RepositoryError(
+            f"{name} points at {target[:12]}, which is not a commit; majordomus will not read "
+            f"it: inspect it with git cat-file -t {target[:12]}, then delete it "
+            f"(git update-ref -d {name}) and fetch again."
+        )
+
+    def read_notes(self) -> NoteSet:
+        """Every note of every notes ref, read in one pass (through the read cache).
+
+        In a partial clone, note objects the clone left out are fetched from the
+        promisor remote in one batch (`fetch_missing`), then read; when they cannot
+        be, the read stops (exit 3) rather than answer from what happens to be here.
+        """
+        noteset, missing = self._read_present()
+        if not missing or not self.is_partial():
+            return noteset
+        remote, reason = "the promisor remote", "majordomus did not ask it"
+        asked: set[str] = set()
+        # One batch brings each tree with everything under it; a second round is
+        # only for objects the first could not name (under a tree that was missing).
+        while self.fetch_missing is not None and missing - asked:
+            asked |= missing
+            remote, failure = self.fetch_missing(sorted(missing))
+            reason = failure or "it did not send them"
+            noteset, missing = self._read_present()
+        if missing:
+            raise RepositoryError(
+                f"{len(missing)} note object(s) are missing from this partial clone and "
+                f"{remote} did not send them ({reason}); check that {remote} is reachable, "
+                f"then run majordomus fetch {remote}."
+            )
+        return noteset
+
+    def _read_present(self) -> tuple[NoteSet, set[str]]:
+        """The notes whose objects are here, and the ids of the note objects that are not.
+
+        A missing object is never cached: it can arrive with the next fetch.
+        """
+        cache = self._read_cache()
+        found: dict[str, dict[str, str]] = {}  # commit -> blob -> first ref holding it
+        unreadable: list[UnreadableNote] = []
+        targets: dict[str, str] = {}
+        trees: list[str] = []
+        missing: set[str] = set()
+        for name in self.notes_refs():
+            target, tree_id = self._notes_tree_id(name)
+            targets[name] = target
+            trees.append(tree_id)
+            pairs = cache.trees.get(tree_id)
+            if pairs is None:
+                lacking: set[str] = set()
+                pairs = tuple(notestree.walk_present(self.repo, tree_id, lacking))
+                if lacking:
+                    missing |= lacking
+                    for object_id in sorted(lacking):
+                        reason = f"notes tree {object_id[:12]} is missing; not read"
+                        unreadable.append(UnreadableNote("", name, reason))
+                else:
+                    cache.put_tree(tree_id, pairs)
+            for commit, blob in pairs:
+                found.setdefault(commit, {}).setdefault(blob, name)
+        commits: dict[str, NotesOn] = {}
+        for commit, blobs in found.items():
+            readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
+            for blob, name in blobs.items():
+                entry = self._blob_entry(blob, cache)
+                if entry is None:
+                    missing.add(blob)
+                    why = f"note object {blob[:12]} is missing; not read"
+                    unreadable.append(UnreadableNote(commit, name, why))
+                elif isinstance(entry, str):
+                    unreadable.append(UnreadableNote(commit, name, entry))
+                else:
+                    readable.append((blob, entry))
+            if len(readable) == 1:
+                blob, (summaries, invalid) = readable[0]
+                commits[commit] = NotesOn((blob,), summaries, invalid)
+            elif readable:
+                ids = tuple(blob for blob, _ in readable)
+                note = self.blobs.note(ids)
+                commits[commit] = NotesOn(ids, summarise(note), note.invalid)
+        self._current_blobs = {blob for blobs in found.values() for blob in blobs}
+        cache.save(trees, self._current_blobs)
+        return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing
+
+    def is_partial(self) -> bool:
+        """Whether git may have left objects out of this clone (a promisor remote is set)."""
+        config = self.repo.config
+        for entry in config:
+            name = entry.name.lower()
+            if name == "extensions.partialclone" and entry.value:
+                return True
+            if name.startswith("remote.") and name.endswith(".promisor"):
+                with contextlib.suppress(pygit2.GitError, ValueError):
+                    if config.get_bool(entry.name):
+                        return True
+        return False
+
+    def _read_cache(self) -> ReadCache:
+        if self._disk_cache is None:
+            self._disk_cache = ReadCache(self.commondir / CACHE_FILE)
+        return self._disk_cache
+
+    def drop_cache(self) -> bool:
+        """Remove every derived cache file; the next command rebuilds what it needs."""
+        dropped = False
+        for name in CACHE_FILES:
+            with contextlib.suppress(FileNotFoundError):
+                (self.commondir / name).unlink()
+                dropped = True
+        self._disk_cache = None
+        return dropped
+
+    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry | None:
+        """A note's summaries (or why it is unreadable); None when its blob is not here."""
+        entry = cache.blobs.get(blob)
+        if entry is None:
+            parsed = self.blobs.parse(blob)
+            if isinstance(parsed, MissingObjectError):
+                return None
+            if isinstance(parsed, NoteError):
+                entry = str(parsed)
+            else:
+                # Summarised as `note` presents it: records de-duplicated by id.
+                united = union([parsed])
+                entry = (summarise(united), united.invalid)
+            cache.put_blob(blob, entry)
+        return entry
+
+    def _notes_tree_id(self, name: str) -> tuple[str, str]:
+        """A notes ref's target and the id of its tree, which may be missing from a partial
+        clone; a ref at anything but a commit stops every command."""
+        target = str(self.repo.references[name].resolve().target)
+        return target, str(self._notes_commit(name, target).tree_id)
+
+    def notes_commits(self) -> list[str]:
+        """The commit each notes ref points at (what holds every object the notes need)."""
+        targets = [str(self.repo.references[name].resolve().target) for name in self.notes_refs()]
+        return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
+
+    def preload(self, blobs: Collection[str]) -> None:
+        """Parse many notes through the document cache (decoding beats parsing TOML)."""
+        missing = [blob for blob in blobs if not self.blobs.is_parsed(blob)]
+        if not missing:
+            return
+        documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
+        for blob in missing:
+            document = documents.get(blob)
+            if document is None:
+                try:
+                    document = load_document(self.blobs.data(blob))
+                except MissingObjectError:
+                    continue
+                except NoteError:
+                    # Not one TOML document: read the way every other read does.
+                    self.blobs.parse(blob)
+                    continue
+                documents.put(blob, document)
+            self.blobs.remember(blob, note_from_document(document))
+        documents.save(self._current_blobs or blobs)
+
+    def note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
+        """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
+        copies: dict[str, list[str]] = {}
+        if tree is None:
+            return copies
+        pairs = self._read_cache().trees.get(str(tree.id))
+        for commit, blob_id in notestree.walk(self.repo, tree) if pairs is None else pairs:
+            copies.setdefault(commit, []).append(blob_id)
+        return copies

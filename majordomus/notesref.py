@@ -1,0 +1,159 @@
+"""The notes ref `refs/notes/majordomus`: moved only by compare-and-swap, retried with jittered
+back-off when another writer moved it or holds its lock; locks a killed writer left.
+
+Neither libgit2's `create_note` nor `git notes add` compares before it moves the ref,
+and concurrent writers lose records that way: every write here builds its notes
+commit itself and moves the ref only from the value it was built on.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pygit2
+
+from majordomus import interrupt
+from majordomus.errors import RepositoryError
+from majordomus.notestree import MissingObjectError, tree
+from majordomus.values import StaleLock, Swap
+
+NOTES_REF = "refs/notes/majordomus"
+DEFAULT_WRITE_TIMEOUT_S = 10.0
+STALE_LOCK_S = 10.0
+
+T = TypeVar("T")
+# What a write makes of the ref's current tree and parents: the notes commit to move the
+# ref to (None: nothing to move), and what the write has to say about it.
+Build = Callable[[pygit2.Tree | None, list[pygit2.Oid]], tuple[pygit2.Oid | None, T]]
+
+
+def not_a_commit(target: str) -> str:
+    return (
+        f"{NOTES_REF} points at {target[:12]}, which is not a commit; majordomus will not "
+        "overwrite it: inspect it with git cat-file -t, then repair or move it."
+    )
+
+
+class NotesRef:
+    """The notes ref of one repository, for writing."""
+
+    def __init__(
+        self, repo: pygit2.Repository, commondir: Path, environ: Mapping[str, str]
+    ) -> None:
+        self.repo = repo
+        self.commondir = commondir
+        self.environ = environ
+
+    def swap(
+        self,
+        build: Build[T],
+        message: str,
+        undone: str,
+        timeout_s: float | None,
+        sleep: Callable[[float], None],
+        monotonic: Callable[[], float],
+    ) -> tuple[Swap, T]:
+        """Move the notes ref to what `build` makes of its current value, by compare-and-swap;
+        returns where the ref is now and what the last build said.
+
+        When another writer moved the ref first (or holds its lock), re-read, rebuild and
+        retry with jittered back-off until the budget runs out. A lock a killed writer
+        left is reported, also when it did not block us; it is never removed.
+        """
+        budget = timeout_s if timeout_s is not None else self._write_timeout()
+        deadline = monotonic() + budget
+        attempts = 0
+        stale: dict[str, StaleLock] = {}
+        while True:
+            attempts += 1
+            ref = self.repo.references.get(NOTES_REF)
+            base, parents = self._write_base(ref)
+            parent = str(parents[0]) if parents else None
+            target, built = build(base, parents)
+            if target is None:
+                return Swap(parent or "", parent, attempts, ()), built
+            interrupt.pause("before-write", self.environ)
+            try:
+                # Ctrl-C waits for the ref to move and be noted, so the line an
+                # interrupted command prints says truly whether the record is stored.
+                with interrupt.held():
+                    if ref is None:
+                        self.repo.references.create(NOTES_REF, target, force=False)
+                    else:
+                        ref.set_target(target, message)
+                    interrupt.stored()
+                interrupt.pause("after-write", self.environ)
+                for lock in self.stale_locks():
+                    stale.setdefault(lock.path, lock)
+                return Swap(str(target), parent, attempts, tuple(stale.values())), built
+            except (pygit2.GitError, pygit2.AlreadyExistsError, OSError, ValueError):
+                for lock in self.stale_locks():
+                    stale[lock.path] = lock
+            if monotonic() >= deadline:
+                raise RepositoryError(self._contention_message(attempts, budget, stale, undone))
+            sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
+
+    def check_writable(self) -> None:
+        """Refuse early when the notes ref is something a write would have to destroy."""
+        self._write_base(self.repo.references.get(NOTES_REF))
+
+    def _write_timeout(self) -> float:
+        raw = self.environ.get("MAJORDOMUS_WRITE_TIMEOUT", "")
+        try:
+            value = float(raw)
+        except ValueError:
+            return DEFAULT_WRITE_TIMEOUT_S
+        return value if value > 0 else DEFAULT_WRITE_TIMEOUT_S
+
+    def _contention_message(
+        self, attempts: int, budget: float, stale: Mapping[str, StaleLock], undone: str
+    ) -> str:
+        if not stale:
+            # A lock too young to call stale may still be what blocked every attempt.
+            stale = {lock.path: lock for lock in self.stale_locks(older_than_s=0)}
+        if stale:
+            lock = next(iter(stale.values()))
+            return (
+                f"{NOTES_REF} stayed locked for {budget:g} s ({attempts} attempts): {lock.path} is "
+                f"{lock.age_s} s old; if no git or majordomus process is running, remove it "
+                f"(rm '{lock.path}') and try again; {undone}."
+            )
+        return (
+            f"{NOTES_REF} kept moving or stayed locked for {budget:g} s ({attempts} attempts); "
+            f"{undone}; try again (MAJORDOMUS_WRITE_TIMEOUT raises the budget)."
+        )
+
+    def lock_paths(self) -> list[Path]:
+        return [self.commondir / (NOTES_REF + ".lock"), self.commondir / "packed-refs.lock"]
+
+    def stale_locks(self, older_than_s: float = STALE_LOCK_S) -> list[StaleLock]:
+        found = []
+        now = time.time()
+        for path in self.lock_paths():
+            try:
+                age = now - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age >= older_than_s:
+                found.append(StaleLock(str(path), int(age)))
+        return found
+
+    def _write_base(self, ref: Any) -> tuple[pygit2.Tree | None, list[pygit2.Oid]]:
+        if ref is None:
+            return None, []
+        target = ref.resolve().target
+        obj = self.repo.get(target)
+        if not isinstance(obj, pygit2.Commit):
+            raise RepositoryError(not_a_commit(str(target)))
+        try:
+            base = tree(self.repo, obj.tree_id)
+        except MissingObjectError:
+            raise RepositoryError(
+                f"the notes tree of {NOTES_REF} is missing from this partial clone; nothing was "
+                "recorded: run majordomus fetch, then try again."
+            ) from None
+        return base, [obj.id]

@@ -1,0 +1,175 @@
+"""The layout of a notes tree, as git lays it out: a note named by the hex id of the object
+it annotates, flat or fanned out into `ab/cdef…` subtrees; walked, searched and written.
+
+Writes rebuild only the path to the notes they change and fan a crowded level out
+the way git does, so git and majordomus read and write one ref without duplicates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pygit2
+
+from majordomus.records import NoteError
+
+TREE = int(pygit2.enums.FileMode.TREE)
+BLOB = int(pygit2.enums.FileMode.BLOB)
+_HEX = re.compile(r"[0-9a-f]+")
+_HEX2 = re.compile(r"[0-9a-f]{2}")
+
+
+class MissingObjectError(NoteError):
+    """A note object (blob or tree) that is not in this clone: a partial clone left it out,
+    or whoever published the notes never sent it. Never cached: a fetch can bring it."""
+
+    def __init__(self, object_id: str) -> None:
+        super().__init__(f"note object {object_id[:12]} is missing; not read")
+        self.object_id = object_id
+
+
+def _entry(tree: pygit2.Tree, name: str) -> pygit2.Object | None:
+    return tree[name] if name in tree else None  # noqa: SIM401 (pygit2.Tree has no get)
+
+
+def _is_note_path(name: str) -> bool:
+    return len(name) == 40 and _HEX.fullmatch(name) is not None
+
+
+def tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
+    """The tree `oid` names; MissingObjectError when this clone does not have it."""
+    try:
+        found = repo[oid]
+    except KeyError:
+        raise MissingObjectError(str(oid)) from None
+    assert isinstance(found, pygit2.Tree)
+    return found
+
+
+def walk(
+    repo: pygit2.Repository, root: pygit2.Tree, prefix: str = "", missing: set[str] | None = None
+) -> Iterator[tuple[str, str]]:
+    """(annotated object, note blob) for every note under `root`, at any fan-out depth.
+
+    With `missing`, the ids of subtrees not in this clone are added to it and skipped;
+    without, the first one stops the walk (MissingObjectError).
+    """
+    for entry in root:
+        name = entry.name or ""
+        if entry.filemode == TREE:
+            if _HEX2.fullmatch(name) and len(prefix) < 38:
+                try:
+                    sub = tree(repo, entry.id)
+                except MissingObjectError:
+                    if missing is None:
+                        raise
+                    missing.add(str(entry.id))
+                    continue
+                yield from walk(repo, sub, prefix + name, missing)
+        elif _is_note_path(prefix + name):
+            yield prefix + name, str(entry.id)
+
+
+def walk_present(
+    repo: pygit2.Repository, tree_id: str, missing: set[str]
+) -> Iterator[tuple[str, str]]:
+    """`walk` over the trees that are here; the ids of those that are not go to `missing`."""
+    try:
+        root = tree(repo, pygit2.Oid(hex=tree_id))
+    except MissingObjectError:
+        missing.add(tree_id)
+        return
+    yield from walk(repo, root, "", missing)
+
+
+def find(repo: pygit2.Repository, root: pygit2.Tree, rest: str) -> Iterator[pygit2.Oid]:
+    """Every copy of the note for `rest`, at any fan-out depth."""
+    flat = _entry(root, rest)
+    if flat is not None and flat.filemode != TREE:
+        yield flat.id
+    fan = rest[:2]
+    if len(rest) > 2 and fan in root:
+        sub = root[fan]
+        if sub.filemode == TREE:
+            yield from find(repo, tree(repo, sub.id), rest[2:])
+
+
+def insert(
+    repo: pygit2.Repository, root: pygit2.Tree | None, rest: str, blob_id: pygit2.Oid
+) -> pygit2.Oid:
+    """The tree with the note for `rest` at the place git would look, every other copy gone."""
+    return insert_many(repo, root, {rest: blob_id})
+
+
+def insert_many(
+    repo: pygit2.Repository, root: pygit2.Tree | None, notes: Mapping[str, pygit2.Oid]
+) -> pygit2.Oid:
+    """The tree with these notes (name: the remaining hex digits) where git would look
+    for them, every other copy gone, each tree on the way written once.
+
+    Into the subtrees where a level is fanned out, else flat, then fanned out if
+    the level is crowded: the same layout as inserting them one by one.
+    """
+    builder = repo.TreeBuilder(root) if root is not None else repo.TreeBuilder()
+    for rest in notes:
+        if builder.get(rest) is not None:
+            builder.remove(rest)
+    fanned = root is not None and any(
+        entry.filemode == TREE and _HEX2.fullmatch(entry.name or "") for entry in root
+    )
+    if fanned:
+        assert root is not None
+        groups: dict[str, dict[str, pygit2.Oid]] = {}
+        for rest, blob_id in notes.items():
+            if len(rest) > 2:
+                groups.setdefault(rest[:2], {})[rest[2:]] = blob_id
+            else:
+                builder.insert(rest, blob_id, BLOB)
+        for fan, group in groups.items():
+            sub_entry = _entry(root, fan)
+            sub = tree(repo, sub_entry.id) if sub_entry and sub_entry.filemode == TREE else None
+            if sub_entry is not None and sub is None:
+                builder.remove(fan)
+            builder.insert(fan, insert_many(repo, sub, group), TREE)
+        return builder.write()
+    for rest, blob_id in notes.items():
+        builder.insert(rest, blob_id, BLOB)
+    level = repo[builder.write()]
+    assert isinstance(level, pygit2.Tree)
+    return _fan_out(repo, level, len(next(iter(notes))))
+
+
+def _fan_out(repo: pygit2.Repository, level: pygit2.Tree, width: int) -> pygit2.Oid:
+    """Fan a flat level out the way git does once it is crowded enough.
+
+    git moves a level into two-digit subtrees when every one of the sixteen
+    values of the next hex digit is shared by at least two notes (notes.c,
+    determine_fanout); the same test is then applied inside each subtree.
+    """
+    notes = [
+        entry
+        for entry in level
+        if entry.filemode != TREE
+        and len(entry.name or "") == width
+        and _HEX.fullmatch(entry.name or "")
+    ]
+    counts: dict[str, int] = {}
+    for entry in notes:
+        counts[(entry.name or "")[0]] = counts.get((entry.name or "")[0], 0) + 1
+    if width <= 2 or len(counts) < 16 or min(counts.values()) < 2:
+        return level.id
+    groups: dict[str, list[Any]] = {}
+    for entry in notes:
+        groups.setdefault((entry.name or "")[:2], []).append(entry)
+    builder = repo.TreeBuilder(level)
+    for fan, entries in groups.items():
+        sub = repo.TreeBuilder()
+        for entry in entries:
+            builder.remove(entry.name)
+            sub.insert((entry.name or "")[2:], entry.id, entry.filemode)
+        sub_tree = repo[sub.write()]
+        assert isinstance(sub_tree, pygit2.Tree)
+        builder.insert(fan, _fan_out(repo, sub_tree, width - 2), TREE)
+    return builder.write()

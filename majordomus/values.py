@@ -1,0 +1,293 @@
+"""Plain values the package passes around: notes as read, records as listed, and what each
+command found or did. No git here, so the renderer and the tests import them freely."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from majordomus.graph import Divergence
+from majordomus.records import Record, Summary
+
+# ---- Notes as a read finds them, and what a write did ------------------------------------
+
+
+class UnreadableNote(NamedTuple):
+    """A note (or a whole notes ref) that could not be read, and why."""
+
+    commit: str
+    ref: str
+    reason: str
+
+
+class NotesOn(NamedTuple):
+    """The readable notes on one object, united across refs and summarised."""
+
+    blobs: tuple[str, ...]  # distinct note blobs (one per ref that differs)
+    summaries: tuple[Summary, ...]
+    invalid: int
+
+
+class NoteSet(NamedTuple):
+    """Every note of the local and remote-tracking refs, united per annotated object."""
+
+    commits: Mapping[str, NotesOn]
+    unreadable: tuple[UnreadableNote, ...]
+    refs: Mapping[str, str]  # ref name -> target it was read at
+    missing: int = 0  # note objects not in this clone (yet): an answer not to cache
+
+    @property
+    def invalid(self) -> int:
+        return len(self.unreadable) + sum(a.invalid for a in self.commits.values())
+
+
+class WriteReport(NamedTuple):
+    notes_commit: str
+    attempts: int
+    stale_locks: tuple[StaleLock, ...]
+    parent: str | None  # the notes commit the write was built on
+    blob: str  # the note blob now on the commit
+    position: int  # of the first record written, among the note's records
+
+
+# ---- The notes ref -----------------------------------------------------------------------
+
+
+class StaleLock(NamedTuple):
+    path: str
+    age_s: int
+
+
+class Swap(NamedTuple):
+    """Where a compare-and-swap left the notes ref."""
+
+    target: str
+    parent: str | None  # the value it was built on
+    attempts: int
+    stale_locks: tuple[StaleLock, ...]
+
+
+# ---- Fetched notes united ----------------------------------------------------------------
+
+
+class MergeReport(NamedTuple):
+    """What uniting fetched records into the local notes ref did."""
+
+    outcome: str  # up-to-date, created, fast-forward, merged, restored (removed here by hand)
+    notes_commit: str
+    records_added: int
+    notes_united: int  # notes present on both sides, united record by record
+    notes_raw: int  # of those, notes kept as concatenated text (one side is not valid TOML)
+    attempts: int
+
+
+# ---- Records as a read lists them --------------------------------------------------------
+
+
+class Located(NamedTuple):
+    """A record and the commit its note is attached to now."""
+
+    record: Record
+    commit: str
+    position: int  # order of the record within that commit's note
+
+
+class Listed(NamedTuple):
+    """A record as the index knows it, without its text: its summary and its commit."""
+
+    summary: Summary
+    commit: str
+
+    @property
+    def at(self) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(self.summary.at, datetime.UTC)
+
+
+# ---- What each command found or did ------------------------------------------------------
+
+
+class TaskCreated(NamedTuple):
+    record: Located
+    stale_locks: tuple[StaleLock, ...]
+
+
+class TaskSummary(NamedTuple):
+    task: str
+    title: str | None
+    last_at: datetime.datetime
+    checkpoint_age_s: int | None
+    open_handover: Located | None
+    current: bool
+    skew_s: int | None = None  # a newer checkpoint is dated this far in the future
+
+
+class CheckpointResult(NamedTuple):
+    record: Located
+    previous_age_s: int | None
+    stale_locks: tuple[StaleLock, ...]
+    previous_skew_s: int | None = None  # the previous one is dated this far after this one
+
+
+class HandoverResult(NamedTuple):
+    record: Located
+    dirty: bool
+    stale_locks: tuple[StaleLock, ...]
+
+
+class ResumeResult(NamedTuple):
+    task: str
+    handover: Located | None
+    divergence: Divergence | None
+    recorded: Located | None
+    open_handovers: int
+    superseded: tuple[str, ...]
+    stale_locks: tuple[StaleLock, ...]
+    checkpoints_since: tuple[Located, ...] = ()  # when nothing is open, newest first
+    implied: bool = False  # the task was taken from the one open handover reachable from HEAD
+
+
+class HistoryEntry(NamedTuple):
+    located: Located
+    reachable: bool
+    divergence: Divergence | None  # handovers only
+    resolved: bool | None  # handovers only
+
+
+class HistoryResult(NamedTuple):
+    rev: str
+    task: str | None
+    entries: tuple[HistoryEntry, ...]
+    invalid: int
+    hidden: int
+
+
+class ShowResult(NamedTuple):
+    commit: str
+    records: tuple[Located, ...]
+    invalid: int
+    missing: bool = False  # no such commit in this clone: what the notes hold for the id
+
+
+class CheckResult(NamedTuple):
+    task: str
+    title: str | None
+    profile: str
+    interval_s: int
+    last_checkpoint: Located | None
+    age_s: int
+    stale: bool
+    open_handover: Located | None
+    skewed: Located | None = None  # a newer checkpoint dated in the future, not counted
+    skew_s: int | None = None  # how far in the future it is dated
+    undated: bool = False  # every record of the task is dated in the future: age unknown
+
+
+class Finding(NamedTuple):
+    """One line of `doctor`: what was checked, whether it is healthy, and what to do."""
+
+    topic: str
+    healthy: bool
+    detail: str
+
+
+class SyncResult(NamedTuple):
+    fetch: FetchReport
+    push: PushReport
+
+
+# ---- Remotes: fetch, push, init ----------------------------------------------------------
+
+
+class FetchReport(NamedTuple):
+    remote: str
+    remote_commit: str | None  # None: the remote has no records yet
+    merge: MergeReport | None
+
+
+class PushReport(NamedTuple):
+    remote: str
+    outcome: str  # pushed, up-to-date, nothing (no records here), skipped (inside majordomus)
+    notes_commit: str | None
+    attempts: int
+    fetches: tuple[FetchReport, ...]  # merges made when the remote had moved
+
+
+class Setting(NamedTuple):
+    key: str
+    value: str
+    state: str  # added, already, kept (the user's own value was left alone: see note)
+    note: str = ""
+
+
+class HookReport(NamedTuple):
+    path: str
+    state: str  # installed, updated, already, manual
+    reason: str = ""  # why it is manual
+    line: str = ""  # what to add by hand when it is manual
+
+
+class InitReport(NamedTuple):
+    remote: str | None
+    settings: tuple[Setting, ...]
+    hook: HookReport
+    no_remote: str = ""  # why no fetch refspec was configured
+
+
+# ---- Adoption after a squash or rebase merge ---------------------------------------------
+
+
+DEFAULT_DAYS = 90  # how far back adoption looks, by default
+
+
+class Adoption(NamedTuple):
+    """Records copied (or, on a dry run, to be copied) onto one landing commit."""
+
+    commit: str  # where the change landed
+    how: str  # "squash" or "rebase"
+    sources: tuple[str, ...]  # the orphaned commits the records sat on
+    records: tuple[Located, ...]  # as they read on `commit` afterwards
+
+
+class Ambiguity(NamedTuple):
+    """Records whose change matches several commits: adopted onto none."""
+
+    records: tuple[str, ...]
+    candidates: tuple[str, ...]
+
+
+class AdoptResult(NamedTuple):
+    rev: str
+    dry_run: bool
+    adopted: tuple[Adoption, ...]
+    ambiguous: tuple[Ambiguity, ...]
+    orphaned: int  # records with no copy on a commit reachable from REV
+    considered: int  # of those, written within the window
+    compared: int  # commits of REV whose patch ids were compared
+    stale_locks: tuple[StaleLock, ...]
+    days: int = DEFAULT_DAYS
+    invalid: int = 0  # unreadable notes and invalid records, skipped as every read skips them
+
+
+# ---- Agent set-up ------------------------------------------------------------------------
+
+
+class Change(NamedTuple):
+    """What `agent install` did, or would do with --dry-run."""
+
+    agent: str
+    scope: str
+    path: Path
+    changed: bool
+    written: bool
+    events: tuple[str, ...]  # the events that carry a majordomus entry afterwards
+    command: str
+    diff: str
+    excluded: str | None  # the line added to .git/info/exclude, if any
+    warnings: tuple[str, ...]
+
+
+class AgentFinding(NamedTuple):
+    healthy: bool
+    detail: str
