@@ -584,6 +584,29 @@ class Store:
         parsed = [self._parse_blob(blob) for blob in blobs]
         return union([note for note in parsed if not isinstance(note, NoteError)])
 
+    def notes_on(self, commit: str) -> tuple[tuple[str, ...], int] | None:
+        """The readable note blobs attached to one commit over every notes ref, and how many
+        of its notes are unreadable, found without walking the notes trees; None when an
+        object on the way is missing (`read_notes` fetches it, or says why it cannot)."""
+        blobs: dict[str, None] = {}
+        try:
+            for name in self.notes_refs():
+                tree = self._tree(pygit2.Oid(hex=self._notes_tree_id(name)[1]))
+                blobs.update(dict.fromkeys(str(oid) for oid in self._find(tree, commit, "")))
+        except MissingObjectError:
+            return None
+        readable: list[str] = []
+        unreadable = 0
+        for blob in blobs:
+            parsed = self._parse_blob(blob)
+            if isinstance(parsed, MissingObjectError):
+                return None
+            if isinstance(parsed, NoteError):
+                unreadable += 1
+            else:
+                readable.append(blob)
+        return tuple(readable), unreadable
+
     def _read_cache(self) -> ReadCache:
         if self._disk_cache is None:
             self._disk_cache = ReadCache(self.commondir / CACHE_FILE)
