@@ -584,14 +584,21 @@ class Store:
         parsed = [self._parse_blob(blob) for blob in blobs]
         return union([note for note in parsed if not isinstance(note, NoteError)])
 
-    def notes_on(self, commit: str) -> tuple[tuple[str, ...], int] | None:
-        """The readable note blobs attached to one commit over every notes ref, and how many
-        of its notes are unreadable, found without walking the notes trees; None when an
-        object on the way is missing (`read_notes` fetches it, or says why it cannot)."""
+    def notes_on(
+        self, commit: str, targets: Mapping[str, str] | None = None
+    ) -> tuple[tuple[str, ...], int] | None:
+        """The readable note blobs attached to one commit over every notes ref (or over the
+        notes commits `targets` names, in that order), and how many of its notes are
+        unreadable, found without walking the notes trees; None when an object on the way
+        is missing (`read_notes` fetches it, or says why it cannot)."""
         blobs: dict[str, None] = {}
         try:
-            for name in self.notes_refs():
-                tree = self._tree(pygit2.Oid(hex=self._notes_tree_id(name)[1]))
+            if targets is None:
+                trees = [self._notes_tree_id(name)[1] for name in self.notes_refs()]
+            else:
+                trees = [str(self._notes_commit(n, t).tree_id) for n, t in targets.items()]
+            for tree_id in trees:
+                tree = self._tree(pygit2.Oid(hex=tree_id))
                 blobs.update(dict.fromkeys(str(oid) for oid in self._find(tree, commit, "")))
         except MissingObjectError:
             return None
@@ -606,6 +613,22 @@ class Store:
             else:
                 readable.append(blob)
         return tuple(readable), unreadable
+
+    def changed_notes(self, old: str, new: str) -> set[str] | None:
+        """The commits whose notes differ between two notes commits, from a diff of their
+        trees (which skips every subtree the two share); None when either is not here."""
+        try:
+            trees = [self.repo[target].peel(pygit2.Tree) for target in (old, new)]
+            diff = trees[0].diff_to_tree(trees[1])
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        changed: set[str] = set()
+        for delta in diff.deltas:
+            for path in (delta.old_file.path, delta.new_file.path):
+                name = path.replace("/", "")
+                if _is_note_path(name):
+                    changed.add(name)
+        return changed
 
     def _read_cache(self) -> ReadCache:
         if self._disk_cache is None:
