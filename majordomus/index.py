@@ -175,13 +175,21 @@ class Index:
         return self.newest_first(pending)
 
     def last(self, kind: str, task: str) -> Listed | None:
-        found = self.newest_first(self.of_kind(kind, task))
-        return found[0] if found else None
+        items = self.of_kind(kind, task)
+        if not items:
+            return None
+        newest = max(item.summary.at for item in items)
+        return self.newest_first([item for item in items if item.summary.at == newest])[0]
 
     def newest_first(self, items: Sequence[Listed]) -> list[Listed]:
-        """`newest_first`, with the graph consulted only when two records share a second."""
-        if self._order is None and len({item.summary.at for item in items}) < len(items):
-            self.graph_order  # noqa: B018 (computes and keeps the order)
+        """`newest_first`, with the graph consulted only when two records on different
+        commits share a second (on one commit, their place in the note orders them)."""
+        if self._order is None:
+            commits: dict[float, str] = {}
+            for item in items:
+                if commits.setdefault(item.summary.at, item.commit) != item.commit:
+                    self.graph_order  # noqa: B018 (computes and keeps the order)
+                    break
         return newest_first(items, self.order_of)
 
     def order_of(self, commit: str) -> int:

@@ -246,3 +246,19 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
     assert views_key(repo) == before  # built on another state: left for a rebuild
     history = json.loads(repo.run("history", "--task", task, "--json").out)
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]
+
+
+def test_records_of_one_second_on_one_commit_are_ordered_without_the_graph(repo: Repo) -> None:
+    task = repo.task()
+    repo.commit("work")
+    for i in range(3):  # the clock stands still: all three in one second
+        assert repo.run("checkpoint", f"same second {i}").code == 0
+    index = Views(Store(str(repo.path), repo.environ)).index(task)
+    last = index.last("checkpoint", task)
+    assert last is not None and index.locate(last).record.text("body") == "same second 2"
+    mine = index.newest_first(index.of_kind("checkpoint", task))
+    listed = json.loads(repo.run("history", "--task", task, "--json").out)["records"]
+    assert [index.locate(item).record.id for item in mine] == [
+        r["id"] for r in listed if r["kind"] == "checkpoint"
+    ]
+    assert index._order is None  # no walk of the history was needed
