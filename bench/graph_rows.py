@@ -385,8 +385,8 @@ def section(
     ]
     if before is not None:
         lines += [
-            f"*before*: the same majordomus command run by `{before.name}` (the code before "
-            "the graph owned these questions), interleaved in the same run.",
+            f"*before*: the same majordomus command run by `{before.name}` (the program "
+            "given with --before: an older majordomus), interleaved in the same run.",
             "",
         ]
     head = "| repository | command | run | majordomus | baseline | ratio | target | answer |"
