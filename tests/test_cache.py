@@ -18,7 +18,8 @@ from majordomus.index import _key as index_key
 from majordomus.ops import Context, _write
 from majordomus.records import append_text, new_record
 from majordomus.store import Store
-from tests.conftest import AUTHOR, Repo
+from tests.conftest import AUTHOR, Clock, Repo
+from tests.remote_fixtures import clone, seeded
 
 CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
 
@@ -262,3 +263,27 @@ def test_records_of_one_second_on_one_commit_are_ordered_without_the_graph(repo:
         r["id"] for r in listed if r["kind"] == "checkpoint"
     ]
     assert index._order is None  # no walk of the history was needed
+
+
+def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
+    clock = Clock()
+    remote, alice = seeded(tmp_path, environ, clock)
+    task = alice.task("shared")
+    assert alice.run("checkpoint", "alice 1").code == 0
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    assert bob.run("checkpoint", "--task", task, "bob 1").code == 0
+    assert bob.run("history", "--json").code == 0  # the views of this state are cached
+    clock.advance(60)
+    assert alice.run("checkpoint", "alice 2").code == 0
+    assert alice.run("push").code == 0
+    assert bob.run("fetch").code == 0  # moves the remote-tracking ref and the local one
+    views = Views(Store(str(bob.path), bob.environ))
+    assert views.full is None  # carried over from the notes the fetch changed
+    cached = json.loads(bob.run("history", "--task", task, "--json").out)
+    drop_caches(bob)
+    assert json.loads(bob.run("history", "--task", task, "--json").out) == cached
+    assert [r.get("body") for r in cached["records"]][:3] == ["alice 2", "bob 1", "alice 1"]
