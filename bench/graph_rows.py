@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import time
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -30,6 +31,7 @@ Log = Callable[[str], None]
 SIDE_AGE = datetime.timedelta(days=2)
 BLOCK = 10
 SWITCH = Target(limit=1.0)
+SHOW = Target(limit=1.5)
 SAMPLE = 25  # handover labels checked against git per answer
 
 
@@ -152,6 +154,8 @@ def graph_rows(
     rows.append(_switch_row(setup, repo, before))
     log(f"{fixture.name}: first history in a fresh clone")
     rows.append(_fresh_row(setup, fixture, workdir, before))
+    log(f"{fixture.name}: show --json in a fresh clone")
+    rows.append(_show_row(setup, fixture, workdir, before))
     log(f"{fixture.name}: history --task, warm")
     # The older program keeps its caches in another format: a clone of its own, so
     # neither side throws the other's away between warm runs.
@@ -230,6 +234,47 @@ def _fresh_row(
     answer = series[0].failure or check_history(fresh, commands[0], setup.env)
     row = Row("history (every task)", "first, fresh clone", series[0], series[-1], COLD)
     return dataclasses.replace(row, answer=answer), series[1] if before else None
+
+
+def _show_row(
+    setup: Setup, fixture: GraphFixture, workdir: Path, before: Path | None
+) -> tuple[Row, Series | None]:
+    """What CI runs: `show --json` (HEAD) in a clone made just before (untimed), against the
+    floor any Python CLI on pygit2 pays (`python -c 'import pygit2'`) in the same clone."""
+    fresh = workdir / "fresh"
+
+    def reclone() -> None:
+        clone(fixture, fresh, setup.env)
+
+    programs = _programs(setup, before)
+    commands = [
+        *(Command("show", ((str(p), "-C", str(fresh), "show", "--json"),)) for p in programs),
+        Command("import pygit2", ((str(setup.python), "-c", "import pygit2"),)),
+    ]
+    series = _interleave(commands, setup, workdir, reclone, warmup=0)
+    answer = series[0].failure or check_show(fresh, commands[0], setup.env)
+    row = Row("show --json", "fresh clone", series[0], series[-1], SHOW)
+    return dataclasses.replace(row, answer=answer), series[1] if before else None
+
+
+def check_show(repo: Path, command: Command, env: Mapping[str, str]) -> str:
+    """The records `show --json` lists are those of `git notes show HEAD`, in its order."""
+    done = subprocess.run(command.argvs[0], env=dict(env), capture_output=True, check=False)
+    try:
+        listed = [r["id"] for r in json.loads(done.stdout)["records"]]
+    except (ValueError, KeyError):
+        return "output is not the JSON of show"
+    note = subprocess.run(
+        ["git", "notes", "--ref=majordomus", "show", "HEAD"],
+        cwd=repo,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    document = tomllib.loads(note) if note else {}
+    expected = [t["id"] for tables in document.values() for t in tables]
+    return "" if listed == expected else f"show lists {listed}, git notes show holds {expected}"
 
 
 def _warm_row(
@@ -327,7 +372,10 @@ def section(
         "*after a branch switch*: before each run, untimed, `git checkout -B fixN main~30 "
         "&& git commit --allow-empty` (a commit nothing has seen), then `history --json` "
         "(every task). *first, fresh clone*: before each run a new local clone with the "
-        "records and nothing else. Answers checked against git's own: every listed "
+        "records and nothing else. *show --json, fresh clone*: the same fresh clone, `show "
+        "--json` (HEAD, what CI reads) timed against `python -c 'import pygit2'` (the "
+        "baseline column for that row), its records checked against `git notes show HEAD`. "
+        "Answers checked against git's own: every listed "
         "record's commit in `git rev-list HEAD`, and a sample of handover labels equal to "
         "`git rev-list --left-right --count` and `git merge-base`. The *walk with "
         "parents* rows compare the two ways to make the one walk: pygit2's walker in a "
@@ -337,11 +385,11 @@ def section(
     ]
     if before is not None:
         lines += [
-            f"*before*: the same majordomus command run by `{before.name}` (the code before "
-            "the graph owned these questions), interleaved in the same run.",
+            f"*before*: the same majordomus command run by `{before.name}` (the program "
+            "given with --before: an older majordomus), interleaved in the same run.",
             "",
         ]
-    head = "| repository | command | run | majordomus | git log | ratio | target | answer |"
+    head = "| repository | command | run | majordomus | baseline | ratio | target | answer |"
     rule = "| --- | --- | --- | ---: | ---: | ---: | --- | --- |"
     if before is not None:
         head = head.replace("| majordomus |", "| before | majordomus |")

@@ -6,17 +6,35 @@ import contextlib
 import dataclasses
 import datetime
 import gc
+import importlib
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Annotated, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
-from majordomus import __version__, interrupt, ops, render
+from majordomus import __version__, interrupt
 from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
 from majordomus.values import CheckResult, StaleLock
+
+if TYPE_CHECKING:
+    from majordomus import ops, render
+else:
+
+    class _OnFirstUse:
+        """A module imported when a command first uses it: `--version`, `--help` and a
+        refused flag answer without loading git (pygit2) and everything behind `ops`."""
+
+        def __init__(self, name: str) -> None:
+            self._name = name
+
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(importlib.import_module(self._name), attribute)
+
+    ops = _OnFirstUse("majordomus.ops")
+    render = _OnFirstUse("majordomus.render")
 
 
 class Terminal(NamedTuple):

@@ -13,10 +13,11 @@ from typing import Any
 
 from majordomus.cache import VIEWS_FILE_NAME, ViewCache
 from majordomus.errors import RepositoryError
-from majordomus.records import Note, Record, Summary, summary_of
+from majordomus.records import Note, Record, Summary, summarise, summary_of
 from majordomus.store import NOTES_REF, Store
 from majordomus.values import Listed, Located, NoteSet, WriteReport
 
+CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
 
@@ -155,13 +156,21 @@ class Index:
         return self.newest_first(pending)
 
     def last(self, kind: str, task: str) -> Listed | None:
-        found = self.newest_first(self.of_kind(kind, task))
-        return found[0] if found else None
+        items = self.of_kind(kind, task)
+        if not items:
+            return None
+        newest = max(item.summary.at for item in items)
+        return self.newest_first([item for item in items if item.summary.at == newest])[0]
 
     def newest_first(self, items: Sequence[Listed]) -> list[Listed]:
-        """`newest_first`, with the graph consulted only when two records share a second."""
-        if self._order is None and len({item.summary.at for item in items}) < len(items):
-            self.graph_order  # noqa: B018 (computes and keeps the order)
+        """`newest_first`, with the graph consulted only when two records on different
+        commits share a second (on one commit, their place in the note orders them)."""
+        if self._order is None:
+            commits: dict[float, str] = {}
+            for item in items:
+                if commits.setdefault(item.summary.at, item.commit) != item.commit:
+                    self.graph_order  # noqa: B018 (computes and keeps the order)
+                    break
         return newest_first(items, self.order_of)
 
     def order_of(self, commit: str) -> int:
@@ -202,6 +211,10 @@ class Views:
             # Built where copies exist: which copy a read lists depends on HEAD.
             hit = self._cache.get(f"{self._key}@{head}")
         if hit is None:
+            hit = self._carried_over()
+            if hit is not None:
+                self._cache.put(self._key, *hit)
+        if hit is None:
             self._noteset = store.read_notes()
             self.full = Index(self._noteset, store)
             meta, packed = _build(self.full)
@@ -212,6 +225,68 @@ class Views:
         self._meta: tuple[int, tuple[str, ...]] = hit[0]
         self._packed: dict[str, bytes] = hit[1]
         self.dependent_on_head = self._cache.key != self._key
+
+    def _carried_over(self) -> tuple[tuple[int, tuple[str, ...]], dict[str, bytes]] | None:
+        """The cached views brought to the current state by re-reading only the notes that
+        changed since (another writer, `git notes`, a fetch): what a full read would build,
+        or None when that cannot be told cheaply (copies of a record, a missing object)."""
+        cache, store = self._cache, self._store
+        if not cache.key or "@" in cache.key or not cache.meta:
+            return None
+        before = dict(item.partition("=")[::2] for item in cache.key.split(";"))
+        if _key(before) != cache.key or before.keys() != self._targets.keys():
+            return None
+        changed: set[str] = set()
+        for name, target in self._targets.items():
+            if before[name] != target:
+                found = store.changed_notes(before[name], target)
+                if found is None:
+                    return None
+                changed |= found
+        if len(changed) > CARRY_MAX:
+            return None
+        try:
+            notes = [(store.notes_on(c, before), store.notes_on(c)) for c in sorted(changed)]
+        except RepositoryError:
+            return None
+        invalid, task_ids = cache.meta
+        views = {task: _unpack(data) for task, data in cache.tasks.items()}
+        rows = {task: [r for r in view[0] if r[1] not in changed] for task, view in views.items()}
+        taken = {(r[0][0], r[0][1]) for task_rows in rows.values() for r in task_rows}
+        for commit, (old, new) in zip(sorted(changed), notes, strict=True):
+            if old is None or new is None:
+                return None
+            invalid += new[1] - old[1]
+            if old[0]:
+                invalid -= store.note(old[0]).invalid
+            if not new[0]:
+                continue
+            note = store.note(new[0])
+            invalid += note.invalid
+            for summary in summarise(note):
+                if (summary.kind, summary.id) in taken:
+                    return None  # a copy: which one a read lists depends on the graph
+                taken.add((summary.kind, summary.id))
+                rows.setdefault(summary.task, []).append((tuple(summary), commit, new[0]))
+        resolved: set[str] = set()
+        for task_rows in rows.values():
+            for row in task_rows:
+                if row[0][0] == "resume":
+                    resolved.add(row[0][5])
+                    resolved.update(row[0][6])
+        packed: dict[str, bytes] = {}
+        for task, task_rows in rows.items():
+            if not task_rows:
+                continue
+            mine = {row[0][1] for row in task_rows if row[0][0] == "handover"} & resolved
+            view = views.get(task)
+            if view is not None and view[0] == tuple(task_rows) and set(view[1]) == mine:
+                packed[task] = cache.tasks[task]
+            else:
+                packed[task] = _pack(task_rows, mine)
+        ids = tuple(t for t in task_ids if t in packed)
+        ids += tuple(t for t in packed if t not in ids)
+        return (invalid, ids), packed
 
     @property
     def task_ids(self) -> tuple[str, ...]:

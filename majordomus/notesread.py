@@ -64,10 +64,10 @@ class NotesReader:
             ref = self.repo.references.get(name)
             if ref is not None:
                 targets[name] = str(ref.resolve().target)
-                self._notes_commit(name, targets[name])
+                self.notes_commit(name, targets[name])
         return targets
 
-    def _notes_commit(self, name: str, target: str) -> pygit2.Commit:
+    def notes_commit(self, name: str, target: str) -> pygit2.Commit:
         """The commit a notes ref points at; a ref at anything else stops every command."""
         obj = self.repo.get(target)
         if isinstance(obj, pygit2.Commit):
@@ -119,7 +119,7 @@ class NotesReader:
         trees: list[str] = []
         missing: set[str] = set()
         for name in self.notes_refs():
-            target, tree_id = self._notes_tree_id(name)
+            target, tree_id = self.notes_tree_id(name)
             targets[name] = target
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
@@ -203,11 +203,11 @@ class NotesReader:
             cache.put_blob(blob, entry)
         return entry
 
-    def _notes_tree_id(self, name: str) -> tuple[str, str]:
+    def notes_tree_id(self, name: str) -> tuple[str, str]:
         """A notes ref's target and the id of its tree, which may be missing from a partial
         clone; a ref at anything but a commit stops every command."""
         target = str(self.repo.references[name].resolve().target)
-        return target, str(self._notes_commit(name, target).tree_id)
+        return target, str(self.notes_commit(name, target).tree_id)
 
     def notes_commits(self) -> list[str]:
         """The commit each notes ref points at (what holds every object the notes need)."""

@@ -34,7 +34,7 @@ def _entry(tree: pygit2.Tree, name: str) -> pygit2.Object | None:
     return tree[name] if name in tree else None  # noqa: SIM401 (pygit2.Tree has no get)
 
 
-def _is_note_path(name: str) -> bool:
+def is_note_path(name: str) -> bool:
     return len(name) == 40 and _HEX.fullmatch(name) is not None
 
 
@@ -68,7 +68,7 @@ def walk(
                     missing.add(str(entry.id))
                     continue
                 yield from walk(repo, sub, prefix + name, missing)
-        elif _is_note_path(prefix + name):
+        elif is_note_path(prefix + name):
             yield prefix + name, str(entry.id)
 
 

@@ -526,6 +526,14 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
             ) from None
         commit, missing = candidates[0], True
     else:
+        one = store.notes_on(commit)  # one note, not every note, when all of it is here
+        if one is not None:
+            blobs, unread = one
+            note = store.note(blobs) if blobs else None
+            records = (
+                tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
+            )
+            return ShowResult(commit, records, (note.invalid if note else 0) + unread, False)
         noteset = store.read_notes()
     annotated = noteset.commits.get(commit)
     note = store.note(annotated.blobs) if annotated else None

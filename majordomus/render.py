@@ -45,8 +45,67 @@ def safe(text: str) -> str:
 
 def dumps(value: Any) -> str:
     """JSON with every character of the refused set as a \\uXXXX escape, never raw."""
-    text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
+    out: list[str] = []
+    try:
+        _indented(value, "\n", out)
+        text = "".join(out)
+    except _NotPlain:
+        text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
     return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class _NotPlain(Exception):
+    """A value `_indented` leaves to the json module (a key that is not a string)."""
+
+
+_encode_string = json.encoder.encode_basestring  # what json.dumps uses with ensure_ascii=False
+
+
+def _indented(value: Any, newline: str, out: list[str]) -> None:
+    """`json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)`,
+    written into `out`: the json module indents only with its pure-Python encoder, which
+    costs more than the rest of a large `history --json`."""
+    if isinstance(value, str):
+        out.append(_encode_string(value))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        separator = "{" + inner
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _NotPlain
+            out.append(separator)
+            out.append(_encode_string(key))
+            out.append(": ")
+            _indented(item, inner, out)
+            separator = "," + inner
+        out.append(newline + "}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        separator = "[" + inner
+        for item in value:
+            out.append(separator)
+            _indented(item, inner, out)
+            separator = "," + inner
+        out.append(newline + "]")
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        finite = _finite(value)
+        out.append(float.__repr__(value) if finite is value else _encode_string(finite))
+    else:
+        _indented(_json_default(value), newline, out)
 
 
 def _finite(value: Any) -> Any:

@@ -306,6 +306,53 @@ class Store:
         """The united note of readable blobs, parsed (once per process)."""
         return self.blobs.note(blobs)
 
+    def notes_on(
+        self, commit: str, targets: Mapping[str, str] | None = None
+    ) -> tuple[tuple[str, ...], int] | None:
+        """The readable note blobs attached to one commit over every notes ref (or over the
+        notes commits `targets` names, in that order), and how many of its notes are
+        unreadable, found without walking the notes trees; None when an object on the way
+        is missing (`read_notes` fetches it, or says why it cannot)."""
+        blobs: dict[str, None] = {}
+        try:
+            if targets is None:
+                trees = [self.reader.notes_tree_id(name)[1] for name in self.notes_refs()]
+            else:
+                trees = [str(self.reader.notes_commit(n, t).tree_id) for n, t in targets.items()]
+            for tree_id in trees:
+                root = notestree.tree(self.repo, pygit2.Oid(hex=tree_id))
+                found = notestree.find(self.repo, root, commit)
+                blobs.update(dict.fromkeys(str(oid) for oid in found))
+        except MissingObjectError:
+            return None
+        readable: list[str] = []
+        unreadable = 0
+        for blob in blobs:
+            parsed = self.blobs.parse(blob)
+            if isinstance(parsed, MissingObjectError):
+                return None
+            if isinstance(parsed, NoteError):
+                unreadable += 1
+            else:
+                readable.append(blob)
+        return tuple(readable), unreadable
+
+    def changed_notes(self, old: str, new: str) -> set[str] | None:
+        """The commits whose notes differ between two notes commits, from a diff of their
+        trees (which skips every subtree the two share); None when either is not here."""
+        try:
+            trees = [self.repo[target].peel(pygit2.Tree) for target in (old, new)]
+            diff = trees[0].diff_to_tree(trees[1])
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        changed: set[str] = set()
+        for delta in diff.deltas:
+            for path in (delta.old_file.path, delta.new_file.path):
+                name = path.replace("/", "")
+                if notestree.is_note_path(name):
+                    changed.add(name)
+        return changed
+
     def notes_commits(self) -> list[str]:
         """The commit each notes ref points at (what holds every object the notes need)."""
         return self.reader.notes_commits()

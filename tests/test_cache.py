@@ -18,9 +18,10 @@ from majordomus.cache import (
 from majordomus.index import Views
 from majordomus.index import _key as index_key
 from majordomus.ops import Context, _write
-from majordomus.records import new_record
+from majordomus.records import append_text, new_record
 from majordomus.store import Store
-from tests.conftest import AUTHOR, Repo
+from tests.conftest import AUTHOR, Clock, Repo
+from tests.remote_fixtures import clone, seeded
 
 CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
 
@@ -61,6 +62,9 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
                 "amend",
                 "hand",
                 "merge",
+                "foreign",
+                "overwrite",
+                "remove",
             ]
         )
         performed.add(action)
@@ -74,6 +78,12 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
             repo.git("commit", "-q", "--amend", "--allow-empty", "-m", f"amended {step}")
         elif action == "hand":  # a person's line: the note is no longer one TOML document
             repo.git("notes", "--ref=majordomus", "append", "-m", f"by hand {step}", "HEAD")
+        elif action == "foreign":  # another writer's record, as git writes it
+            repo.git("notes", "--ref=majordomus", "append", "-m", foreign(repo, step), "HEAD")
+        elif action == "overwrite":  # the note replaced: its records gone, another in
+            repo.git("notes", "--ref=majordomus", "add", "-f", "-m", foreign(repo, step), "HEAD")
+        elif action == "remove":
+            repo.git("notes", "--ref=majordomus", "remove", "--ignore-missing", "HEAD")
         elif action == "resume":
             assert repo.run("resume").code in (0, 1)
         elif action == "task":
@@ -95,7 +105,52 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
             cached = answers(repo)
             drop_caches(repo)
             assert answers(repo) == cached, f"step {step}"
-    assert "hand" in performed and "amend" in performed
+    assert {"hand", "amend", "foreign", "overwrite", "remove"} <= performed
+
+
+def foreign(repo: Repo, step: int) -> str:
+    """A record in the note format, written by something other than majordomus."""
+    task = json.loads(repo.run("check", "--json").out)["task"]
+    kind = "handover" if step % 3 == 0 else "checkpoint"
+    fields = {"objective": "o", "state": f"s{step}", "next": "n"} if kind == "handover" else {}
+    record = new_record(
+        kind,
+        record_id=f"c-{step:016x}",
+        task=task,
+        head=repo.head(),
+        at=repo.clock.now,
+        author=AUTHOR,
+        session=None,
+        fields=fields or {"body": f"foreign {step}"},
+    )
+    return append_text(None, [record])
+
+
+def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
+    task = repo.task()
+    for i in range(6):
+        repo.commit(f"c{i}")
+        assert repo.run("checkpoint", f"checkpoint {i}").code == 0
+    repo.git("notes", "--ref=majordomus", "append", "-m", foreign(repo, 3), "HEAD~2")
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-m", foreign(repo, 4), "HEAD~4")
+    repo.git("notes", "--ref=majordomus", "remove", "HEAD~1")
+    views = Views(Store(str(repo.path), repo.environ))
+    assert views.full is None  # carried over from the cached state, no full read
+    assert views_key(repo) == current_key(repo)
+    cached = answers(repo)
+    drop_caches(repo)
+    assert answers(repo) == cached
+    history = json.loads(repo.run("history", "--task", task, "--json").out)
+    got = [r.get("body") or r.get("state") or r["kind"] for r in history["records"]]
+    assert got == [  # checkpoint 4 removed, checkpoint 1 overwritten
+        "checkpoint 5",
+        "s3",
+        "checkpoint 3",
+        "checkpoint 2",
+        "foreign 4",
+        "checkpoint 0",
+        "task",
+    ]
 
 
 def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> None:
@@ -223,3 +278,43 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     assert repo.run("history", "--task", task, "--all", "--json").out == mine
     assert repo.run("history", "--json").out == every
     assert marshal.loads((git_dir / FILE_NAME).read_bytes())[0] == versions[FILE_NAME]
+
+
+def test_records_of_one_second_on_one_commit_are_ordered_without_the_graph(repo: Repo) -> None:
+    task = repo.task()
+    repo.commit("work")
+    for i in range(3):  # the clock stands still: all three in one second
+        assert repo.run("checkpoint", f"same second {i}").code == 0
+    index = Views(Store(str(repo.path), repo.environ)).index(task)
+    last = index.last("checkpoint", task)
+    assert last is not None and index.locate(last).record.text("body") == "same second 2"
+    mine = index.newest_first(index.of_kind("checkpoint", task))
+    listed = json.loads(repo.run("history", "--task", task, "--json").out)["records"]
+    assert [index.locate(item).record.id for item in mine] == [
+        r["id"] for r in listed if r["kind"] == "checkpoint"
+    ]
+    assert index._order is None  # no walk of the history was needed
+
+
+def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
+    clock = Clock()
+    remote, alice = seeded(tmp_path, environ, clock)
+    task = alice.task("shared")
+    assert alice.run("checkpoint", "alice 1").code == 0
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    assert bob.run("checkpoint", "--task", task, "bob 1").code == 0
+    assert bob.run("history", "--json").code == 0  # the views of this state are cached
+    clock.advance(60)
+    assert alice.run("checkpoint", "alice 2").code == 0
+    assert alice.run("push").code == 0
+    assert bob.run("fetch").code == 0  # moves the remote-tracking ref and the local one
+    views = Views(Store(str(bob.path), bob.environ))
+    assert views.full is None  # carried over from the notes the fetch changed
+    cached = json.loads(bob.run("history", "--task", task, "--json").out)
+    drop_caches(bob)
+    assert json.loads(bob.run("history", "--task", task, "--json").out) == cached
+    assert [r.get("body") for r in cached["records"]][:3] == ["alice 2", "bob 1", "alice 1"]

@@ -263,3 +263,23 @@ def test_fetch_from_another_remote_completes_from_the_promisor(
     assert missing(bob, TRACKING) != []
     assert ok(bob, "fetch", "upstream") == "upstream has no records yet\n"
     assert missing(bob, TRACKING) == []
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_show_reads_only_the_note_of_its_commit(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    """`show` answers from that commit's note alone: the other notes' objects, left out of
+    this partial clone and unreachable now, are neither needed nor fetched."""
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    head = bob.git("rev-parse", "HEAD").strip()
+    bob.git("notes", "--ref=remotes/origin/majordomus", "show", head)  # git fetches this one
+    assert missing(bob, "refs/notes/remotes/origin/majordomus")  # the others stay out
+    remote.rename(remote.with_name("away.git"))
+    shown = bob.run("show", "--json")
+    assert (shown.code, shown.err) == (0, ""), shown.err
+    assert json.loads(shown.out) == template.answers[2]
+    assert bob.run("history").code == 3  # every note is needed there: still refused

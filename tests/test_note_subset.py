@@ -1,0 +1,87 @@
+"""The fast reader of the TOML subset majordomus writes returns exactly what tomllib returns,
+and leaves everything else to tomllib."""
+
+from __future__ import annotations
+
+import datetime
+import tomllib
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from majordomus.records import _written_document, dump_tables, load_document
+
+KEYS = st.sampled_from(["v", "id", "task", "head", "at", "body", "supersedes", "x-1", "A_b"])
+TEXT = st.text(st.characters(codec="utf-8"), max_size=30)
+AT = st.datetimes(
+    min_value=datetime.datetime(1, 1, 1),
+    max_value=datetime.datetime(9999, 12, 31),
+    timezones=st.just(datetime.UTC),
+)
+VALUE = st.one_of(
+    TEXT,
+    st.integers(-(10**17), 10**17),
+    AT,
+    st.lists(TEXT, max_size=3),
+)
+TABLES = st.lists(
+    st.tuples(st.sampled_from(["task", "checkpoint", "handover", "resume", "other"]),
+              st.dictionaries(KEYS, VALUE, max_size=6)),
+    max_size=4,
+)  # fmt: skip
+
+
+def tomllib_or_none(text: str) -> dict[str, Any] | None:
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(TABLES)
+def test_what_majordomus_writes_is_read_fast_and_as_tomllib_reads_it(
+    tables: list[tuple[str, dict[str, Any]]],
+) -> None:
+    text = dump_tables(tables)
+    assert _written_document(text) == tomllib.loads(text)
+    assert _written_document(text) is not None
+
+
+# Lines near the subset's edges: other spellings, escapes, bad dates, comments, duplicates.
+LINES = st.sampled_from(
+    [
+        "[[checkpoint]]", "[[task]]", "[checkpoint]", "[[ checkpoint ]]", "", " ", "# note",
+        'id = "c-1"', 'id = "c-2"', 'body = "a\\tb\\u00e9\\"q\\\\"', 'body = "\\ud800"',
+        'body = "\\x41"', 'body = "tab\there"', 'body = "del\x7f"', "body = 'literal'",
+        'body = """multi"""', "v = 1", "v = -0", "v = +1", "v = 1_000", "v = 0x1f",
+        "v = 01", "v = 1.5", "v = true", "at = 2026-11-30T03:12:09Z",
+        "at = 2026-02-30T03:12:09Z", "at = 2026-11-30T03:12:09.1234567Z",
+        "at = 2026-11-30t03:12:09z", "at = 2026-11-30 03:12:09Z", "at = 2026-11-30T03:12:09",
+        "at = 2026-11-30T03:12:09+01:00", "at = 0000-01-01T00:00:00Z",
+        'supersedes = []', 'supersedes = ["a", "b"]', 'supersedes = ["a","b"]',
+        'supersedes = ["a", 1]', "k=1", "k  = 1", 'id = "c-1" # trailing', "id = \"c\"\r",
+        'a.b = "dotted"', '"quoted" = "key"',
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(LINES, max_size=8))
+def test_any_note_reads_as_tomllib_reads_it(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    fast = _written_document(text)
+    if fast is not None:
+        assert fast == tomllib.loads(text)
+    expected = tomllib_or_none(text)
+    if expected is not None:
+        assert load_document(text.encode()) == expected
+
+
+def test_text_outside_the_subset_goes_to_tomllib() -> None:
+    assert _written_document('[[checkpoint]]\nid = "c"\n# a comment\n') is None
+    assert _written_document('top = "level"\n[[checkpoint]]\n') is None
+    assert _written_document('[[checkpoint]]\nid = "a"\nid = "b"\n') is None
+    assert _written_document('[[checkpoint]]\nbody = "\\udfff"\n') is None
+    assert _written_document("[[checkpoint]]\nat = 2026-02-29T00:00:00Z\n") is None

@@ -1,0 +1,52 @@
+"""`render.dumps` writes exactly what `json.dumps(..., indent=2)` writes, escapes included."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from majordomus.records import REFUSED
+from majordomus.render import _finite, _json_default, dumps
+
+LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=12),
+    st.datetimes(timezones=st.sampled_from([None, datetime.UTC])),
+    st.dates(),
+)
+VALUES = st.recursive(
+    LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+def reference(value: Any) -> str:
+    text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
+    return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES)
+def test_dumps_writes_what_the_json_module_writes(value: Any) -> None:
+    assert dumps(value) == reference(value)
+
+
+def test_keys_that_are_not_strings_are_written_as_the_json_module_writes_them() -> None:
+    value = {"records": [{1: "one", None: [], 2.5: {}}], "\x1b": "\x9b"}
+    assert dumps(value) == reference(value)
+    assert json.loads(dumps(value)) == {
+        "records": [{"1": "one", "null": [], "2.5": {}}],
+        "\x1b": "\x9b",
+    }
