@@ -45,4 +45,4 @@ clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .hypothesis
 
 soak: $(STAMP)
-	$(BIN)/python soak/run.py
+	$(BIN)/python -m soak.run
