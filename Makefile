@@ -18,8 +18,10 @@ venv: $(STAMP)
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
+# Four workers on two cores: many tests wait on the processes they start (git, hooks,
+# daemons, signals), and worksteal keeps both cores busy to the last slow test.
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 4 --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check majordomus tests bench soak
