@@ -109,8 +109,8 @@ def test_concurrent_writers_lose_nothing(repo: Repo) -> None:
     note = parse_note(repo.git("notes", "--ref=majordomus", "show", "HEAD").encode())
     bodies = sorted(r.text("body") for r in note.records if r.kind == "checkpoint")
     assert bodies == sorted(f"writer {i}" for i in range(WRITERS))
-    stored = [r.table.get("body") for r in stored_records(repo.path, repo.environ)]
-    assert sorted(b for b in stored if str(b).startswith("writer ")) == bodies
+    stored = [str(r.table.get("body")) for r in stored_records(repo.path, repo.environ)]
+    assert sorted(b for b in stored if b.startswith("writer ")) == bodies
     assert repo.git("fsck", "--no-progress", "--no-dangling", check=False) == ""
 
 
