@@ -19,9 +19,10 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 # Four workers on two cores: many tests wait on the processes they start (git, hooks,
-# daemons, signals), and worksteal keeps both cores busy to the last slow test.
+# daemons, signals). loadfile keeps a module on one worker, so a module-scoped fixture
+# (a planted corpus, a published remote) is built once, not once per worker.
 test: $(STAMP)
-	$(BIN)/pytest -n 4 --dist worksteal
+	$(BIN)/pytest -n 4 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check majordomus tests bench soak
