@@ -18,8 +18,11 @@ venv: $(STAMP)
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
+# Four workers on two cores: many tests wait on the processes they start (git, hooks,
+# daemons, signals). loadfile keeps a module on one worker, so a module-scoped fixture
+# (a planted corpus, a published remote) is built once, not once per worker.
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n 4 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check majordomus tests bench soak
@@ -45,4 +48,4 @@ clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .hypothesis
 
 soak: $(STAMP)
-	$(BIN)/python soak/run.py
+	$(BIN)/python -m soak.run

@@ -28,36 +28,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
+import pygit2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 
-import pygit2  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import seed as hypothesis_seed  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from teams import Tally, run_round  # noqa: E402
-
-from tests.conftest import Clock, Repo  # noqa: E402
-from tests.reliability import properties, strategies  # noqa: E402
-from tests.reliability import test_hostile_input as hostile_input  # noqa: E402
-from tests.reliability.helpers import (  # noqa: E402
-    hermetic_environ,
-    isolate_pygit2,
-    make_clone,
-    note_blobs,
-    run_cli,
-    spawn,
-    strict_json,
-    terminal_problems,
-)
-from tests.reliability.hostile import Case, cases, plant, plant_remote_refs  # noqa: E402
-from tests.reliability.test_hostile_notes import ALLOWED, READS  # noqa: E402
-from tests.reliability.test_merge_properties import NotesRepo, both_sides  # noqa: E402
-from tests.reliability.trials import (  # noqa: E402
+from soak.teams import Tally, run_round
+from tests.reliability import properties, strategies
+from tests.reliability import test_hostile_input as hostile_input
+from tests.reliability.helpers import strict_json, terminal_problems
+from tests.reliability.hostile import ALLOWED, READS, Case, cases, plant, plant_remote_refs
+from tests.reliability.merging import NotesRepo, both_sides
+from tests.reliability.trials import (
     concurrent_writers,
     crash_round,
     write_instants,
 )
+from tests.support.cli import run_cli, spawn
+from tests.support.env import Clock, hermetic_environ, isolate_pygit2
+from tests.support.git import make_clone
+from tests.support.notes import note_blobs
+from tests.support.repo import Repo
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_TRIALS = 300
 
@@ -691,7 +684,7 @@ def document(rows: Sequence[Row], command: str, seed: int, seconds: float) -> st
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="soak/run.py", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m soak.run", description=__doc__)
     parser.add_argument(
         "--trials",
         type=int,
@@ -713,7 +706,7 @@ def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     command = (
-        f".venv/bin/python soak/run.py --trials {args.trials} --seed {seed}"
+        f".venv/bin/python -m soak.run --trials {args.trials} --seed {seed}"
         + (f" --writers {args.writers}" if args.writers != 16 else "")
         + (f" --work-trees {args.work_trees}" if args.work_trees != 3 else "")
         + (f" --only {args.only}" if args.only else "")

@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import MAJORDOMUS, hermetic_environ
+from tests.support.cli import MAJORDOMUS
+from tests.support.env import hermetic_environ
 
 NOTES_REF = "refs/notes/majordomus"
 _ID_LINE = re.compile(rb'^id = "([^"\\]+)"$', re.MULTILINE)

@@ -22,8 +22,9 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tests.conftest import Clock, Repo, hermetic_environ
 from tests.corpus import GOLDEN
+from tests.support.env import Clock, hermetic_environ
+from tests.support.repo import Repo
 
 _RANDOM_ID = re.compile(r"\b(t-[0-9a-f]{12}|[chr]-[0-9a-f]{16})\b")
 _NOTES_COMMIT = re.compile(r'("(?:remote_commit|notes_commit)": ")([0-9a-f]{40})')
@@ -82,6 +83,10 @@ class Transcript:
         self.normalise.paths[str(tmp)] = "/tmp/golden"
         # The hook line init prints names the Python that runs majordomus.
         self.normalise.paths[sys.executable] = "/usr/bin/python3"
+        # So does the hook command agent install writes (the script beside that Python).
+        self.normalise.paths[str(Path(sys.executable).parent / "majordomus")] = (
+            "/usr/local/bin/majordomus"
+        )
         self.blocks: list[str] = []
         self.clock = Clock()
 
@@ -168,7 +173,7 @@ def main() -> int:
     # Imported by name: run as `python -m tests.golden`, this module is __main__, and the
     # scenarios register themselves with tests.golden.
     from tests import golden, golden_scenarios  # noqa: F401, PLW0406
-    from tests.reliability.helpers import isolate_pygit2
+    from tests.support.env import isolate_pygit2
 
     isolate_pygit2(Path(tempfile.mkdtemp(prefix="majordomus-golden-config-")))
     GOLDEN.mkdir(parents=True, exist_ok=True)

@@ -3,9 +3,12 @@ clone, hostile notes, and every refusal. Each step advances the fixed clock firs
 
 from __future__ import annotations
 
-from tests.conftest import Repo
+import json
+import shlex
+
 from tests.corpus import CORPUS_TASK, NOTES
 from tests.golden import Transcript, scenario
+from tests.support.repo import Repo
 
 TITLE = "queue drops acks under load"
 FIRST = "reproduced under 50 concurrent enqueues; the retry loop re-enters before the ack"
@@ -374,3 +377,117 @@ def refusals(t: Transcript) -> None:
     t.run(repo, "fetch", "nowhere")
     t.run(repo, "push", "nowhere")
     t.run(repo, "fetch", "-origin")
+
+
+def _hook_input(repo: Repo, event: str, **extra: object) -> bytes:
+    """What an agent sends a hook on stdin (recorded shape; the session id is fixed)."""
+    payload = {
+        "session_id": "golden-session",
+        "transcript_path": "/tmp/golden/transcript.jsonl",
+        "cwd": str(repo.path),
+        "hook_event_name": event,
+        **extra,
+    }
+    return json.dumps(payload).encode()
+
+
+def _hook(t: Transcript, repo: Repo, agent: str, event: str, *flags: str, **extra: object) -> None:
+    data = _hook_input(repo, event, **extra)
+    shown = f"echo {shlex.quote(t.normalise(data.decode()))} | " + shlex.join(
+        ["majordomus", "hook", agent, *flags]
+    )
+    t.run(repo, "hook", agent, *flags, stdin=data, shown=shown)
+
+
+# Each agent's names for the three moments a hook answers.
+_EVENTS = {
+    "claude": ("SessionStart", "UserPromptSubmit", "Stop"),
+    "codex": ("SessionStart", "UserPromptSubmit", "Stop"),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterAgent"),
+}
+
+
+@scenario
+def agents(t: Transcript) -> None:
+    """What a coding agent's session sees: the context block, each agent's hook on its
+    session start, prompt and stop, and what `agent install` would write."""
+    repo = t.repo("queue")
+    t.clock.advance(60)
+    t.run(repo, "task", "new", TITLE)
+    t.clock.advance(60)
+    t.run(repo, "checkpoint", FIRST)
+    t.clock.advance(60)
+    repo.commit("queue: ack before retry", {"queue.py": "ack = True\n"})
+    _handover(t, repo, STATE)
+    t.clock.advance(60)
+    t.run(repo, "context")
+    t.run(repo, "context", "--json")
+    t.run(repo, "context", "--max-chars", "300")
+    for agent, (start, prompt, stop) in _EVENTS.items():
+        t.note(f"{agent}: a session starts, a prompt while fresh, the agent stops")
+        _hook(t, repo, agent, start, source="startup")
+        _hook(t, repo, agent, prompt, prompt="go on")
+        _hook(t, repo, agent, stop, "--enforce", stop_hook_active=False)
+    t.note("twenty-one minutes without a checkpoint: the prompt is reminded, the stop blocked")
+    t.clock.advance(21 * 60)
+    for agent, (_, prompt, stop) in _EVENTS.items():
+        _hook(t, repo, agent, prompt, prompt="go on")
+        _hook(t, repo, agent, stop, "--enforce", stop_hook_active=False)
+    t.note("agent install, dry run: the diff it would apply, nothing written")
+    t.run(repo, "agent", "install", "claude", "--dry-run")
+    t.run(repo, "agent", "install", "claude", "--enforce", "--dry-run")
+    t.run(repo, "agent", "install", "claude", "--scope", "project", "--dry-run")
+
+
+@scenario
+def adopt(t: Transcript) -> None:
+    """A host squash-merges a branch with records: adopt moves them onto the squash commit;
+    a fresh clone resumes the task with none chosen (the task is implied)."""
+    dev = t.repo("dev")
+    bare = t.tmp / "remote.git"
+    t.git(dev, "init", "-q", "--bare", "-b", "main", str(bare))
+    t.git(dev, "remote", "add", "origin", str(bare))
+    t.git(dev, "push", "-q", "origin", "main")
+    t.clock.advance(60)
+    t.run(dev, "task", "new", TITLE)
+    t.git(dev, "switch", "-q", "-c", "feature")
+    for n, (message, body) in enumerate(
+        (("retry once", "one retry halves the drops"), ("ack before retry", "ack first: none"))
+    ):
+        t.clock.advance(60)
+        (dev.path / "queue.py").write_text("retry = 1\n" + "ack = True\n" * n)
+        t.git(dev, "add", "queue.py")
+        t.git(dev, "commit", "-q", "-m", message)
+        t.run(dev, "checkpoint", body)
+    _handover(t, dev, "fixed on the branch; merge it")
+    t.git(dev, "push", "-q", "origin", "feature")
+    t.run(dev, "push")
+    t.note("the host squash-merges the branch into main and deletes the branch")
+    host = t.repo("host", commit=False)
+    t.git(host, "remote", "add", "origin", str(bare))
+    t.git(host, "fetch", "-q", "origin")
+    t.git(host, "switch", "-q", "main")
+    t.clock.advance(3600)
+    t.git(host, "merge", "-q", "--squash", "origin/feature")
+    t.git(host, "commit", "-q", "-m", "Stop dropping acks (#1)")
+    t.git(host, "push", "-q", "origin", "main")
+    t.git(host, "push", "-q", "origin", "--delete", "feature")
+    t.note("back in dev, on the merged main")
+    t.git(dev, "switch", "-q", "main")
+    t.git(dev, "pull", "-q", "--ff-only", "origin", "main")
+    t.clock.advance(60)
+    t.run(dev, "resume", "--peek")
+    t.run(dev, "adopt", "--dry-run")
+    t.run(dev, "adopt", "--json")
+    t.run(dev, "adopt")
+    t.run(dev, "resume", "--peek")
+    t.run(dev, "push")
+    t.note("a fresh clone: records fetched, no task chosen; resume finds the one task")
+    fresh = t.repo("fresh", commit=False)
+    t.git(fresh, "remote", "add", "origin", str(bare))
+    t.git(fresh, "fetch", "-q", "origin")
+    t.git(fresh, "switch", "-q", "main")
+    t.run(fresh, "fetch")
+    t.clock.advance(60)
+    t.run(fresh, "resume")
+    t.run(fresh, "task", "list")

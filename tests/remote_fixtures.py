@@ -1,68 +1,28 @@
-"""Real remotes for the transport tests: bare repositories, clones, `git daemon` on 127.0.0.1."""
+"""Real remotes for the transport tests: bare repositories, clones, `git daemon` on 127.0.0.1.
+
+Built on `tests/support/`; the names stay here because the transport tests import them.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import subprocess
-import time
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import pygit2
+from tests.support.env import hermetic_environ
+from tests.support.git import NOTES_REF, bare, free_port, git, git_daemon
+from tests.support.notes import ref_ids as _ref_ids
+from tests.support.repo import Repo, clone, seeded
 
-from majordomus.records import NoteError, parse_note
-from tests.conftest import Clock, Repo
+__all__ = ["bare", "clone", "free_port", "git", "git_daemon", "history_ids", "ref_ids", "seeded"]
 
-
-def git(cwd: Path, environ: Mapping[str, str], *args: str) -> str:
-    result = subprocess.run(
-        ["git", *args], cwd=cwd, env=dict(environ), capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {result.stderr}")
-    return result.stdout
+# Reading a repository needs no identity and no configuration of anyone's.
+_READER_ENVIRON = hermetic_environ(Path("/nonexistent/majordomus-test-home"))
 
 
-def bare(path: Path, environ: Mapping[str, str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    git(path.parent, environ, "init", "-q", "--bare", "-b", "main", str(path))
-    return path
-
-
-def clone(url: str, path: Path, environ: dict[str, str], clock: Clock, *options: str) -> Repo:
-    git(path.parent, environ, "clone", "-q", *options, url, str(path))
-    return Repo(path, environ, clock)
-
-
-def seeded(root: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, Repo]:
-    """A bare repository holding one commit on main, and the clone that pushed it."""
-    remote = bare(root / "remote.git", environ)
-    first = clone(str(remote), root / "a", environ, clock)
-    first.commit("initial")
-    first.git("push", "-q", "origin", "main")
-    return remote, first
-
-
-def ref_ids(path: Path, ref: str = "refs/notes/majordomus") -> set[str]:
-    """Every record id in the notes `ref` of the repository at `path` (git dir or work tree)."""
-    repo = pygit2.Repository(str(path))
-    if ref not in repo.references:
-        return set()
-    commit = repo.references[ref].peel(pygit2.Commit)
-    ids: set[str] = set()
-    pending = [commit.tree]
-    while pending:
-        tree = pending.pop()
-        for entry in tree:
-            obj = repo[entry.id]
-            if isinstance(obj, pygit2.Tree):
-                pending.append(obj)
-            elif isinstance(obj, pygit2.Blob):
-                with contextlib.suppress(NoteError):
-                    ids.update(record.id for record in parse_note(obj.data).records)
-    return ids
+def ref_ids(path: Path, ref: str = NOTES_REF) -> set[str]:
+    """Every record id in the notes `ref` of the repository at `path` (git dir or work tree),
+    as the independent reader (git plumbing and tomllib) finds them."""
+    return _ref_ids(path, _READER_ENVIRON, ref)
 
 
 def history_ids(repo: Repo) -> list[str]:
@@ -70,63 +30,3 @@ def history_ids(repo: Repo) -> list[str]:
     result = repo.run("history", "--all", "--json")
     assert result.code == 0, result.err
     return sorted(record["id"] for record in json.loads(result.out)["records"])
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def git_daemon(base: Path, environ: Mapping[str, str]) -> Iterator[str]:
-    """`git daemon` serving `base` on 127.0.0.1 (push enabled); yields its URL prefix."""
-    for _ in range(5):
-        port = free_port()
-        process = subprocess.Popen(
-            [
-                "git",
-                "daemon",
-                "--export-all",
-                "--enable=receive-pack",
-                f"--base-path={base}",
-                "--listen=127.0.0.1",
-                f"--port={port}",
-                "--reuseaddr",
-                "--informative-errors",
-                str(base),
-            ],
-            env=dict(environ),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        if _wait_listening(process, port):
-            break
-        process.kill()
-        process.wait()
-    else:
-        raise AssertionError("git daemon did not start on 127.0.0.1")
-    try:
-        yield f"git://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
-
-
-def _wait_listening(process: subprocess.Popen[bytes], port: int) -> bool:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return False  # the port was taken between probing and binding
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.02)
-    return False

@@ -28,29 +28,16 @@ import pytest
 from majordomus import cli
 from tests.conftest import MAJORDOMUS, Clock, Repo
 from tests.remote_fixtures import git_daemon, seeded
+from tests.support.cli import start_text
 
 WAIT_S = 30.0  # an upper bound for things that happen at once; never a window to hit
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def spawn(
     argv: list[str], cwd: Path, environ: Mapping[str, str], stdin: int = subprocess.DEVNULL
 ) -> subprocess.Popen[str]:
     """A process in its own group (a terminal's foreground job), SIGINT at its default."""
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=dict(environ),
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_default_sigint,  # noqa: PLW1509 (the tests start no threads)
-    )
+    return start_text(argv, cwd, environ, stdin)
 
 
 def majordomus(repo: Repo, *argv: str) -> list[str]:

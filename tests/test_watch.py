@@ -7,11 +7,11 @@ import os
 import pty
 import select
 import signal
-import subprocess
 import time
 
 from majordomus import cli
 from tests.conftest import MAJORDOMUS, Repo
+from tests.support.cli import start
 
 
 def watch_in_process(repo: Repo, *argv: str, tty: bool = False) -> tuple[int, str]:
@@ -63,11 +63,6 @@ def test_no_colour_when_asked(repo: Repo) -> None:
     assert "\x1b[3" not in out.getvalue()
 
 
-def default_sigint() -> None:
-    # The suite may run as a background job, which ignores SIGINT; so would watch.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def read_until(fd: int, needle: bytes, timeout: float) -> bytes:
     seen = b""
     deadline = time.monotonic() + timeout
@@ -87,14 +82,13 @@ def read_until(fd: int, needle: bytes, timeout: float) -> bytes:
 def test_in_a_pseudo_terminal_it_notices_other_writers_and_stops_on_ctrl_c(repo: Repo) -> None:
     task = repo.task()
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(
+    proc = start(
         [*MAJORDOMUS, "-C", str(repo.path), "watch", "--every", "0.2"],
-        env=repo.environ,
+        None,
+        repo.environ,
         stdin=follower,
         stdout=follower,
         stderr=follower,
-        start_new_session=True,
-        preexec_fn=default_sigint,  # noqa: PLW1509 (the tests start no threads)
     )
     os.close(follower)
     try:
@@ -114,12 +108,10 @@ def test_in_a_pseudo_terminal_it_notices_other_writers_and_stops_on_ctrl_c(repo:
 
 def test_off_a_terminal_other_writers_show_as_new_lines(repo: Repo) -> None:
     task = repo.task()
-    proc = subprocess.Popen(
+    proc = start(
         [*MAJORDOMUS, "-C", str(repo.path), "watch", "--every", "0.1", "--seconds", "30"],
-        env=repo.environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=default_sigint,  # noqa: PLW1509 (the tests start no threads)
+        None,
+        repo.environ,
     )
     assert proc.stdout is not None
     first = proc.stdout.readline().decode()

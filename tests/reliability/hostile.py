@@ -154,3 +154,24 @@ def plant_remote_refs(path: Path, environ: Mapping[str, str], task: str) -> int:
         "HEAD",
     )
     return 0
+
+
+# The read commands every hostile note goes through, and the exit codes each may give.
+READS = [
+    ("history",),
+    ("history", "--all"),
+    ("show",),
+    ("check",),
+    ("check", "--all"),
+    ("task", "list"),
+    ("resume", "--peek"),
+    ("doctor",),
+]
+ALLOWED = {
+    "history": {0},
+    "show": {0},
+    "check": {0, 1},
+    "task": {0},
+    "resume": {0, 1},
+    "doctor": {0, 1},  # 1 (unhealthy) when something is invalid
+}

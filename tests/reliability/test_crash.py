@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import time
 from pathlib import Path
 
 from tests.conftest import Repo
@@ -18,6 +17,7 @@ from tests.reliability.helpers import (
     stored_records,
 )
 from tests.reliability.trials import crash_round
+from tests.support.locks import AgedLock
 
 
 def test_writers_killed_at_random_instants_leave_a_sound_store(tmp_path: Path) -> None:
@@ -33,14 +33,9 @@ def test_writers_killed_at_random_instants_leave_a_sound_store(tmp_path: Path) -
     assert outcome.landed + outcome.unwritten == outcome.kills
 
 
-def _lock(repo: Repo, name: str, age_s: float) -> Path:
+def _lock(repo: Repo, name: str, age_s: int) -> AgedLock:
     """The empty lock file a writer killed while holding the ref leaves behind."""
-    path = repo.path / ".git" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"")
-    when = time.time() - age_s
-    os.utime(path, (when, when))
-    return path
+    return AgedLock.make(repo.path / ".git" / name, age_s)
 
 
 def _write(repo: Repo, body: str, timeout: str = "0.1") -> tuple[int, str]:
@@ -53,10 +48,11 @@ def _write(repo: Repo, body: str, timeout: str = "0.1") -> tuple[int, str]:
 def test_a_stale_lock_is_reported_never_deleted(repo: Repo) -> None:
     repo.task()
     before = repo.notes_ref()
-    lock = _lock(repo, NOTES_REF + ".lock", age_s=3600)
+    aged = _lock(repo, NOTES_REF + ".lock", age_s=3600)
+    lock = aged.path
     code, err = _write(repo, "blocked")
     assert code == 3
-    assert err == (
+    assert aged.shown(err) == (
         f"majordomus: {NOTES_REF} stayed locked for 0.1 s ({err.split('(')[1].split(')')[0]}): "
         f"{lock} is 3600 s old; if no git or majordomus process is running, remove it "
         f"(rm '{lock}') and try again; nothing was recorded.\n"
@@ -74,7 +70,7 @@ def test_a_stale_lock_is_reported_never_deleted(repo: Repo) -> None:
 def test_a_young_lock_that_blocks_a_write_is_named(repo: Repo) -> None:
     # Killed a moment ago: the lock is young, but it is what stopped the write.
     repo.task()
-    lock = _lock(repo, NOTES_REF + ".lock", age_s=0)
+    lock = _lock(repo, NOTES_REF + ".lock", age_s=0).path
     code, err = _write(repo, "blocked")
     assert code == 3
     assert str(lock) in err and " s old" in err and f"rm '{lock}'" in err
@@ -83,10 +79,11 @@ def test_a_young_lock_that_blocks_a_write_is_named(repo: Repo) -> None:
 
 def test_a_stale_lock_is_reported_when_the_write_succeeds(repo: Repo) -> None:
     repo.task()
-    lock = _lock(repo, "packed-refs.lock", age_s=3600)
+    aged = _lock(repo, "packed-refs.lock", age_s=3600)
+    lock = aged.path
     code, err = _write(repo, "written despite the lock")
     assert code == 0
-    assert err == (
+    assert aged.shown(err) == (
         f"majordomus: warning: {lock} is 3600 s old; if no git or "
         f"majordomus process is running, remove it (rm '{lock}').\n"
     )

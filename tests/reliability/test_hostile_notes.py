@@ -22,26 +22,15 @@ from tests.reliability.helpers import (
     strict_json,
     terminal_problems,
 )
-from tests.reliability.hostile import Planted, cases, plant, plant_remote_refs, record
-
-READS = [
-    ("history",),
-    ("history", "--all"),
-    ("show",),
-    ("check",),
-    ("check", "--all"),
-    ("task", "list"),
-    ("resume", "--peek"),
-    ("doctor",),
-]
-ALLOWED = {
-    "history": {0},
-    "show": {0},
-    "check": {0, 1},
-    "task": {0},
-    "resume": {0, 1},
-    "doctor": {0, 1},  # 1 (unhealthy) when something is invalid
-}
+from tests.reliability.hostile import (
+    ALLOWED,
+    READS,
+    Planted,
+    cases,
+    plant,
+    plant_remote_refs,
+    record,
+)
 
 
 class Hostile:

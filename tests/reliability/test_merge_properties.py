@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pygit2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from majordomus.records import Note, Record, dump_note, parse_note, union
-from majordomus.store import NOTES_REF, Store
+from majordomus.records import Note, Record, parse_note, union
 from tests.conftest import Repo
 from tests.reliability import properties
-from tests.reliability.strategies import note_families, notes, raw_notes, records
+from tests.reliability.merging import NotesRepo, both_sides
+from tests.reliability.strategies import note_families, notes, records
 
 FAST = settings(
     max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True
@@ -49,42 +48,6 @@ def test_a_record_round_trips_exactly_and_appending_keeps_the_old_text(
 @given(notes(), notes())
 def test_concatenated_notes_read_as_their_union(a: Note, b: Note) -> None:
     properties.check_concatenation(a, b)
-
-
-class NotesRepo:
-    """One repository in which each example builds two notes commits that fork from a
-    common one and puts a note on the same commit in each."""
-
-    def __init__(self, repo: Repo) -> None:
-        self.repo = repo
-        self.git = repo.pygit
-        self.head = repo.head()
-        signature = pygit2.Signature("A", "a@example.com", 0, 0)
-        self.signature = signature
-        self.base = self.git.create_commit(
-            None, signature, signature, "base", self.git.TreeBuilder().write(), []
-        )
-
-    def notes_commit(self, data: bytes) -> pygit2.Oid:
-        builder = self.git.TreeBuilder()
-        builder.insert(self.head, self.git.create_blob(data), pygit2.enums.FileMode.BLOB)
-        tree = builder.write()
-        return self.git.create_commit(None, self.signature, self.signature, "n", tree, [self.base])
-
-    def merge(self, ours: bytes, theirs: bytes) -> bytes:
-        self.git.references.create(NOTES_REF, self.notes_commit(ours), force=True)
-        their_commit = self.notes_commit(theirs)
-        Store(str(self.repo.path), self.repo.environ).merge_notes(str(their_commit), "merge")
-        merged = self.git.references[NOTES_REF].peel(pygit2.Commit).tree[self.head]
-        blob = self.git[merged.id]
-        assert isinstance(blob, pygit2.Blob)
-        return bytes(blob.data)
-
-
-both_sides = st.one_of(
-    raw_notes,
-    notes().filter(lambda n: not n.other).map(lambda n: dump_note(n).encode("utf-8")),
-)
 
 
 @FAST

@@ -1,0 +1,1 @@
+"""The long reliability campaign (`make soak`, `python -m soak.run`)."""
