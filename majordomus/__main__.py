@@ -31,14 +31,30 @@ def main() -> int:
         from majordomus.cli import run
 
         return run(sys.argv[1:])
+    except Exception:
+        # Code that an interruption cut short (an import half done, say) can fail in its
+        # own way afterwards: that is still the interruption, not a crash to print.
+        if not _signalled():
+            raise
+        return _interrupted(hook)
     except KeyboardInterrupt:  # ours, or Python's own before ours was in place
-        _settle()
-        if hook:  # an agent reads any exit but 0 as a verdict: a hook never gives one
-            return 0
-        sys.stderr.write(f"majordomus: {_said()}\n")
-        return 130
+        return _interrupted(hook)
     finally:
         _settle()
+
+
+def _interrupted(hook: bool) -> int:
+    _settle()
+    if hook:  # an agent reads any exit but 0 as a verdict: a hook never gives one
+        return 0
+    sys.stderr.write(f"majordomus: {_said()}\n")
+    return 130
+
+
+def _signalled() -> bool:
+    module = sys.modules.get("majordomus.interrupt")
+    signalled = getattr(module, "signalled", None)
+    return bool(signalled()) if callable(signalled) else False
 
 
 def _said() -> str:

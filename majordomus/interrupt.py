@@ -41,6 +41,7 @@ class _State:
         self.holding = 0  # inside held(): a signal waits for the block to finish
         self.pending: int | None = None
         self.raised = False  # once an interruption is being answered, signals are not news
+        self.signalled = False  # a signal reached the handler (and raised, or waits)
         self.writing: tuple[str, str] | None = None  # (kind, id) while a write is under way
         self.stored: list[tuple[str, str]] = []
 
@@ -60,6 +61,7 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     del frame
     if _state.raised:
         return
+    _state.signalled = True
     if _state.holding:
         _state.pending = signum
         return
@@ -71,6 +73,12 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 def reset() -> None:
     """A new command in this process: nothing written, nothing pending."""
     _state.reset()
+
+
+def signalled() -> bool:
+    """Whether a signal reached the handler: an exception that escapes afterwards (one
+    raised by code the interruption cut short, inside an import say) is its doing."""
+    return _state.signalled
 
 
 def heard() -> None:

@@ -454,3 +454,41 @@ def test_watch_stops_on_ctrl_c_with_0_and_on_sigterm_with_130(repo: Repo) -> Non
 
 
 TERM_LINE = "majordomus: interrupted; nothing was stored.\n"
+
+
+_CUT_SHORT = """
+import os, signal, sys
+import majordomus.cli
+
+def run(argv):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the handler raises here...
+        signal.pause()
+    except KeyboardInterrupt:
+        pass  # ...and code cut short swallows it (as C code inside an import can),
+    raise TypeError("expected a message argument")  # then fails in its own way
+
+majordomus.cli.run = run
+from majordomus.__main__ import main
+sys.exit(main())
+"""
+
+
+def test_an_error_left_behind_by_an_interruption_is_the_interruption(repo: Repo) -> None:
+    # Seen once in a sweep: SIGINT during `import ssl` left a TypeError, printed as a
+    # traceback with exit 1. An exception after a signal is the signal's: 130, one line.
+    result = subprocess.run(
+        [sys.executable, "-c", _CUT_SHORT],
+        env=repo.environ,
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=False,
+        start_new_session=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        130,
+        "",
+        "majordomus: interrupted; nothing was stored.\n",
+    )
