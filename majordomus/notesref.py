@@ -71,9 +71,12 @@ class NotesRef:
         while True:
             attempts += 1
             ref = self.repo.references.get(NOTES_REF)
-            base, parents = self._write_base(ref)
+            try:
+                base, parents = self._write_base(ref)
+                target, built = build(base, parents)
+            except MissingObjectError as error:
+                raise _missing(error, undone) from None
             parent = str(parents[0]) if parents else None
-            target, built = build(base, parents)
             if target is None:
                 return Swap(parent or "", parent, attempts, ()), built
             interrupt.pause("before-write", self.environ)
@@ -99,7 +102,10 @@ class NotesRef:
 
     def check_writable(self) -> None:
         """Refuse early when the notes ref is something a write would have to destroy."""
-        self._write_base(self.repo.references.get(NOTES_REF))
+        try:
+            self._write_base(self.repo.references.get(NOTES_REF))
+        except MissingObjectError as error:
+            raise _missing(error, "nothing was recorded") from None
 
     def _write_timeout(self) -> float:
         raw = self.environ.get("MAJORDOMUS_WRITE_TIMEOUT", "")
@@ -149,11 +155,12 @@ class NotesRef:
         obj = self.repo.get(target)
         if not isinstance(obj, pygit2.Commit):
             raise RepositoryError(not_a_commit(str(target)))
-        try:
-            base = tree(self.repo, obj.tree_id)
-        except MissingObjectError:
-            raise RepositoryError(
-                f"the notes tree of {NOTES_REF} is missing from this partial clone; nothing was "
-                "recorded: run majordomus fetch, then try again."
-            ) from None
-        return base, [obj.id]
+        return tree(self.repo, obj.tree_id), [obj.id]
+
+
+def _missing(error: MissingObjectError, undone: str) -> RepositoryError:
+    """A write that met an object a partial clone left out: the one sentence for every write."""
+    return RepositoryError(
+        f"object {error.object_id[:12]} of the notes is missing from this partial clone; "
+        f"{undone}: run majordomus fetch, then try again."
+    )

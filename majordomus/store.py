@@ -396,15 +396,9 @@ class Store:
             return notes_commit, (str(blob_id), position)
 
         interrupt.writing(records[0].kind, records[0].id)
-        try:
-            swap, (blob, position) = self.ref.swap(
-                build, message, "nothing was recorded", timeout_s, sleep, monotonic
-            )
-        except MissingObjectError as error:
-            raise RepositoryError(
-                f"note object {error.object_id[:12]} is missing from this clone; nothing was "
-                "recorded: run majordomus fetch, then try again."
-            ) from None
+        swap, (blob, position) = self.ref.swap(
+            build, message, "nothing was recorded", timeout_s, sleep, monotonic
+        )
         return WriteReport(
             notes_commit=swap.target,
             attempts=swap.attempts,
@@ -505,15 +499,9 @@ class Store:
             return merger.build(their_commit, message, ours_tree, parents)
 
         interrupt.writing("fetched records")
-        try:
-            swap, merged = self.ref.swap(
-                build, message, "nothing was merged", timeout_s, sleep, monotonic
-            )
-        except MissingObjectError as error:
-            raise RepositoryError(
-                f"{error}; the fetched records are incomplete and nothing was merged: run "
-                "majordomus fetch again (in a partial clone it brings what the notes need)."
-            ) from None
+        swap, merged = self.ref.swap(
+            build, message, "nothing was merged", timeout_s, sleep, monotonic
+        )
         return MergeReport(
             merged.outcome,
             swap.target,
@@ -557,6 +545,8 @@ def _appended_blob(
             data = blobs.data(str(blob_id))
             parse_note(data)
             texts.append(data)
+        except MissingObjectError:
+            raise  # not unreadable: not here yet (the swap says what to run)
         except NoteError as error:
             raise RepositoryError(
                 f"the note on {commit[:12]} cannot be read ({error}); majordomus will not "

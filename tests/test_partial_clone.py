@@ -283,3 +283,47 @@ def test_show_reads_only_the_note_of_its_commit(
     assert (shown.code, shown.err) == (0, ""), shown.err
     assert json.loads(shown.out) == template.answers[2]
     assert bob.run("history").code == 3  # every note is needed there: still refused
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    # The notes of a partial clone made current by plain git, the promisor away: a write
+    # that needs a note it cannot read stops in one sentence naming the fix, ref untouched
+    # (it used to call the missing note unreadable and say to inspect it).
+    from majordomus.errors import RepositoryError
+    from majordomus.records import new_record
+    from majordomus.store import Store
+
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    bob.git("update-ref", NOTES, TRACKING)
+    noted = bob.git("notes", "--ref=majordomus", "list").split()[1]
+    assert missing(bob, NOTES) != []
+    remote.rename(remote.with_name("away.git"))
+    before = bob.notes_ref()
+    store = Store(str(bob.path), bob.environ)
+    record = new_record(
+        "checkpoint",
+        record_id="c-0000000000000001",
+        task="t-000000000001",
+        head=noted,
+        at=clock.now,
+        author="Ada Lovelace <ada@example.com>",
+        session=None,
+        fields={"body": "on top"},
+    )
+    writes = {
+        "nothing was recorded": lambda: store.append(noted, [record], "m", author=record.author),
+        "nothing was adopted": lambda: store.append_many({noted: [record]}, "m"),
+    }
+    for undone, write in writes.items():
+        with pytest.raises(RepositoryError) as refused:
+            write()
+        message = refused.value.message
+        assert message.endswith(f"; {undone}: run majordomus fetch, then try again."), message
+        assert "missing from this partial clone" in message
+        assert bob.notes_ref() == before
