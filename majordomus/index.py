@@ -246,7 +246,10 @@ class Views:
         if len(changed) > CARRY_MAX:
             return None
         try:
-            notes = [(store.notes_on(c, before), store.notes_on(c)) for c in sorted(changed)]
+            notes = [
+                (store.notes_on(c, before), store.notes_on(c, self._targets))
+                for c in sorted(changed)
+            ]
         except RepositoryError:
             return None
         invalid, task_ids = cache.meta

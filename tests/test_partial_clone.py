@@ -7,6 +7,7 @@ import datetime
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -316,7 +317,7 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
         session=None,
         fields={"body": "on top"},
     )
-    writes = {
+    writes: dict[str, Callable[[], object]] = {
         "nothing was recorded": lambda: store.append(noted, [record], "m", author=record.author),
         "nothing was adopted": lambda: store.append_many({noted: [record]}, "m"),
     }
