@@ -10,8 +10,10 @@ none. The diff text is made in-process (`Store.patch_text`) or by `git diff-tree
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -93,12 +95,20 @@ def ids_of_commits(store: Store, commits: Iterable[str]) -> dict[str, str]:
         raise RepositoryError("git is not installed or not on PATH; install git.") from None
     assert diff.stdin is not None and diff.stdout is not None
     diff.stdout.close()  # patch-id holds it now: diff-tree sees a broken pipe if it exits
-    try:
-        diff.stdin.write(listing.encode("ascii"))
-        diff.stdin.close()
-    except BrokenPipeError:
-        pass
+    stdin = diff.stdin
+
+    def feed() -> None:
+        # From another thread: with many commits every pipe fills, and writing them all
+        # before reading patch-id's answer would leave the three processes waiting forever.
+        with contextlib.suppress(BrokenPipeError):
+            stdin.write(listing.encode("ascii"))
+        with contextlib.suppress(BrokenPipeError):
+            stdin.close()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
     out, _ = ids.communicate()
+    feeder.join()
     if diff.wait() != 0 or ids.returncode != 0:
         raise RepositoryError(
             "git diff-tree could not compute the patches of the commits to compare (a partial "

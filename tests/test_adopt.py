@@ -762,3 +762,41 @@ def test_a_branch_that_moved_on_after_its_handover_is_only_adopted_while_it_exis
     assert adopted_map(as_json(dev, "adopt")) == [
         (squash, "squash", [feature.c1, feature.c2, late], sorted({*feature.ids, late_cp}))
     ]
+
+
+def test_patch_ids_of_thousands_of_commits_do_not_wait_on_full_pipes(repo: Repo) -> None:
+    # Written all at once, 3,000 commit ids filled diff-tree's and patch-id's pipes: the
+    # three processes waited on each other forever. 4,000 commits, each changing a file.
+    import threading
+
+    from majordomus import patches
+    from majordomus.store import Store
+
+    lines = []
+    for i in range(4000):
+        body = f"line {i}\n" * 3
+        lines.append(
+            f"commit refs/heads/many\nmark :{i + 1}\n"
+            f"committer A <a@b> {1_700_000_000 + i} +0000\ndata 2\nc\n"
+            + (f"from {repo.head()}\n" if i == 0 else "")
+            + f"M 100644 inline f.txt\ndata {len(body)}\n{body}\n"
+        )
+    subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=repo.path,
+        env=repo.environ,
+        input="".join(lines).encode(),
+        check=True,
+    )
+    commits = repo.git("rev-list", "-n", "4000", "many").split()
+    found: dict[str, str] = {}
+    worker = threading.Thread(
+        target=lambda: found.update(
+            patches.ids_of_commits(Store(str(repo.path), repo.environ), commits)
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "diff-tree | patch-id never finished"
+    assert len(found) == 4000
