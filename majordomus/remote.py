@@ -209,8 +209,17 @@ def fetch(
     dest = tracking_ref(remote) if named else f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
     try:
         # --no-filter: in a partial clone, the notes' trees and blobs come with them.
+        # --prune: a ref the remote no longer has must not stay behind as the value the
+        # next push is leased on (every push would be refused as stale).
         result = git.run(
-            "fetch", "--no-tags", "--quiet", "--no-filter", "--", remote, f"+{NOTES_REF}*:{dest}*"
+            "fetch",
+            "--no-tags",
+            "--quiet",
+            "--prune",
+            "--no-filter",
+            "--",
+            remote,
+            f"+{NOTES_REF}*:{dest}*",
         )
         if result.returncode != 0:
             raise RemoteError(

@@ -244,3 +244,34 @@ def test_a_prune_in_a_shallow_clone_never_deletes_on_the_remote(
     ok(ci, "sync")
     assert git_ids(remote, environ) == mine
     assert ids_of(ci) == mine
+
+
+def test_a_push_after_the_remote_lost_its_notes_ref_publishes_everything(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    # The remote's notes ref deleted (or the remote recreated): the tracking ref still holds
+    # the old value, and a push leased on it was refused as stale, twelve times, exit 4.
+    remote, alice = seeded(tmp_path, environ, clock)
+    alice.task("queue drops acks")
+    mine = record(alice, "published once")
+    ok(alice, "push")
+    git_remote = ["git", "--git-dir", str(remote)]
+    subprocess.run([*git_remote, "update-ref", "-d", "refs/notes/majordomus"], check=True)
+    assert ok(alice, "push") != ""
+    shown = subprocess.run(
+        [*git_remote, "notes", "--ref=majordomus", "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (
+        shown.strip()
+        and mine
+        in subprocess.run(
+            [*git_remote, "log", "--notes=majordomus", "--format=%N", "--all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert len(alice.sleeps) == 1  # one lease on the stale value, then a fetch prunes it
