@@ -30,7 +30,9 @@ def main() -> int:
                 return code
         from majordomus.cli import run
 
-        return run(sys.argv[1:])
+        code = run(sys.argv[1:])
+        # A hook's odd arguments (a flag it does not know) are still no verdict for the agent.
+        return 0 if hook else code
     except Exception:
         # Code that an interruption cut short (an import half done, say) can fail in its
         # own way afterwards: that is still the interruption, not a crash to print.

@@ -86,7 +86,7 @@ def answer(
     """The answer to one hook call; may raise (the caller turns any failure into silence)."""
     name = event or payload.get("hook_event_name")
     if not isinstance(name, str):
-        return Answer(None)
+        return _silent(agent, "")
     where = payload.get("cwd")
     if isinstance(where, str) and where and cwd == "." and os.path.isdir(where):
         cwd = where
@@ -192,7 +192,9 @@ def run(
     enforce: bool = False,
 ) -> int:
     """Answer one hook call. Whatever happens: exit 0, and stdout empty or one JSON object."""
-    text = ""
+    # Bad input or any failure still answers the agent's "nothing to add" (`{}` where
+    # the agent parses stdout as JSON), never output it would refuse.
+    text = _silent(agent, event or "").text() if agent in AGENTS else ""
     with contextlib.suppress(BaseException):
         payload = read_input(stdin)
         if agent in AGENTS and payload is not None:

@@ -140,7 +140,27 @@ BAD_INPUTS = {
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))
 def test_bad_input_is_silent(task_repo: Repo, agent: str, name: str) -> None:
-    assert hook(task_repo, agent, BAD_INPUTS[name]) == ""
+    assert hook(task_repo, agent, BAD_INPUTS[name]) == SILENT[agent]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_bad_profile_is_silent_in_the_agents_own_format(task_repo: Repo, agent: str) -> None:
+    (task_repo.path / ".majordomus.toml").write_text("profile = [\n")
+    data = json.dumps({"hook_event_name": START[agent]}).encode()
+    assert hook(task_repo, agent, data) == SILENT[agent]
+
+
+def test_arguments_the_hook_does_not_know_are_no_verdict(task_repo: Repo) -> None:
+    # An agent reads exit 2 as "block": a flag the hook does not know still exits 0.
+    result = subprocess.run(
+        [*MAJORDOMUS, "hook", "claude", "--no-such-flag"],
+        cwd=task_repo.path,
+        env=task_repo.environ,
+        input=b"{}",
+        capture_output=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, b"")
 
 
 def test_a_10_mb_input_is_silent(task_repo: Repo) -> None:
@@ -214,4 +234,4 @@ def test_a_real_process_with_a_huge_input_on_a_pipe(task_repo: Repo) -> None:
         env=task_repo.environ,
         check=False,
     )
-    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"{}\n", b"")
