@@ -572,9 +572,18 @@ def _check_task(
         stale=since is None or age > prof.interval_s,
         open_handover=index.locate(pending[0]) if pending else None,
         skewed=index.locate(skewed) if skewed else None,
-        skew_s=skew_s(now, skewed.at) if skewed else None,
+        skew_s=skew_s(now, skewed.at) if skewed else _least_skew(index, task, now),
         undated=since is None,
     )
+
+
+def _least_skew(index: Index, task: str, now: datetime.datetime) -> int | None:
+    """How far in the future the nearest of a task's records is, when every one of them is
+    dated in the future (its age unknowable); None when any is not."""
+    skews = [skew_s(now, item.at) for item in index.of_task(task)]
+    if not skews or None in skews:
+        return None
+    return min(s for s in skews if s is not None)
 
 
 def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> list[CheckResult]:

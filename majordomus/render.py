@@ -426,12 +426,14 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "profile": result.profile,
         "interval_s": result.interval_s,
         "last_checkpoint": record_json(result.last_checkpoint) if result.last_checkpoint else None,
-        "age_s": result.age_s,
+        # Every record dated in the future: no age anyone can know, never a silent 0.
+        "age_s": None if result.undated else result.age_s,
         "stale": result.stale,
         "open_handover": record_json(result.open_handover) if result.open_handover else None,
     }
-    if result.skewed is not None:
+    if result.skew_s is not None:
         out["skew_s"] = result.skew_s
+    if result.skewed is not None:
         out["skewed_checkpoint"] = record_json(result.skewed)
     return out
 

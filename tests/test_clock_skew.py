@@ -76,6 +76,8 @@ def test_a_task_dated_in_the_future_throughout_is_stale(repo: Repo) -> None:
         f"{task}: no checkpoint; every record is dated in the future, interval 20m, STALE, "
         "no open handover\n",
     )
+    checked = as_json(repo, "check", code=1)
+    assert (checked["age_s"], checked["stale"], checked["skew_s"]) == (None, True, HOUR)
 
 
 def test_task_list_flags_future_ages(repo: Repo) -> None:
