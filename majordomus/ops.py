@@ -679,11 +679,17 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
         for lock in store.stale_locks(older_than_s=0)
     ]
     findings.extend(locks or [Finding("locks", True, "no lock files")])
+    # Before the read, which fetches what a partial clone lacks: what is missing now.
+    clone = _clone_findings(store)
+    agent = [
+        Finding("agent", found.healthy, found.detail)
+        for found in agents.findings(store.workdir, ctx.environ)
+    ]
     try:
         noteset = store.read_notes()
     except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
         findings.append(Finding("notes", False, error.message.rstrip(".")))
-        return findings
+        return [*findings, *agent, *clone]
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
@@ -708,10 +714,7 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
                     f"(see git notes --ref=majordomus show {commit[:12]})",
                 )
             )
-    findings.extend(
-        Finding("agent", found.healthy, found.detail)
-        for found in agents.findings(store.workdir, ctx.environ)
-    )
+    findings.extend(agent)
     records = sum(len(a.summaries) for a in noteset.commits.values())
     with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
     findings.append(
@@ -721,19 +724,16 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
             f"{len(with_notes)} notes, {records} records, {noteset.invalid} invalid",
         )
     )
-    findings.extend(_clone_findings(store, list(noteset.refs)))
+    findings.extend(clone)
     return findings
 
 
-def _clone_findings(store: Store, notes_refs: list[str]) -> list[Finding]:
+def _clone_findings(store: Store) -> list[Finding]:
     """A shallow or partial clone, and what it limits. Informational: such a clone is
     what CI makes on purpose, and every answer it gives is exact or says it cannot be."""
     findings = []
     if store.is_shallow():
-        try:
-            cut = len((store.commondir / "shallow").read_text().split())
-        except OSError:
-            cut = 0
+        cut = len(store.shallow_boundary())
         findings.append(
             Finding(
                 "clone",
@@ -756,12 +756,7 @@ def _clone_findings(store: Store, notes_refs: list[str]) -> list[Finding]:
             promisors.setdefault(name, "")
     if not promisors:
         return findings
-    missing = 0
-    if notes_refs:
-        out = store.git(
-            "rev-list", "--objects", "--no-walk", "--missing=print", *notes_refs, check=False
-        ).stdout
-        missing = sum(line.startswith("?") for line in out.splitlines())
+    missing = len(remote.missing_note_objects(store))
     for name, filter_spec in sorted(promisors.items()):
         counted = f"; {missing} note objects are not here yet" if missing else ""
         findings.append(

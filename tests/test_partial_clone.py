@@ -163,8 +163,10 @@ def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
         assert result.err.endswith("then run majordomus fetch origin.\n"), result.err
     doctor = bob.run("doctor", "--json")
     assert doctor.code == 1
-    finding = json.loads(doctor.out)["findings"][-1]
+    found = json.loads(doctor.out)["findings"]
+    (finding,) = [f for f in found if f["topic"] == "notes"]
     assert (finding["topic"], finding["healthy"]) == ("notes", False)
+    assert [f["topic"] for f in found].count("clone") == 1  # the hint is still there
     assert finding["detail"].endswith("then run majordomus fetch origin")
     assert bob.git("for-each-ref", "refs/notes") == before
     away.rename(remote)
