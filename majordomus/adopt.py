@@ -130,8 +130,7 @@ def _candidates(
         for c in orphan.commits:
             on_commit.setdefault(c, []).append(position)
     branches = _branches(store, rev, existing)
-    texts = {tip: store.patch_text(tip, base=base) for tip, (base, _) in branches.items()}
-    whole = patches.ids_of_texts(store, texts)
+    whole = patches.ids_against(store, {tip: base for tip, (base, _) in branches.items()})
     for tip, (_, branch) in branches.items():
         for c in branch:
             for position in on_commit.get(c, ()):

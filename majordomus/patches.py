@@ -3,9 +3,10 @@ landing with, and the ones stored in a record when it is written.
 
 A commit's patch id is that of its diff against its first parent (a root commit:
 against the empty tree); a merge commit and a commit that changes nothing have
-none. The diff text is made in-process (`Store.patch_text`) or by `git diff-tree`
-(plumbing: no rename detection, no diff configuration applies), and hashed by
-`git patch-id --stable` itself, so every id is git's own.
+none. Every diff is made by `git diff-tree` (plumbing: no rename detection, no diff
+configuration applies) and hashed by `git patch-id --stable`, so every id is git's
+own; libgit2's diff text differs from git's (an empty file added or deleted), so it
+is never hashed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from majordomus.errors import RepositoryError
@@ -32,24 +33,6 @@ class BranchFacts(NamedTuple):
     patch: str | None  # the patch id of the whole change base..HEAD
 
 
-def _run(store: Store, args: Sequence[str], data: bytes) -> bytes:
-    try:
-        result = subprocess.run(
-            ["git", f"--git-dir={store.gitdir}", *args],
-            input=data,
-            capture_output=True,
-            env=dict(store.environ),
-            check=False,
-        )
-    except FileNotFoundError:
-        raise RepositoryError("git is not installed or not on PATH; install git.") from None
-    if result.returncode != 0:
-        lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = lines[-1] if lines else f"exit {result.returncode}"
-        raise RepositoryError(f"git {args[0]} failed: {detail}.")
-    return result.stdout
-
-
 def _parse(output: bytes) -> dict[str, str]:
     """`git patch-id` output (`<patch id> <commit id>` lines) as commit -> patch id."""
     ids: dict[str, str] = {}
@@ -60,18 +43,18 @@ def _parse(output: bytes) -> dict[str, str]:
     return ids
 
 
-def ids_of_texts(store: Store, texts: Mapping[str, str]) -> dict[str, str]:
-    """Patch ids of diff texts, one `git patch-id` process for all; keys are 40-hex labels
-    (the label a text is filed under in git's input), empty texts have none."""
-    stream = "".join(f"commit {label}\n{text}" for label, text in texts.items() if text)
-    if not stream:
-        return {}
-    return _parse(_run(store, ["patch-id", "--stable"], stream.encode("utf-8", "surrogateescape")))
-
-
 def ids_of_commits(store: Store, commits: Iterable[str]) -> dict[str, str]:
     """Commit -> patch id, for many commits: `git diff-tree --stdin` piped into `git patch-id`."""
-    listing = "".join(f"{commit}\n" for commit in commits)
+    return _ids(store, "".join(f"{commit}\n" for commit in commits))
+
+
+def ids_against(store: Store, bases: Mapping[str, str]) -> dict[str, str]:
+    """Tip -> patch id of the change from `bases[tip]` to tip (a whole branch squashed),
+    through the same pipeline: diff-tree takes the base as the tip's parent."""
+    return _ids(store, "".join(f"{tip} {base}\n" for tip, base in bases.items()))
+
+
+def _ids(store: Store, listing: str) -> dict[str, str]:
     if not listing:
         return {}
     env = dict(store.environ)
@@ -119,28 +102,21 @@ def ids_of_commits(store: Store, commits: Iterable[str]) -> dict[str, str]:
 
 def commit_fact(store: Store, commit: str) -> dict[str, Any]:
     """The `patch` field of a record written on `commit` ({} when it has no patch of its own)."""
-    text = store.patch_text(commit)
-    found = ids_of_texts(store, {commit: text}) if text else {}
+    found = ids_of_commits(store, [commit])
     return {"patch": found[commit]} if commit in found else {}
 
 
 def handover_facts(store: Store, commit: str) -> dict[str, Any]:
     """The `patch` field and the branch facts of a handover written on `commit`."""
-    own = store.patch_text(commit)
+    fields = commit_fact(store, commit)
     branch = _branch(store, commit)
-    texts = {commit: own} if own else {}
-    if branch is not None:
-        texts[branch[0]] = store.patch_text(commit, base=branch[0])
-    found = ids_of_texts(store, texts)
-    fields: dict[str, Any] = {}
-    if commit in found:
-        fields["patch"] = found[commit]
-    if branch is not None and branch[0] in found:
+    whole = ids_against(store, {commit: branch[0]}) if branch is not None else {}
+    if branch is not None and commit in whole:
         base, commits = branch
         fields["branch_base"] = base
         if len(commits) <= BRANCH_COMMITS_MAX:
             fields["branch_commits"] = list(commits)
-        fields["branch_patch"] = found[base]
+        fields["branch_patch"] = whole[commit]
     return fields
 
 

@@ -179,26 +179,6 @@ class Store:
         out = self.git("rev-list", "--left-right", "--count", f"{commit}...{base}").stdout.split()
         return int(out[0]), int(out[1])
 
-    def patch_text(self, commit: str, base: str | None = None) -> str:
-        """The diff of `commit` against `base` (default: its first parent; a root commit:
-        the empty tree) as git prints it; "" for a merge commit with no base given."""
-        try:
-            obj = self.repo.get(commit)
-            if not isinstance(obj, pygit2.Commit):
-                return ""
-            if base is None:
-                if len(obj.parents) > 1:
-                    return ""
-                if not obj.parents:
-                    return obj.tree.diff_to_tree(swap=True).patch or ""
-                return self.repo.diff(obj.parents[0], obj).patch or ""
-            old = self.repo.get(base)
-            if not isinstance(old, pygit2.Commit):
-                return ""
-            return self.repo.diff(old, obj).patch or ""
-        except (KeyError, ValueError, pygit2.GitError):
-            return ""  # objects a partial clone left out: no patch is stated, none is guessed
-
     def current_branch(self) -> str | None:
         """The short name of the branch HEAD is on, or None when detached or unborn."""
         try:
