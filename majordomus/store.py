@@ -366,7 +366,9 @@ class Store:
         def build(
             tree: pygit2.Tree | None, parents: list[pygit2.Oid]
         ) -> tuple[pygit2.Oid, tuple[str, int]]:
-            blob_id, position = _appended_blob(self.repo, self.blobs, tree, commit, records)
+            blob_id, position = _appended_blob(
+                self.repo, self.blobs, tree, commit, records, self.is_partial
+            )
             now = datetime.datetime.now(datetime.UTC)
             signature = pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
             tree_id = notestree.insert(self.repo, tree, commit, blob_id)
@@ -410,7 +412,9 @@ class Store:
                 have = self.blobs.record_ids([str(blob) for blob in found])
                 missing = [record for record in records if record.id not in have]
                 if missing:
-                    blob, _ = _appended_blob(self.repo, self.blobs, tree, commit, missing)
+                    blob, _ = _appended_blob(
+                        self.repo, self.blobs, tree, commit, missing, self.is_partial
+                    )
                     changes[commit] = blob
             if not changes:
                 return None, None
@@ -516,6 +520,7 @@ def _appended_blob(
     tree: pygit2.Tree | None,
     commit: str,
     records: Sequence[Record],
+    is_partial: Callable[[], bool],
 ) -> tuple[pygit2.Oid, int]:
     """The note on `commit` with these records appended, written as a blob, and the
     position of the first of them among the note's records."""
@@ -526,12 +531,11 @@ def _appended_blob(
             parse_note(data)
             texts.append(data)
         except MissingObjectError:
-            raise  # not unreadable: not here yet (the swap says what to run)
+            if is_partial():
+                raise  # not unreadable: not here yet (the swap says what to run)
+            raise RepositoryError(_unreadable(commit, "its object is not in this clone")) from None
         except NoteError as error:
-            raise RepositoryError(
-                f"the note on {commit[:12]} cannot be read ({error}); majordomus will not "
-                f"overwrite it: inspect it with git notes --ref=majordomus show {commit[:12]}."
-            ) from None
+            raise RepositoryError(_unreadable(commit, str(error))) from None
     # Two copies of one note (a damaged tree) become one, each copy's text kept.
     existing = (texts[0] if len(texts) == 1 else _joined(texts)) if texts else None
     try:
@@ -546,3 +550,10 @@ def _appended_blob(
     first = records[0]
     position = next(i for i, r in enumerate(written) if (r.kind, r.id) == (first.kind, first.id))
     return repo.create_blob(data), position
+
+
+def _unreadable(commit: str, why: str) -> str:
+    return (
+        f"the note on {commit[:12]} cannot be read ({why}); majordomus will not overwrite "
+        f"it: inspect it with git notes --ref=majordomus show {commit[:12]}."
+    )
