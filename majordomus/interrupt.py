@@ -58,16 +58,38 @@ def install() -> None:
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    del frame
     if _state.raised:
         return
     _state.signalled = True
     if _state.holding:
         _state.pending = signum
         return
-    # Not yet `raised`: Python swallows an exception raised inside a weakref callback
-    # or a __del__ (it prints "Exception ignored"), and the next signal must still work.
+    if _in_a_callback(frame):
+        # Python swallows an exception raised inside a weakref callback or a __del__
+        # (import's module locks use one) and prints "Exception ignored": raise it a
+        # moment later instead, once the callback has returned.
+        _state.pending = signum
+        signal.signal(signal.SIGALRM, _deferred)
+        signal.setitimer(signal.ITIMER_REAL, 0.002)
+        return
+    # Not yet `raised`: should the exception still be swallowed somewhere Python calls
+    # back into, the next signal must still work.
     raise Interrupted(signum)
+
+
+def _in_a_callback(frame: FrameType | None) -> bool:
+    return frame is not None and (
+        frame.f_code.co_filename.startswith("<frozen importlib")
+        or frame.f_code.co_name == "__del__"
+    )
+
+
+def _deferred(signum: int, frame: FrameType | None) -> None:
+    """The alarm after a signal that arrived inside a callback: deliver it now."""
+    del signum
+    pending, _state.pending = _state.pending, None
+    if pending is not None:
+        _handler(pending, frame)
 
 
 def reset() -> None:

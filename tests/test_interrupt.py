@@ -492,3 +492,39 @@ def test_an_error_left_behind_by_an_interruption_is_the_interruption(repo: Repo)
         "",
         "majordomus: interrupted; nothing was stored.\n",
     )
+
+
+_IN_A_CALLBACK = """
+import signal, sys, time
+from majordomus import interrupt
+
+interrupt.install()
+namespace = {}
+where = "<frozen importlib._bootstrap>"
+exec(compile("import sys; frame = sys._getframe()", where, "exec"), namespace)
+interrupt._handler(signal.SIGINT, namespace["frame"])  # as if inside import's lock callback
+print("not raised inside the callback", flush=True)
+try:
+    time.sleep(5)
+except interrupt.Interrupted as stop:
+    print(f"raised after it: {stop.signum}")
+"""
+
+
+def test_a_signal_inside_a_callback_is_raised_once_it_returns(repo: Repo) -> None:
+    # Raised inside import's module-lock callback, the interruption was swallowed by Python
+    # ("Exception ignored in: ... cb"), the command ran on and printed that on stderr.
+    result = subprocess.run(
+        [sys.executable, "-c", _IN_A_CALLBACK],
+        env=repo.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+        start_new_session=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "not raised inside the callback\nraised after it: 2\n",
+        "",
+    )
