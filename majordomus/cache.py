@@ -165,6 +165,9 @@ class GraphCache(CacheFile):
     def label(self, handover: str, rev: str) -> Label | None:
         return self.labels.get(f"{handover} {rev}")
 
+    def kept(self) -> list[str]:
+        return self.revs[::-1]
+
     def save(self) -> None:
         if not self.dirty:
             return

@@ -61,6 +61,18 @@ class Memory(Protocol):
 
     def put_label(self, handover: str, rev: str, label: Label) -> None: ...
 
+    def kept(self) -> Sequence[str]:
+        """The revisions answers are kept for, most recently used first."""
+        ...
+
+
+class Meeting(NamedTuple):
+    """Two single-parent chains that meet (see `CommitGraph._meetings`)."""
+
+    up: list[str]  # from the revision asked about down to the meeting commit, exclusive
+    down: list[str]  # from the kept revision down to the meeting commit, exclusive
+    kept: str
+
 
 class Divergence(NamedTuple):
     label: str
@@ -299,39 +311,65 @@ class CommitGraph:
         return {c: beyond[c] for c in candidates if c in beyond}
 
     def _kept_reach(self, rev: str, candidates: Collection[str]) -> Reach | None:
-        """The reach from memory: for `rev` itself, or for a revision it descends from by a
-        chain of single-parent commits (whose walk is that chain, then the revision's)."""
+        """The reach from memory: for `rev` itself, or for a revision joined to it by
+        chains of single-parent commits (see `_meetings`), the nearest that looked for
+        every candidate."""
         if self.memory is None:
             return None
         if self._walked is not None and self._walked.rev == rev:
             return None
-        chain, base, kept = self._chain_to_kept(rev)
-        if kept is None or base is None:
-            return None
-        ranks = {c: r + len(chain) for c, r in kept[0].items()}
-        ranks.update((c, r) for r, c in enumerate(chain))
-        decided = set(ranks) | set(kept[1])
+        for meeting in self._meetings(rev):
+            kept = self.memory.reach(meeting.kept)
+            reach = None if kept is None else self._moved(rev, meeting, kept, candidates)
+            if reach is not None:
+                assert kept is not None
+                if meeting.up or meeting.down or len(reach[1]) != len(kept[1]):
+                    self.memory.put_reach(rev, reach)
+                return reach
+        return None
+
+    def _moved(
+        self, rev: str, meeting: Meeting, kept: Reach, candidates: Collection[str]
+    ) -> Reach | None:
+        """A kept reach carried along the chains; None when a candidate was not looked for."""
+        up, down = meeting.up, meeting.down
+        shift = len(up) - len(down)
+        # The kept walk listed `down` first (ranks 0..t-1), then exactly the walk of the
+        # commit where the chains meet; `rev`'s walk lists `up` first, then that walk.
+        ranks = {c: r + shift for c, r in kept[0].items() if r >= len(down)}
+        ranks.update((c, r) for r, c in enumerate(up))
         others = [c for c in kept[1] if c not in ranks]
+        others += [c for c, r in kept[0].items() if r < len(down) and c not in ranks]
+        decided = set(ranks) | set(others)
         for commit in candidates:
             if commit == rev and commit not in ranks:
                 ranks[commit] = 0  # the first commit of its own walk
             elif commit not in decided:
                 if self.source.has_commit(commit):
-                    return None  # a commit the kept walk did not look for: walk again
+                    return None  # a commit the kept walk did not look for
                 others.append(commit)
-        reach = (ranks, tuple(others))
-        if chain or len(others) != len(kept[1]):
-            self.memory.put_reach(rev, reach)
-        return reach
+        return ranks, tuple(others)
 
-    def _chain_to_kept(self, rev: str) -> tuple[list[str], str | None, Reach | None]:
+    def _meetings(self, rev: str) -> list[Meeting]:
+        """The revisions memory holds answers for that `rev` joins by single-parent chains:
+        `rev`'s chain (`up`) and a kept revision's (`down`) meet at a commit P, and
+        every commit above P on either chain has P's history and nothing else beyond itself.
+        So ancestors(rev) = up + ancestors(P) and ancestors(kept) = down + ancestors(P),
+        each union disjoint: a branch switch to an older commit, a new commit on it, or
+        a commit on top of the kept revision. Nearest first."""
         assert self.memory is not None
-        chain = self._chain(rev)
-        for steps, commit in enumerate(chain):
-            kept = self.memory.reach(commit)
-            if kept is not None:
-                return chain[:steps], commit, kept
-        return [], None, None
+        mine = self._chain(rev)
+        position = {commit: s for s, commit in enumerate(mine)}
+        found: list[Meeting] = []
+        for kept in self.memory.kept():
+            theirs = self._chain(kept) if kept not in position else [kept]
+            for t, commit in enumerate(theirs):
+                s = position.get(commit)
+                if s is not None:
+                    found.append(Meeting(mine[:s], theirs[:t], kept))
+                    break
+        found.sort(key=lambda m: len(m.up) + len(m.down))
+        return found
 
     def _chain(self, rev: str) -> list[str]:
         """`rev` and its ancestors down a line of single-parent commits: each is the
@@ -373,23 +411,33 @@ class CommitGraph:
         return found
 
     def _kept_label(self, handover: str, rev: str) -> Divergence | None:
-        """From memory: for `rev`, or for a revision it descends from by a chain of
-        single-parent commits, when the handover is behind that revision (the chain then
-        only adds to `ahead`)."""
+        """From memory: for `rev`, or from a revision joined to it by single-parent chains
+        (`_meetings`), when the chains alone decide it: the handover on one of them, or
+        behind the kept revision and so behind P (the chains then only move `ahead`)."""
         if self.memory is None:
             return None
         kept = self.memory.label(handover, rev)
         if kept is not None:
             return Divergence(*kept)
-        chain = self._chain(rev)
-        for steps, commit in enumerate(chain[1:], start=1):
-            if chain[steps - 1] == handover:
-                return None
-            kept = self.memory.label(handover, commit)
-            if kept is not None:
-                if kept[0] in ("current", "advanced") and kept[1] is not None:
-                    return Divergence("advanced", kept[1] + steps, 0)
-                return None
+        for meeting in self._meetings(rev):
+            up, down = meeting.up, meeting.down
+            if handover in up:
+                steps = up.index(handover)
+                return Divergence("advanced", steps, 0) if steps else Divergence("current", 0, 0)
+            if handover in down:
+                # Its history is P's plus `down` from it on; rev's is P's plus `up`.
+                behind = len(down) - down.index(handover)
+                if up:
+                    return Divergence("diverged", len(up), behind)
+                return Divergence("behind", 0, behind)
+            label = self.memory.label(handover, meeting.kept)
+            if label is None:
+                continue
+            name, ahead, _ = label
+            if name not in ("current", "advanced") or ahead is None or ahead < len(down):
+                return None  # off the kept revision's history: the chains cannot tell
+            ahead += len(up) - len(down)
+            return Divergence("advanced", ahead, 0) if ahead else Divergence("current", 0, 0)
         return None
 
     def _count_label(self, handover: str, rev: str) -> Divergence:

@@ -283,3 +283,58 @@ def test_equal_times_follow_rev_list_after_merging_an_older_branch(
         (r["commit"] for r in checkpoints), key=order.__getitem__
     )
     assert side in [r["commit"] for r in checkpoints]
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_a_branch_switch_near_a_kept_revision_is_answered_without_a_walk(
+    repo: Repo, seed: int
+) -> None:
+    """Switching to an older commit of a history (merges below it), committing there, and
+    switching again: every answer equals git's, from what the previous command kept, with
+    no walk, as long as the revisions are joined by chains of single-parent commits.
+    Handovers off the kept revision's history (a side branch) still get git's answer."""
+    rng = random.Random(seed)
+    history = History(repo, rng)
+    for i in range(12):  # merges and branches below the chain
+        history.step(i)
+    repo.git("checkout", "-q", "-B", "main")
+    for i in range(30):
+        history.commit([repo.head()], f"line {i}")
+        repo.git("update-ref", "HEAD", history.commits[-1])
+    repo.git("checkout", "-q", "-B", "side", f"HEAD~{rng.randrange(5, 25)}")
+    side = history.commit([repo.head()], "side")
+    repo.git("update-ref", "HEAD", side)
+    repo.git("checkout", "-q", "main")
+    commits = [*history.commits]
+    on_main = set(repo.git("rev-list", "main").split())
+    handovers = rng.sample([c for c in commits if c in on_main], 16)  # off main: the end
+
+    def answers(expect_walks: int | None) -> None:
+        rev = repo.head()
+        store = store_of(repo)
+        graph = store.graph()
+        order = graph.order(rev, commits)
+        labels = graph.labels(rev, handovers)
+        store.flush()
+        expected = git_order(repo, rev)
+        assert order == {c: expected[c] for c in commits if c in expected}
+        assert labels == {h: git_label(repo, h, rev) for h in handovers}
+        if expect_walks is not None:
+            assert graph.walks == expect_walks
+
+    answers(None)  # main: walked, and kept
+    for round_ in range(3):
+        back = rng.randrange(1, 28)
+        repo.git("checkout", "-q", "-B", f"fix{round_}", f"main~{back}")
+        answers(0)  # the commit itself, below the kept revision
+        new = history.commit([repo.head()], f"fix {round_}")
+        repo.git("update-ref", "HEAD", new)
+        commits.append(new)
+        answers(0)  # a new commit on it: nobody has seen it
+        repo.git("checkout", "-q", "main")
+        answers(0)  # back: from what main's own command kept
+    # Handovers off main's history (the side branch, the random branches): the chains
+    # cannot tell them, and the answer comes from git, still equal to git's.
+    handovers = list(dict.fromkeys([*[c for c in commits if c not in on_main][:12], side]))
+    repo.git("checkout", "-q", "-B", "late", "main~3")
+    answers(None)
