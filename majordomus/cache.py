@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from majordomus import __version__
-from majordomus.records import Summary
+from majordomus.records import Entry, Note, Record, Summary
 
 FILE_NAME = "majordomus-cache"
 GRAPH_FILE_NAME = "majordomus-graph-cache"
@@ -208,11 +208,51 @@ def _decode(value: Any) -> Any:
     return value
 
 
-class DocumentCache(CacheFile):
-    """Parsed TOML documents by blob id, for commands that show many records whole:
-    decoding a cached document is several times cheaper than parsing its TOML."""
+def _flat(entry: Entry) -> tuple[Any, ...]:
+    """An entry as marshal keeps it: kind, keys, values with top-level dates as ISO text and
+    their places, whether it is a valid record; a table with a date deeper inside is kept
+    tagged whole (rare: only a hand-written key holds one)."""
+    keys = tuple(entry.table)
+    values = []
+    times = []
+    for i, value in enumerate(entry.table.values()):
+        if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+            times.append(i)
+            values.append((type(value).__name__, value.isoformat()))
+        else:
+            values.append(_encode(value) if isinstance(value, dict | list) else value)
+    return (entry.kind, keys, tuple(values), tuple(times), entry.record is not None)
 
-    FORMAT = "documents:blob->toml-document(dates-tagged)"
+
+def _unflat(flat: tuple[Any, ...]) -> Entry:
+    kind, keys, values, times, valid = flat
+    table = dict(zip(keys, values, strict=True))
+    for i in times:
+        name, text = values[i]
+        table[keys[i]] = _TIME_TYPES[name].fromisoformat(text)
+    for key, value in table.items():
+        if isinstance(value, dict | list):
+            table[key] = _decode(value)
+    if not valid:
+        return Entry(kind, table, None)
+    record = Record(
+        kind=kind,
+        id=table["id"],
+        task=table["task"],
+        head=table["head"],
+        at=table["at"],
+        author=table["author"],
+        table=table,
+    )
+    return Entry(kind, table, record)
+
+
+class DocumentCache(CacheFile):
+    """Notes by blob id, as read and validated, for commands that show many records
+    whole: rebuilding a note from its flat form is several times cheaper than parsing
+    its TOML and checking every field again (this release's checks made the form)."""
+
+    FORMAT = "documents:blob->(entries(kind,keys,values,dates,valid),plain,invalid-plain)"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -222,12 +262,25 @@ class DocumentCache(CacheFile):
         if loaded is not None and len(loaded) == 1 and isinstance(loaded[0], dict):
             self.documents = loaded[0]
 
-    def get(self, blob: str) -> dict[str, Any] | None:
+    def get(self, blob: str) -> Note | None:
         raw = self.documents.get(blob)
-        return None if raw is None else dict(_decode(raw))
+        if raw is None:
+            return None
+        try:
+            entries, other, invalid_plain = raw
+            return Note(tuple(map(_unflat, entries)), _decode(other), invalid_plain)
+        except (ValueError, TypeError, KeyError, IndexError):
+            return None  # not this layout after all: read the blob again
 
-    def put(self, blob: str, document: dict[str, Any]) -> None:
-        self.documents[blob] = _encode(document)
+    def put(self, blob: str, note: Note) -> None:
+        """A note read whole from TOML (a salvaged note is not kept: it is read again)."""
+        if note.salvaged or note.unreadable:
+            return
+        self.documents[blob] = (
+            tuple(map(_flat, note.entries)),
+            _encode(dict(note.other)),
+            note.invalid_plain,
+        )
         self.dirty = True
 
     def save(self, blobs: Iterable[str]) -> None:

@@ -221,18 +221,18 @@ class NotesReader:
             return
         documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
         for blob in missing:
-            document = documents.get(blob)
-            if document is None:
+            note = documents.get(blob)
+            if note is None:
                 try:
-                    document = load_document(self.blobs.data(blob))
+                    note = note_from_document(load_document(self.blobs.data(blob)))
                 except MissingObjectError:
                     continue
                 except NoteError:
                     # Not one TOML document: read the way every other read does.
                     self.blobs.parse(blob)
                     continue
-                documents.put(blob, document)
-            self.blobs.remember(blob, note_from_document(document))
+                documents.put(blob, note)
+            self.blobs.remember(blob, note)
         documents.save(self._current_blobs or blobs)
 
     def note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:

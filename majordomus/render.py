@@ -71,6 +71,10 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         if not value:
             out.append("{}")
             return
+        flat = _flat_object(value, newline)
+        if flat is not None:
+            out.append(flat)
+            return
         inner = newline + "  "
         separator = "{" + inner
         for key, item in value.items():
@@ -106,6 +110,27 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         out.append(float.__repr__(value) if finite is value else _encode_string(finite))
     else:
         _indented(_json_default(value), newline, out)
+
+
+_SCALARS = frozenset({str, int, bool, float, type(None)})
+_flat_encoders: dict[str, json.JSONEncoder] = {}
+
+
+def _flat_object(value: dict[Any, Any], newline: str) -> str | None:
+    """An object of plain keys and scalar values (most records) as `_indented` writes it,
+    by the json module's C encoder: with no container inside, its item separator can
+    carry the newline and the indentation. None for anything else."""
+    for key, item in value.items():
+        if type(key) is not str or type(item) not in _SCALARS:
+            return None
+        if type(item) is float and not math.isfinite(item):
+            return None
+    inner = newline + "  "
+    encoder = _flat_encoders.get(inner)
+    if encoder is None:
+        encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
+        _flat_encoders[inner] = encoder
+    return "{" + inner + encoder.encode(value)[1:-1] + newline + "}"
 
 
 def _finite(value: Any) -> Any:

@@ -13,12 +13,13 @@ from majordomus.cache import (
     GRAPH_FILE_NAME,
     RECORDS_FILE_NAME,
     VIEWS_FILE_NAME,
+    DocumentCache,
     ViewCache,
 )
 from majordomus.index import Views
 from majordomus.index import _key as index_key
 from majordomus.ops import Context, _write
-from majordomus.records import append_text, new_record
+from majordomus.records import Note, NoteError, append_text, dump_note, new_record, parse_note
 from majordomus.store import Store
 from tests.conftest import AUTHOR, Clock, Repo
 from tests.remote_fixtures import clone, seeded
@@ -318,3 +319,49 @@ def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
     drop_caches(bob)
     assert json.loads(bob.run("history", "--task", task, "--json").out) == cached
     assert [r.get("body") for r in cached["records"]][:3] == ["alice 2", "bob 1", "alice 1"]
+
+
+def test_the_document_cache_gives_back_the_note_a_parse_gives(tmp_path: Path) -> None:
+    """Every note of the corpus (records, invalid records, foreign tables, plain keys,
+    dates inside hand-written keys) comes back from the document cache file, written and
+    loaded again, exactly as parsing its bytes reads it; a note that is not TOML as a
+    whole is not kept (it is salvaged by every read)."""
+    from tests.corpus import corpus
+
+    path = tmp_path / RECORDS_FILE_NAME
+    writing = DocumentCache(path)
+    parsed: dict[str, Note] = {}
+    extra = (
+        b'[[checkpoint]]\nv = 1\nid = "c-1"\ntask = "t-1"\nhead = "' + b"a" * 40 + b'"\n'
+        b'at = 2026-11-30T10:00:00Z\nauthor = "x"\nbody = "b"\n'
+        b"when = [2026-01-01, 10:00:00, {deep = 2026-11-30T10:00:00+01:00}]\n"
+        b"nan = nan\n"
+    )
+    blobs = [*(note.data for note in corpus()), extra]
+    for i, data in enumerate(blobs):
+        try:
+            note = parse_note(data)
+        except NoteError:
+            continue  # not read at all (too large, too deep): nothing to keep
+        writing.put(str(i), note)
+        parsed[str(i)] = note
+    writing.save(parsed)
+    reading = DocumentCache(path)
+    kept = 0
+    for blob, note in parsed.items():
+        again = reading.get(blob)
+        if note.salvaged or note.unreadable:
+            assert again is None
+            continue
+        kept += 1
+        assert again is not None
+        assert dump_note(again) == dump_note(note)
+        assert again.records == note.records
+        assert [dict(r.table) for r in again.records] == [dict(r.table) for r in note.records] or (
+            "nan" in dump_note(note)
+        )
+        assert [(e.kind, e.record is None) for e in again.entries] == [
+            (e.kind, e.record is None) for e in note.entries
+        ]
+        assert again.invalid == note.invalid and dict(again.other) == dict(note.other)
+    assert kept >= len(blobs) // 2
