@@ -138,7 +138,32 @@ class Store:
     def walk(self, tips: Sequence[str], hide: Sequence[str]) -> list[list[str]]:
         """`git rev-list --parents TIPS ^HIDE`: git's order, and a shallow cut as git sees it."""
         args = ["rev-list", "--parents", *tips, *(f"^{commit}" for commit in hide)]
-        return [line.split() for line in self.git(*args).stdout.splitlines()]
+        return [line.split() for line in self.git_output(*args).splitlines()]
+
+    def git_output(self, *args: str) -> str:
+        """`git` that writes a lot to stdout and little to stderr (`rev-list`): buffered
+        (GIT_FLUSH=0: into a pipe git would flush every line, a write per commit) and read
+        to its end in one call (a walk writes megabytes)."""
+        command = ["git", f"--git-dir={self.gitdir}", *args]
+        try:
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env={**self.environ, "GIT_FLUSH": "0"},
+            )
+        except FileNotFoundError:
+            raise RepositoryError("git is not installed or not on PATH; install git.") from None
+        assert process.stdout is not None and process.stderr is not None
+        with process:
+            out = process.stdout.read()
+            err = process.stderr.read()  # a few lines at most: it cannot fill its pipe
+        if process.returncode != 0:
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            detail = lines[-1] if lines else f"exit {process.returncode}"
+            raise RepositoryError(f"git {args[0]} failed: {detail}.")
+        return out.decode("utf-8", "replace")
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         try:
