@@ -25,7 +25,8 @@ FILE_NAME = "majordomus-cache"
 GRAPH_FILE_NAME = "majordomus-graph-cache"
 RECORDS_FILE_NAME = "majordomus-records-cache"
 VIEWS_FILE_NAME = "majordomus-views"
-FILES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
+PATCH_FILE_NAME = "majordomus-patch-ids"
+FILES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 _SUMMARY = ",".join(Summary._fields)  # a summary's fields change: so does every file's format
 
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable
@@ -289,6 +290,29 @@ class DocumentCache(CacheFile):
         keep = {b: self.documents[b] for b in blobs if b in self.documents}
         self.write(keep)
         self.dirty = False
+
+
+class PatchCache(CacheFile):
+    """Commit id -> its stable patch id ("" for a commit with none), for the commits records
+    were written on lately: consecutive records on one commit compute it once."""
+
+    FORMAT = "patches:commit->patch-id-stable"
+    KEEP = 256
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.ids: dict[str, str] = {}
+        loaded = self.load()
+        if loaded is not None and len(loaded) == 1 and isinstance(loaded[0], dict):
+            self.ids = loaded[0]
+
+    def get(self, commit: str) -> str | None:
+        return self.ids.get(commit)
+
+    def put(self, commit: str, patch: str) -> None:
+        self.ids.pop(commit, None)
+        self.ids[commit] = patch  # newest last: the oldest go first
+        self.write(dict(list(self.ids.items())[-self.KEEP :]))
 
 
 class ViewCache(CacheFile):

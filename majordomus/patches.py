@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from majordomus.cache import PATCH_FILE_NAME, PatchCache
 from majordomus.errors import RepositoryError
 from majordomus.store import Store
 
@@ -101,9 +102,14 @@ def _ids(store: Store, listing: str) -> dict[str, str]:
 
 
 def commit_fact(store: Store, commit: str) -> dict[str, Any]:
-    """The `patch` field of a record written on `commit` ({} when it has no patch of its own)."""
-    found = ids_of_commits(store, [commit])
-    return {"patch": found[commit]} if commit in found else {}
+    """The `patch` field of a record written on `commit` ({} when it has no patch of its own):
+    computed once per commit, since a commit's diff never changes."""
+    cache = PatchCache(store.commondir / PATCH_FILE_NAME)
+    patch = cache.get(commit)
+    if patch is None:
+        patch = ids_of_commits(store, [commit]).get(commit, "")
+        cache.put(commit, patch)
+    return {"patch": patch} if patch else {}
 
 
 def handover_facts(store: Store, commit: str) -> dict[str, Any]:

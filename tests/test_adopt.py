@@ -176,10 +176,13 @@ def test_every_record_stores_its_commits_patch_id_as_git_computes_it(repo: Repo)
             repo.commit("delete")
         record = as_json(repo, "checkpoint", f"after {change}")["record"]
         assert record["patch"] == git_patch_id(repo, "HEAD"), change
+        again = as_json(repo, "checkpoint", f"again after {change}")["record"]  # kept, not rerun
+        assert again["patch"] == record["patch"], change
         repo.commit("next", {"a.txt": f"one\n{change}\n"})
-    # A commit that changes nothing (and the empty root) states no patch.
+    # A commit that changes nothing (and the empty root) states no patch, the second time too.
     repo.git("commit", "-q", "--allow-empty", "-m", "empty")
     assert "patch" not in as_json(repo, "checkpoint", "on an empty commit")["record"]
+    assert "patch" not in as_json(repo, "checkpoint", "again on it")["record"]
 
 
 def test_a_handover_stores_the_branch_it_closes(

@@ -11,6 +11,7 @@ from majordomus import __version__
 from majordomus.cache import (
     FILE_NAME,
     GRAPH_FILE_NAME,
+    PATCH_FILE_NAME,
     RECORDS_FILE_NAME,
     VIEWS_FILE_NAME,
     DocumentCache,
@@ -24,7 +25,7 @@ from majordomus.store import Store
 from tests.conftest import AUTHOR, Clock, Repo
 from tests.remote_fixtures import clone, seeded
 
-CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME)
+CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 
 
 def drop_caches(repo: Repo) -> None:
@@ -276,9 +277,15 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     for name in (GRAPH_FILE_NAME, RECORDS_FILE_NAME):
         data = marshal.loads((git_dir / name).read_bytes())
         (git_dir / name).write_bytes(marshal.dumps((another[name], *data[1:])))
-    assert repo.run("history", "--task", task, "--all", "--json").out == mine
-    assert repo.run("history", "--json").out == every
+    head = repo.commit("a change", {"changed.txt": "x\n"})
+    wrong = {head: "0" * 40}
+    (git_dir / PATCH_FILE_NAME).write_bytes(marshal.dumps((another[PATCH_FILE_NAME], wrong)))
+    assert repo.run("history", "HEAD~1", "--task", task, "--all", "--json").out == mine
+    assert repo.run("history", "HEAD~1", "--json").out == every
     assert marshal.loads((git_dir / FILE_NAME).read_bytes())[0] == versions[FILE_NAME]
+    record = json.loads(repo.run("checkpoint", "after the poison", "--json").out)["record"]
+    diff = repo.git("diff-tree", "-p", "--root", head)
+    assert record["patch"] == repo.git("patch-id", "--stable", input=diff).split()[0]
 
 
 def test_records_of_one_second_on_one_commit_are_ordered_without_the_graph(repo: Repo) -> None:
