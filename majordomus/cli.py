@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import datetime
 import gc
@@ -755,6 +756,40 @@ def _is_tty(stream: IO[str]) -> bool:
         return False
 
 
+_GLOBAL_WITH_VALUE = ("-C", "--profile")
+
+
+def _command_for(argv: Sequence[str]) -> Any:
+    """The click command typer builds for the app, with only the command `argv` names (and
+    the global options): typer reads the signature of every command it is given, which
+    costs more than most commands' own work. Anything else (no command, a flag before
+    it, a name that is not a command) gets the whole app, with its help and its errors."""
+    name = None
+    tokens = iter(argv)
+    for token in tokens:
+        if token in _GLOBAL_WITH_VALUE:
+            next(tokens, None)
+        elif token.startswith("-C") or token.startswith("--profile="):
+            continue
+        elif not token.startswith("-"):
+            name = token
+            break
+        else:
+            break
+    commands = [
+        info
+        for info in app.registered_commands
+        if info.callback is not None
+        and (info.name or typer.main.get_command_name(info.callback.__name__)) == name
+    ]
+    groups = [info for info in app.registered_groups if info.name == name]
+    if name is None or not (commands or groups):
+        return typer.main.get_command(app)
+    partial = copy.copy(app)
+    partial.registered_commands, partial.registered_groups = commands, groups
+    return typer.main.get_command(partial)
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -783,7 +818,7 @@ def run(
         now=now or (lambda: datetime.datetime.now(datetime.UTC)),
         sleep=sleep,
     )
-    command = typer.main.get_command(app)
+    command = _command_for(argv)
     interrupt.reset()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+import typer
+
+from majordomus import cli
 from tests.conftest import Repo
 
 
@@ -24,3 +28,37 @@ def test_hook_help_goes_to_the_full_command_line(repo: Repo) -> None:
     assert result.code == 0 and result.out.startswith(
         "Usage: majordomus hook [OPTIONS] {AGENT} [EVENT]"
     )
+
+
+def test_a_command_parsed_alone_answers_as_the_whole_app_does(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` hands typer only the command named on the line; help, refusals and answers
+    are the same as when typer builds every command."""
+    repo.task()
+    repo.run("checkpoint", "one")
+    names = [
+        info.name or typer.main.get_command_name(info.callback.__name__)
+        for info in cli.app.registered_commands
+        if info.callback is not None
+    ] + [str(info.name) for info in cli.app.registered_groups]
+    lines: list[tuple[str, ...]] = []
+    for name in names:
+        lines += [(name, "--help"), (name, "--no-such-flag"), ("-C", ".", name, "-h")]
+    lines += [
+        ("--profile", "default", "check", "--json"),
+        ("--profile=default", "history", "--json"),
+        ("-C.", "show", "--json"),
+        ("task", "list", "--json"),
+        ("task", "nosuch"),
+        ("nosuch",),
+        ("--version",),
+        ("-C",),
+        (),
+    ]
+    alone = [repo.run(*line) for line in lines]
+    monkeypatch.setattr(cli, "_command_for", lambda argv: typer.main.get_command(cli.app))
+    whole = [repo.run(*line) for line in lines]
+    for line, one, every in zip(lines, alone, whole, strict=True):
+        assert (one.code, one.out, one.err) == (every.code, every.out, every.err), line
+    assert len(names) >= 19 and all(r.out or r.err for r in alone)
