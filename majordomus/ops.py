@@ -13,13 +13,11 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping
 from typing import IO, Any, NamedTuple
 
-from majordomus import adopt as adoption
-from majordomus import agents, patches, remote
+from majordomus import patches, remote
 from majordomus import profile as profiles
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.records import HANDOVER_FIELDS, age_s, clean_text, new_record, skew_s
-from majordomus.secret import find_secret
 from majordomus.store import Store
 from majordomus.values import (
     DEFAULT_DAYS,
@@ -158,6 +156,8 @@ class AmbiguousTaskError(RefusedError):
 def validated(field: str, raw: str, cap: int, allow_secret: bool) -> str:
     """Text that passed the length and character rules and, unless allowed, the secret scan."""
     text = clean_text(field, raw, cap)
+    from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
+
     found = None if allow_secret else find_secret(text)
     if found is not None:
         what, position = found
@@ -652,6 +652,8 @@ def watch(
 
 
 def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
+    from majordomus import agents  # two commands use it: not loaded by the others
+
     store = open_store(ctx)
     findings: list[Finding] = []
     if drop_cache:
@@ -879,6 +881,8 @@ def agent_install(
         if scope != "user":
             raise
         store = None  # the user's own settings need no repository
+    from majordomus import agents  # two commands use it: not loaded by the others
+
     return agents.install(store, ctx.environ, agent, scope, enforce, dry_run, remove)
 
 
@@ -889,4 +893,6 @@ def adopt(
     ctx: Context, rev: str | None = None, dry_run: bool = False, days: int = DEFAULT_DAYS
 ) -> AdoptResult:
     """Copy records a squash or rebase merge orphaned onto the commit where they landed."""
+    from majordomus import adopt as adoption
+
     return adoption.adopt(open_store(ctx), rev, dry_run=dry_run, days=days, sleep=ctx.sleep)

@@ -11,7 +11,6 @@ import fnmatch
 import os
 import random
 import re
-import secrets
 import shlex
 import shutil
 import signal
@@ -206,7 +205,7 @@ def fetch(
     where = shown(remote)
     # A URL has no remote-tracking ref: its records pass through a private ref
     # that is removed once merged.
-    dest = tracking_ref(remote) if named else f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
+    dest = tracking_ref(remote) if named else f"{_INCOMING}{os.urandom(6).hex()}/majordomus"
     try:
         # --no-filter: in a partial clone, the notes' trees and blobs come with them.
         # --prune: a ref the remote no longer has must not stay behind as the value the
@@ -363,7 +362,7 @@ def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> st
     # --refetch because a plain fetch stops at a tip that is already here. The
     # refspec names the ref exactly: git 2.39 waits forever on a --refetch that
     # wants nothing, and an exact ref the remote lacks fails at once.
-    dest = f"{_INCOMING}{secrets.token_hex(6)}/majordomus"
+    dest = f"{_INCOMING}{os.urandom(6).hex()}/majordomus"
     try:
         whole = git.run(*noop[2:], "--refetch", "--", remote, f"+{NOTES_REF}:{dest}")
     finally:

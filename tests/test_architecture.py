@@ -51,7 +51,7 @@ ALLOWED = {
         "values",
     },
     "remote": {"errors", "store", "values"},
-    "patches": {"errors", "store"},
+    "patches": {"cache", "errors", "store"},
     "adopt": {"errors", "index", "patches", "records", "store", "values"},
     "index": {"cache", "errors", "records", "store", "values"},
     "agents": {"errors", "store", "values"},
