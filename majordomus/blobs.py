@@ -13,8 +13,14 @@ import pygit2
 from majordomus.notestree import MissingObjectError
 from majordomus.records import Note, NoteError, parse_note, union
 
+PARSED_KEEP = 12_000  # parsed notes kept for a second look (a few KiB each)
+
 
 class NoteBlobs:
+    """Reads note blobs; the first PARSED_KEEP parses are kept for the rest of the command
+    (a read that summarises every note of a large repository then shows a few of them
+    parses those again, rather than hold every note at once)."""
+
     def __init__(self, repo: pygit2.Repository) -> None:
         self.repo = repo
         self._parsed: dict[str, Note | NoteError] = {}
@@ -42,7 +48,8 @@ class NoteBlobs:
                 return error  # not remembered: it may arrive with a fetch
             except NoteError as error:
                 cached = error
-            self._parsed[blob_id] = cached
+            if len(self._parsed) < PARSED_KEEP:
+                self._parsed[blob_id] = cached
         return cached
 
     def is_parsed(self, blob_id: str) -> bool:

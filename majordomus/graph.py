@@ -11,7 +11,7 @@ and a label read from it is exact or `unknown`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
@@ -19,6 +19,7 @@ Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and 
 Label = tuple[str, int | None, int | None]
 FEW_LABELS = 3  # up to this many labels, one bounded git count each beats a whole walk
 CHAIN_MAX = 64  # how far back a revision is followed to an answer learned before
+WALK_KEEP = 200_000  # lines of a walk kept in memory for a second question (about 50 MB)
 
 
 class Source(Protocol):
@@ -27,6 +28,12 @@ class Source(Protocol):
     def walk(self, tips: Sequence[str], hide: Sequence[str]) -> Sequence[Line]:
         """Commits reachable from `tips` and not from `hide`, in `git rev-list` order, each
         with its parents (none for a shallow boundary commit)."""
+        ...
+
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[Line]:
+        """`walk(tips, [])` line by line, as git writes them, never held whole (a walk
+        of a million commits is a hundred megabytes of lines); `topo`: children always
+        before their parents (`--topo-order`)."""
         ...
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
@@ -156,11 +163,17 @@ def count(lines: Sequence[Line], rev: str, targets: Sequence[str]) -> Counts | N
                 if j < i:
                     return None
                 masks[j] |= mask
-    only_rev = [0] * len(targets)
-    only_target = [0] * len(targets)
-    both = [0] * len(targets)
+    only_rev, only_target, both = tally(Counter(masks), len(targets))
+    return only_rev, only_target, both, masks, index
+
+
+def tally(masks: Mapping[int, int], targets: int) -> tuple[list[int], list[int], list[int]]:
+    """From how many commits carry each mask (bit 0: REV reaches it; bit i+1: target i
+    does): per target, the commits REV reaches only, the target only, and both."""
+    only_target = [0] * targets
+    both = [0] * targets
     rev_total = 0
-    for mask, many in Counter(masks).items():
+    for mask, many in masks.items():
         in_rev = mask & 1
         rev_total += many if in_rev else 0
         rest = mask >> 1
@@ -172,9 +185,26 @@ def count(lines: Sequence[Line], rev: str, targets: Sequence[str]) -> Counts | N
             else:
                 only_target[bit] += many
             rest ^= low
-    for i in range(len(targets)):
-        only_rev[i] = rev_total - both[i]
-    return only_rev, only_target, both, masks, index
+    only_rev = [rev_total - both[i] for i in range(targets)]
+    return only_rev, only_target, both
+
+
+def streamed_counts(lines: Iterator[Line], rev: str, targets: Sequence[str]) -> Counter[int] | None:
+    """`count` over a walk read line by line: each commit's mask is complete when its line
+    comes (all its children came before), so only the masks still owed to parents not
+    yet listed are held. None when a parent came before a child (dates out of order)
+    or never came (a cut graph): the caller walks again in topological order."""
+    bits: dict[str, int] = {rev: 1}
+    for i, target in enumerate(targets):
+        bits[target] = bits.get(target, 0) | 1 << (i + 1)
+    owed: dict[str, int] = {}
+    masks: Counter[int] = Counter()
+    for line in lines:
+        mask = owed.pop(line[0], 0) | bits.get(line[0], 0)
+        masks[mask] += 1
+        for parent in line[1:]:
+            owed[parent] = owed.get(parent, 0) | mask
+    return None if owed else masks
 
 
 def labels_of(
@@ -284,14 +314,36 @@ class CommitGraph:
         """Which candidates `rev` reaches, each with its rank in `git rev-list REV`."""
         reach = self._kept_reach(rev, candidates)
         if reach is None:
-            walked = self._walk(rev)
-            ranks = {c: walked.rank[c] for c in candidates if c in walked.rank}
-            if self.boundary:
-                ranks.update(self._mended_ranks(walked, rev, candidates))
+            if self.boundary or (self._walked is not None and self._walked.rev == rev):
+                walked = self._walk(rev)
+                ranks = {c: walked.rank[c] for c in candidates if c in walked.rank}
+                if self.boundary:
+                    ranks.update(self._mended_ranks(walked, rev, candidates))
+            else:
+                ranks = self._streamed_ranks(rev, candidates)
             reach = (ranks, tuple(c for c in candidates if c not in ranks))
             if self.memory is not None:
                 self.memory.put_reach(rev, reach)
         return reach[0]
+
+    def _streamed_ranks(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
+        """Ranks in `git rev-list REV`, read line by line. The lines are kept for the labels
+        of the same command while there are at most WALK_KEEP of them; past that, nothing
+        but the ranks (the labels then walk again, line by line)."""
+        wanted = candidates if isinstance(candidates, set | frozenset | dict) else set(candidates)
+        self.walks += 1
+        ranks: dict[str, int] = {}
+        kept: list[Line] | None = []
+        for rank, line in enumerate(self.source.stream([rev], topo=False)):
+            if line[0] in wanted:
+                ranks[line[0]] = rank
+            if kept is not None:
+                kept.append(line)
+                if len(kept) > WALK_KEEP:
+                    kept = None
+        if kept is not None:
+            self._walked = Walked(rev, kept)
+        return ranks
 
     def _mended_ranks(
         self, walked: Walked, rev: str, candidates: Collection[str]
@@ -400,9 +452,12 @@ class CommitGraph:
         if not wanted:
             return found
         walked = self._walked is not None and self._walked.rev == rev
-        if self.boundary or walked or len(wanted) > FEW_LABELS:
+        computed: dict[str, Divergence] | None = None
+        if self.boundary or walked:
             computed = self._walk_labels(rev, wanted)
-        else:
+        elif len(wanted) > FEW_LABELS:
+            computed = self._streamed_labels(rev, wanted)
+        if computed is None:
             computed = {commit: self._count_label(commit, rev) for commit in wanted}
         for commit, div in computed.items():
             found[commit] = div
@@ -454,6 +509,33 @@ class CommitGraph:
         if self.source.merge_base(rev, handover) is not None:
             return Divergence("diverged", ahead, behind)
         return Divergence("unrelated", ahead, behind)
+
+    def _streamed_labels(self, rev: str, handovers: Sequence[str]) -> dict[str, Divergence] | None:
+        """Every label of a complete clone from one walk of REV and the handovers, read line
+        by line (a second, in topological order, when dates are out of order); None when
+        neither adds up (the caller then counts each label with git)."""
+        found = {h: MISSING for h in handovers if h != rev and not self.source.has_commit(h)}
+        targets = [h for h in handovers if h != rev and h not in found]
+        found.update((h, Divergence("current", 0, 0)) for h in handovers if h == rev)
+        if not targets:
+            return found
+        for topo in (False, True):
+            self.walks += 1
+            masks = streamed_counts(self.source.stream([rev, *targets], topo), rev, targets)
+            if masks is not None:
+                break
+        else:
+            return None
+        only_rev, only_target, both = tally(masks, len(targets))
+        for i, target in enumerate(targets):
+            ahead, behind = only_rev[i], only_target[i]
+            if behind == 0:
+                found[target] = Divergence("advanced", ahead, 0)
+            elif ahead == 0:
+                found[target] = Divergence("behind", 0, behind)
+            else:
+                found[target] = Divergence("diverged" if both[i] else "unrelated", ahead, behind)
+        return found
 
     def _walk_labels(self, rev: str, handovers: Sequence[str]) -> dict[str, Divergence]:
         walked = self._walk(rev)

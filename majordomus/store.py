@@ -14,7 +14,7 @@ import datetime
 import os
 import subprocess
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -139,6 +139,42 @@ class Store:
         """`git rev-list --parents TIPS ^HIDE`: git's order, and a shallow cut as git sees it."""
         args = ["rev-list", "--parents", *tips, *(f"^{commit}" for commit in hide)]
         return [line.split() for line in self.git_output(*args).splitlines()]
+
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
+        """`git rev-list --parents` of TIPS, line by line, never held whole."""
+        args = ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
+        command = ["git", f"--git-dir={self.gitdir}", *args]
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**self.environ, "GIT_FLUSH": "0"},
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
+        except FileNotFoundError:
+            raise RepositoryError("git is not installed or not on PATH; install git.") from None
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stderr is not None
+        with process:
+            try:
+                # git reads every tip before it writes a line: no pipe can fill both ways.
+                with contextlib.suppress(BrokenPipeError):  # git refused a tip: said below
+                    process.stdin.write("".join(f"{tip}\n" for tip in tips))
+                    process.stdin.close()
+                for line in process.stdout:
+                    yield line.split()
+            except BaseException:
+                process.kill()  # the reader stopped early: git is not left writing
+                raise
+            err = process.stderr.read()
+        if process.returncode != 0:
+            lines = err.strip().splitlines()
+            detail = lines[-1] if lines else f"exit {process.returncode}"
+            raise RepositoryError(f"git rev-list failed: {detail}.")
 
     def git_output(self, *args: str) -> str:
         """`git` that writes a lot to stdout and little to stderr (`rev-list`): buffered

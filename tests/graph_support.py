@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from majordomus.graph import Divergence
 
@@ -61,6 +61,11 @@ class MemorySource:
                 stack.extend((p, False) for p in self.cut[commit] if p not in done)
         order.reverse()
         return [[c, *self.cut[c]] for c in order]
+
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
+        """`walk`, line by line; in topological order (this class's own walk) when asked,
+        whatever order a subclass's `walk` gives otherwise."""
+        yield from MemorySource.walk(self, tips, []) if topo else self.walk(tips, [])
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         return self.cut.get(commit)

@@ -4,6 +4,7 @@ few walks per command, and shallow cuts that answer exactly or `unknown`, never 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,3 +199,27 @@ def test_skewed_dates_still_count_in_topological_order() -> None:
         "c": Divergence("advanced", 1, 0),
         "x": Divergence("missing", None, None),
     }
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.integers(2, 70), st.floats(0.0, 0.6), st.booleans())
+def test_labels_read_line_by_line_equal_brute_force(
+    seed: int, size: int, merges: float, skewed: bool
+) -> None:
+    """The labels of many handovers, from a walk never held whole (dates out of order too:
+    the walk is then made again in topological order)."""
+    rng = random.Random(seed)
+    parents = random_dag(rng, size, merges)
+    commits = sorted(parents)
+    rev = rng.choice(commits)
+    handovers = [*rng.sample(commits, min(len(commits), rng.randrange(4, 20))), "gone"]
+
+    class Skewed(MemorySource):
+        def walk(self, tips: Sequence[str], hide: Sequence[str]) -> list[list[str]]:
+            lines = super().walk(tips, hide)
+            return lines[::-1] if skewed else lines
+
+    source = Skewed(parents)
+    graph = CommitGraph(source, None)
+    assert graph.labels(rev, handovers) == {h: true_label(parents, h, rev) for h in handovers}
+    assert graph.walks == len(source.walks) <= (2 if skewed else 1)

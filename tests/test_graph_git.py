@@ -11,6 +11,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from majordomus import graph as graph_module
 from majordomus.cache import GRAPH_FILE_NAME
 from majordomus.graph import Divergence
 from majordomus.store import Store
@@ -338,3 +339,26 @@ def test_a_branch_switch_near_a_kept_revision_is_answered_without_a_walk(
     handovers = list(dict.fromkeys([*[c for c in commits if c not in on_main][:12], side]))
     repo.git("checkout", "-q", "-B", "late", "main~3")
     answers(None)
+
+
+def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past WALK_KEEP lines a walk is never held: order and labels are read from git line
+    by line (again in topological order when dates go back), and equal git's."""
+    monkeypatch.setattr(graph_module, "WALK_KEEP", 5)
+    rng = random.Random(31)
+    history = History(repo, rng)
+    for i in range(40):
+        history.step(i)
+    for _ in range(3):
+        rev = repo.head()
+        store = store_of(repo)
+        graph = store.graph()
+        order = graph.order(rev, history.commits)
+        labels = graph.labels(rev, history.commits)
+        expected = git_order(repo, rev)
+        assert order == {c: expected[c] for c in history.commits if c in expected}
+        assert labels == {h: git_label(repo, h, rev) for h in history.commits}
+        assert graph.walks <= 3
+        repo.git("checkout", "-q", rng.choice(history.commits))
