@@ -324,7 +324,10 @@ class ViewCache(CacheFile):
     task it asks about.
     """
 
-    FORMAT = f"views:refs(@head)->(invalid,tasks),task->(rows(({_SUMMARY}),commit,blobs),resolved)"
+    FORMAT = (
+        "views:refs(@head)->(invalid,tasks,ledger(keys,resolved)),"
+        f"task->(rows(({_SUMMARY}),commit,blobs),resolved)"
+    )
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)

@@ -7,6 +7,7 @@ when it is to be shown.
 
 from __future__ import annotations
 
+import collections
 import marshal
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -183,11 +184,27 @@ class Index:
 # ---- per-task views ---------------------------------------------------------------------
 
 # A task's view, marshalled: (rows, resolved handover ids), a row being (summary as
-# a tuple, commit, blobs). The views' meta: (invalid, task ids).
+# a tuple, commit, blobs). The views' meta: (invalid, task ids, every record's key and
+# every resolved handover id, marshalled: read only to carry the views over).
+
+Meta = tuple[int, tuple[str, ...], bytes]
 
 
 def _pack(rows: Sequence[Row], resolved: Collection[str]) -> bytes:
     return marshal.dumps((tuple(rows), tuple(sorted(resolved))))
+
+
+def _record_key(summary: tuple[Any, ...]) -> str:
+    return f"{summary[0]} {summary[1]}"
+
+
+def _resolving(summary: tuple[Any, ...]) -> tuple[str, ...]:
+    """The handover ids a record's summary resolves (a resume's handover and supersedes)."""
+    return (summary[5], *summary[6]) if summary[0] == "resume" else ()
+
+
+def _ledger(keys: Collection[str], resolved: Collection[str]) -> bytes:
+    return marshal.dumps((tuple(keys), tuple(resolved)))
 
 
 class Views:
@@ -222,14 +239,18 @@ class Views:
             if not self._noteset.missing:  # objects still to arrive: nothing to remember
                 self._cache.put(key, meta, packed)
             hit = (meta, packed)
-        self._meta: tuple[int, tuple[str, ...]] = hit[0]
+        self._meta: Meta = hit[0]
         self._packed: dict[str, bytes] = hit[1]
         self.dependent_on_head = self._cache.key != self._key
 
-    def _carried_over(self) -> tuple[tuple[int, tuple[str, ...]], dict[str, bytes]] | None:
+    def _carried_over(self) -> tuple[Meta, dict[str, bytes]] | None:
         """The cached views brought to the current state by re-reading only the notes that
         changed since (another writer, `git notes`, a fetch): what a full read would build,
-        or None when that cannot be told cheaply (copies of a record, a missing object)."""
+        or None when that cannot be told cheaply (copies of a record, a missing object, a
+        resume that resolves another task's handover).
+
+        Only the tasks the changed notes hold records of, before or after, are unpacked:
+        every other view stays as it was, byte for byte."""
         cache, store = self._cache, self._store
         if not cache.key or "@" in cache.key or not cache.meta:
             return None
@@ -246,50 +267,60 @@ class Views:
         if len(changed) > CARRY_MAX:
             return None
         try:
+            invalid, task_ids, ledger = cache.meta
+            keys_before, resolved_before = marshal.loads(ledger)
             notes = [
                 (store.notes_on(c, before), store.notes_on(c, self._targets))
                 for c in sorted(changed)
             ]
-        except RepositoryError:
+        except (RepositoryError, ValueError, TypeError, EOFError):
             return None
-        invalid, task_ids = cache.meta
-        views = {task: _unpack(data) for task, data in cache.tasks.items()}
-        rows = {task: [r for r in view[0] if r[1] not in changed] for task, view in views.items()}
-        taken = {(r[0][0], r[0][1]) for task_rows in rows.values() for r in task_rows}
+        gone: list[tuple[Any, ...]] = []  # summaries of the changed notes before
+        new_rows: list[Row] = []
         for commit, (old, new) in zip(sorted(changed), notes, strict=True):
             if old is None or new is None:
                 return None
             invalid += new[1] - old[1]
             if old[0]:
-                invalid -= store.note(old[0]).invalid
-            if not new[0]:
-                continue
-            note = store.note(new[0])
-            invalid += note.invalid
-            for summary in summarise(note):
-                if (summary.kind, summary.id) in taken:
-                    return None  # a copy: which one a read lists depends on the graph
-                taken.add((summary.kind, summary.id))
-                rows.setdefault(summary.task, []).append((tuple(summary), commit, new[0]))
-        resolved: set[str] = set()
-        for task_rows in rows.values():
-            for row in task_rows:
-                if row[0][0] == "resume":
-                    resolved.add(row[0][5])
-                    resolved.update(row[0][6])
-        packed: dict[str, bytes] = {}
+                note = store.note(old[0])
+                invalid -= note.invalid
+                gone += [tuple(summary) for summary in summarise(note)]
+            if new[0]:
+                note = store.note(new[0])
+                invalid += note.invalid
+                new_rows += [(tuple(summary), commit, new[0]) for summary in summarise(note)]
+        keys = set(keys_before)
+        keys.difference_update(_record_key(summary) for summary in gone)
+        for row in new_rows:
+            key = _record_key(row[0])
+            if key in keys:
+                return None  # a copy: which one a read lists depends on the graph
+            keys.add(key)
+        resolved = collections.Counter(resolved_before)
+        resolved.subtract(h for summary in gone for h in _resolving(summary))
+        resolved.update(h for row in new_rows for h in _resolving(row[0]))
+        touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
+        views = {task: _unpack(cache.tasks.get(task)) for task in touched}
+        rows = {
+            task: [r for r in view[0] if r[1] not in changed]
+            + [r for r in new_rows if r[0][2] == task]
+            for task, view in views.items()
+        }
+        moved = {h for summary in gone for h in _resolving(summary)}
+        moved |= {h for row in new_rows for h in _resolving(row[0])}
+        mine = {r[0][1] for task_rows in rows.values() for r in task_rows if r[0][0] == "handover"}
+        if any(f"handover {h}" in keys and h not in mine for h in moved):
+            return None  # a resume of another task's handover: that view changes too
+        packed = dict(cache.tasks)
         for task, task_rows in rows.items():
             if not task_rows:
+                packed.pop(task, None)
                 continue
-            mine = {row[0][1] for row in task_rows if row[0][0] == "handover"} & resolved
-            view = views.get(task)
-            if view is not None and view[0] == tuple(task_rows) and set(view[1]) == mine:
-                packed[task] = cache.tasks[task]
-            else:
-                packed[task] = _pack(task_rows, mine)
+            handovers = {row[0][1] for row in task_rows if row[0][0] == "handover"}
+            packed[task] = _pack(task_rows, {h for h in handovers if resolved[h] > 0})
         ids = tuple(t for t in task_ids if t in packed)
         ids += tuple(t for t in packed if t not in ids)
-        return (invalid, ids), packed
+        return (invalid, ids, _ledger(keys, tuple(resolved.elements()))), packed
 
     @property
     def task_ids(self) -> tuple[str, ...]:
@@ -318,16 +349,21 @@ class Views:
         if self._noteset is not None and self._noteset.missing:
             return
         targets = {**self._targets, NOTES_REF: report.notes_commit}
-        summary = summary_of(record, position)
+        summary = tuple(summary_of(record, position))
         rows, resolved = _unpack(self._packed.get(record.task))
-        rows = (*rows, (tuple(summary), record.head, (blob,)))
+        rows = (*rows, (summary, record.head, (blob,)))
         if record.kind == "resume":
-            resolved = (*resolved, summary.handover, *summary.supersedes)
+            resolved = (*resolved, *_resolving(summary))
         packed = {**self._packed, record.task: _pack(rows, set(resolved))}
-        invalid, task_ids = self._meta
+        invalid, task_ids, ledger = self._meta
         if record.task not in task_ids:
             task_ids = (*task_ids, record.task)
-        self._cache.put(_key(targets), (invalid, task_ids), packed)
+        try:
+            keys, every_resolved = marshal.loads(ledger)
+        except (ValueError, TypeError, EOFError):
+            return
+        ledger = _ledger((*keys, _record_key(summary)), (*every_resolved, *_resolving(summary)))
+        self._cache.put(_key(targets), (invalid, task_ids, ledger), packed)
 
 
 def _key(targets: Mapping[str, str]) -> str:
@@ -341,7 +377,7 @@ def _unpack(data: bytes | None) -> tuple[tuple[Row, ...], tuple[str, ...]]:
     return rows, resolved
 
 
-def _build(index: Index) -> tuple[tuple[int, tuple[str, ...]], dict[str, bytes]]:
+def _build(index: Index) -> tuple[Meta, dict[str, bytes]]:
     rows: dict[str, list[Row]] = {}
     for item in index.records:
         rows.setdefault(item.summary.task, []).append(
@@ -352,4 +388,9 @@ def _build(index: Index) -> tuple[tuple[int, tuple[str, ...]], dict[str, bytes]]
     for task, task_rows in rows.items():
         mine = {row[0][1] for row in task_rows if row[0][0] == "handover"}
         packed[task] = _pack(task_rows, mine & resolved)
-    return (index.invalid, tuple(rows)), packed
+    summaries = [tuple(item.summary) for item in index.records]
+    ledger = _ledger(
+        [_record_key(summary) for summary in summaries],
+        [h for summary in summaries for h in _resolving(summary)],
+    )
+    return (index.invalid, tuple(rows), ledger), packed

@@ -379,20 +379,13 @@ class Store:
         return tuple(readable), unreadable
 
     def changed_notes(self, old: str, new: str) -> set[str] | None:
-        """The commits whose notes differ between two notes commits, from a diff of their
-        trees (which skips every subtree the two share); None when either is not here."""
+        """The commits whose notes differ between two notes commits, from a comparison of
+        their trees that skips every subtree the two share; None when either is not here."""
         try:
-            trees = [self.repo[target].peel(pygit2.Tree) for target in (old, new)]
-            diff = trees[0].diff_to_tree(trees[1])
-        except (KeyError, ValueError, pygit2.GitError):
+            old_tree, new_tree = (self.repo[target].peel(pygit2.Tree) for target in (old, new))
+            return notestree.changed(self.repo, old_tree, new_tree)
+        except (KeyError, ValueError, pygit2.GitError, MissingObjectError):
             return None
-        changed: set[str] = set()
-        for delta in diff.deltas:
-            for path in (delta.old_file.path, delta.new_file.path):
-                name = path.replace("/", "")
-                if notestree.is_note_path(name):
-                    changed.add(name)
-        return changed
 
     def notes_commits(self) -> list[str]:
         """The commit each notes ref points at (what holds every object the notes need)."""

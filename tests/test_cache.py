@@ -372,3 +372,79 @@ def test_the_document_cache_gives_back_the_note_a_parse_gives(tmp_path: Path) ->
         ]
         assert again.invalid == note.invalid and dict(again.other) == dict(note.other)
     assert kept >= len(blobs) // 2
+
+
+def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
+    repo: Repo,
+) -> None:
+    """A foreign record repacks only the views of the tasks it concerns; a resume that
+    resolves another task's handover, or a copy of a record on another commit, is not
+    carried over but read again; every answer equals a fresh read's."""
+    first = repo.task("first")
+    repo.commit("one")
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    handover = json.loads(repo.run("resume", "--peek", "--json").out)["handover"]
+    second = repo.task("second")
+    repo.commit("two")
+    assert repo.run("checkpoint", "on the second").code == 0
+    git_dir = repo.path / ".git"
+
+    def packed() -> dict[str, bytes]:
+        return dict(marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())[3])
+
+    def note(kind: str, record_id: str, task: str, **fields: object) -> str:
+        record = new_record(
+            kind,
+            record_id=record_id,
+            task=task,
+            head=repo.head(),
+            at=repo.clock.now,
+            author=AUTHOR,
+            session=None,
+            fields=fields,
+        )
+        return append_text(None, [record])
+
+    def same_as_fresh() -> None:
+        cached = [answers(repo)] + [
+            json.loads(repo.run("history", "--task", t, "--all", "--json").out)
+            for t in (first, second)
+        ]
+        drop_caches(repo)
+        fresh = [answers(repo)] + [
+            json.loads(repo.run("history", "--task", t, "--all", "--json").out)
+            for t in (first, second)
+        ]
+        assert cached == fresh
+
+    before = packed()
+    repo.git(
+        "notes",
+        "--ref=majordomus",
+        "append",
+        "-m",
+        note("checkpoint", "c-" + "1" * 16, second, body="foreign"),
+        "HEAD",  # its note holds the second task's records only
+    )
+    views = Views(Store(str(repo.path), repo.environ))
+    assert views.full is None  # carried over
+    after = packed()
+    assert after[first] == before[first] and after[second] != before[second]
+    same_as_fresh()
+    # A resume in the second task that resolves the first task's handover.
+    fields = {"handover": handover["id"], "label": "current", "supersedes": []}
+    repo.git(
+        "notes",
+        "--ref=majordomus",
+        "append",
+        "-m",
+        note("resume", "c-" + "2" * 16, second, **fields),
+        "HEAD",
+    )
+    assert Views(Store(str(repo.path), repo.environ)).full is not None  # read again
+    same_as_fresh()
+    # A copy of the first task's handover on another commit.
+    copy = repo.git("notes", "--ref=majordomus", "show", handover["commit"])
+    repo.git("notes", "--ref=majordomus", "append", "-m", copy, "HEAD~2")
+    assert Views(Store(str(repo.path), repo.environ)).full is not None
+    same_as_fresh()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import tomllib
 from pathlib import Path
 
@@ -206,3 +207,36 @@ def test_a_note_that_cannot_be_read_is_never_overwritten(repo: Repo) -> None:
         f"git notes --ref=majordomus show {head}.\n"
     )
     assert repo.notes_ref() == before
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
+    repo: Repo, seed: int
+) -> None:
+    """Two notes trees, flat or fanned out (git's layout, as `insert` writes it), sharing
+    some notes, differing in others (added, removed, rewritten): the comparison that opens
+    only differing subtrees names exactly the notes `git diff-tree -r` names."""
+    rng = random.Random(seed)
+    store = Store(str(repo.path), repo.environ)
+    blobs = [store.repo.create_blob(f"[[x]]\nn = {i}\n".encode()) for i in range(4)]
+    objects = [f"{rng.getrandbits(160):040x}" for _ in range(400)]
+
+    def tree_of(notes: dict[str, pygit2.Oid]) -> pygit2.Tree:
+        tree: pygit2.Tree | None = None
+        for annotated, blob in notes.items():
+            written = store.repo[notestree.insert(store.repo, tree, annotated, blob)]
+            assert isinstance(written, pygit2.Tree)
+            tree = written
+        assert tree is not None
+        return tree
+
+    for size_a, size_b in ((30, 300), (300, 300), (300, 30), (20, 25)):
+        a = {o: rng.choice(blobs) for o in rng.sample(objects, size_a)}
+        b = {o: blob for o, blob in a.items() if rng.random() < 0.8}
+        b.update((o, rng.choice(blobs)) for o in rng.sample(objects, max(0, size_b - len(b))))
+        old, new = tree_of(a), tree_of(b)
+        listed = repo.git("diff-tree", "-r", "--name-only", str(old.id), str(new.id)).split()
+        expected = {path.replace("/", "") for path in listed}
+        assert notestree.changed(store.repo, old, new) == expected
+        assert notestree.changed(store.repo, new, old) == expected
+        assert notestree.changed(store.repo, old, old) == set()
