@@ -294,6 +294,7 @@ class CommitGraph:
         self.memory = memory if not self.boundary else None  # a cut graph is never kept
         self._walked: Walked | None = None
         self._chains: dict[str, list[str]] = {}
+        self._meeting_cache: dict[str, list[Meeting]] = {}
         self.walks = 0  # git walks made: what the tests hold to "one or a few"
 
     @property
@@ -410,6 +411,8 @@ class CommitGraph:
         each union disjoint: a branch switch to an older commit, a new commit on it, or
         a commit on top of the kept revision. Nearest first."""
         assert self.memory is not None
+        if rev in self._meeting_cache:
+            return self._meeting_cache[rev]
         mine = self._chain(rev)
         position = {commit: s for s, commit in enumerate(mine)}
         found: list[Meeting] = []
@@ -421,6 +424,7 @@ class CommitGraph:
                     found.append(Meeting(mine[:s], theirs[:t], kept))
                     break
         found.sort(key=lambda m: len(m.up) + len(m.down))
+        self._meeting_cache[rev] = found
         return found
 
     def _chain(self, rev: str) -> list[str]:
