@@ -10,7 +10,7 @@ import os
 import re
 import time
 import tomllib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import IO, Any, NamedTuple
 
 from majordomus import patches, remote
@@ -529,16 +529,18 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
         one = store.notes_on(commit)  # one note, not every note, when all of it is here
         if one is not None:
             blobs, unread = one
-            note = store.note(blobs) if blobs else None
-            records = (
-                tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
-            )
-            return ShowResult(commit, records, (note.invalid if note else 0) + unread, False)
+            return _shown(store, commit, blobs, unread, missing=False)
         noteset = store.read_notes()
     annotated = noteset.commits.get(commit)
-    note = store.note(annotated.blobs) if annotated else None
-    records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
+    return _shown(store, commit, annotated.blobs if annotated else (), unreadable, missing)
+
+
+def _shown(
+    store: Store, commit: str, blobs: Sequence[str], unreadable: int, missing: bool
+) -> ShowResult:
+    note = store.note(blobs) if blobs else None
+    records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
     return ShowResult(commit, records, (note.invalid if note else 0) + unreadable, missing)
 
 
