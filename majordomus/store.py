@@ -63,6 +63,7 @@ class Store:
         self.ref = NotesRef(self.repo, self.commondir, self.environ)
         self.reader = NotesReader(self.repo, self.commondir, self.blobs)
         self._graph: CommitGraph | None = None
+        self._identity: str | None = None
 
     # ---- git subprocesses ------------------------------------------------
 
@@ -288,18 +289,20 @@ class Store:
         return result.returncode != 0 or bool(result.stdout.strip())
 
     def identity(self) -> str:
-        """`Name <email>` as git itself would sign a commit, or git's own refusal."""
-        result = self.git("var", "GIT_COMMITTER_IDENT", check=False)
-        if result.returncode != 0:
-            lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
-            why = lines[-1].removeprefix("fatal: ") if lines else "no identity"
-            raise RepositoryError(
-                f"git has no identity to sign records with ({why}): run "
-                'git config --global user.name "Your Name" and '
-                "git config --global user.email you@example.com."
-            )
-        ident = result.stdout.strip()
-        return ident.rsplit(" ", 2)[0]
+        """`Name <email>` as git itself would sign a commit, or git's own refusal; asked of
+        git once per command (a write that retries signs every attempt)."""
+        if self._identity is None:
+            result = self.git("var", "GIT_COMMITTER_IDENT", check=False)
+            if result.returncode != 0:
+                lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+                why = lines[-1].removeprefix("fatal: ") if lines else "no identity"
+                raise RepositoryError(
+                    f"git has no identity to sign records with ({why}): run "
+                    'git config --global user.name "Your Name" and '
+                    "git config --global user.email you@example.com."
+                )
+            self._identity = result.stdout.strip().rsplit(" ", 2)[0]
+        return self._identity
 
     # ---- the current task -------------------------------------------------
 
