@@ -60,7 +60,10 @@ def check_remote(name: str) -> str:
 
 
 def remote_names(store: Store) -> list[str]:
-    return store.git("remote").stdout.split()
+    """`git remote`, asked once per command (a push looks a name up several times)."""
+    if store.remotes is None:
+        store.remotes = store.git("remote").stdout.split()
+    return store.remotes
 
 
 def default_remote(store: Store) -> str:

@@ -64,6 +64,7 @@ class Store:
         self.reader = NotesReader(self.repo, self.commondir, self.blobs)
         self._graph: CommitGraph | None = None
         self._identity: str | None = None
+        self.remotes: list[str] | None = None  # `git remote`, once asked (remote.py)
 
     # ---- git subprocesses ------------------------------------------------
 
