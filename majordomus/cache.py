@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from majordomus import __version__
-from majordomus.records import Entry, Note, Record, Summary
+from majordomus.records import Entry, Note, Summary, validated_record
 
 FILE_NAME = "majordomus-cache"
 GRAPH_FILE_NAME = "majordomus-graph-cache"
@@ -234,18 +234,7 @@ def _unflat(flat: tuple[Any, ...]) -> Entry:
     for key, value in table.items():
         if isinstance(value, dict | list):
             table[key] = _decode(value)
-    if not valid:
-        return Entry(kind, table, None)
-    record = Record(
-        kind=kind,
-        id=table["id"],
-        task=table["task"],
-        head=table["head"],
-        at=table["at"],
-        author=table["author"],
-        table=table,
-    )
-    return Entry(kind, table, record)
+    return Entry(kind, table, validated_record(kind, table) if valid else None)
 
 
 class DocumentCache(CacheFile):

@@ -207,6 +207,12 @@ def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
         return None
     if kind == "resume" and not _valid_resume(table):
         return None
+    return validated_record(kind, table)
+
+
+def validated_record(kind: str, table: Mapping[str, Any]) -> Record:
+    """The record of a table known to be valid (checked here, or by this release before
+    it kept the table in a cache)."""
     return Record(
         kind=kind,
         id=table["id"],

@@ -145,20 +145,7 @@ class Store:
     def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
         """`git rev-list --parents` of TIPS, line by line, never held whole."""
         args = ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
-        command = ["git", f"--git-dir={self.gitdir}", *args]
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**self.environ, "GIT_FLUSH": "0"},
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-            )
-        except FileNotFoundError:
-            raise RepositoryError("git is not installed or not on PATH; install git.") from None
+        process = self._buffered_git(args, stdin=True)
         assert process.stdin is not None and process.stdout is not None
         assert process.stderr is not None
         with process:
@@ -173,35 +160,35 @@ class Store:
                 process.kill()  # the reader stopped early: git is not left writing
                 raise
             err = process.stderr.read()
-        if process.returncode != 0:
-            lines = err.strip().splitlines()
-            detail = lines[-1] if lines else f"exit {process.returncode}"
-            raise RepositoryError(f"git rev-list failed: {detail}.")
+        _check_exit(args[0], process.returncode, err)
 
     def git_output(self, *args: str) -> str:
-        """`git` that writes a lot to stdout and little to stderr (`rev-list`): buffered
-        (GIT_FLUSH=0: into a pipe git would flush every line, a write per commit) and read
-        to its end in one call (a walk writes megabytes)."""
-        command = ["git", f"--git-dir={self.gitdir}", *args]
-        try:
-            process = subprocess.Popen(
-                command,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                env={**self.environ, "GIT_FLUSH": "0"},
-            )
-        except FileNotFoundError:
-            raise RepositoryError("git is not installed or not on PATH; install git.") from None
+        """`git` that writes a lot to stdout and little to stderr (`rev-list`), read to its
+        end in one call (a walk writes megabytes)."""
+        process = self._buffered_git(args, stdin=False)
         assert process.stdout is not None and process.stderr is not None
         with process:
             out = process.stdout.read()
             err = process.stderr.read()  # a few lines at most: it cannot fill its pipe
-        if process.returncode != 0:
-            lines = err.decode("utf-8", "replace").strip().splitlines()
-            detail = lines[-1] if lines else f"exit {process.returncode}"
-            raise RepositoryError(f"git {args[0]} failed: {detail}.")
-        return out.decode("utf-8", "replace")
+        _check_exit(args[0], process.returncode, err)
+        return out
+
+    def _buffered_git(self, args: Sequence[str], stdin: bool) -> subprocess.Popen[str]:
+        """git with its output buffered: GIT_FLUSH=0, since into a pipe git would flush
+        every line of a walk, a write per commit."""
+        try:
+            return subprocess.Popen(
+                ["git", f"--git-dir={self.gitdir}", *args],
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**self.environ, "GIT_FLUSH": "0"},
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
+        except FileNotFoundError:
+            raise RepositoryError("git is not installed or not on PATH; install git.") from None
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         try:
@@ -566,6 +553,13 @@ class Store:
             name, email = "majordomus", "majordomus@localhost>"
         now = datetime.datetime.now(datetime.UTC)
         return pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
+
+
+def _check_exit(command: str, returncode: int, err: str) -> None:
+    if returncode != 0:
+        lines = err.strip().splitlines()
+        detail = lines[-1] if lines else f"exit {returncode}"
+        raise RepositoryError(f"git {command} failed: {detail}.")
 
 
 def _joined(texts: Sequence[bytes]) -> bytes:
