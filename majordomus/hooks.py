@@ -120,21 +120,15 @@ def answer(
 def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
     """The store, the check of the session's task and the flag that names it in a command
     (`--task T` when the task was implied, not current), when that task is stale."""
-    from majordomus import ops
+    from majordomus import context
     from majordomus.errors import RefusedError
-    from majordomus.index import Views
 
-    store = ops.open_store(ctx)
-    store.head()
-    prof = ops.load_profile(ctx, store)
-    views = Views(store)
     try:
-        task, implied = ops.session_task(ctx, store, views, None)
+        opened = context.session(ctx)
     except RefusedError:  # no task, or several to choose from: nothing to remind of
         return None
-    result = ops._check_task(views.index(task), task, prof, ctx.now())
-    flag = f" --task {task}" if implied else ""
-    return (store, result, flag) if result.stale else None
+    flag = f" --task {opened.task}" if opened.implied else ""
+    return (opened.store, opened.check, flag) if opened.check.stale else None
 
 
 def _stale_line(ctx: Context) -> str | None:

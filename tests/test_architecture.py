@@ -70,8 +70,18 @@ ALLOWED = {
     },
     # The renderer works on values only: it imports without git (tested below).
     "render": {"graph", "profile", "records", "values"},
-    "context": {"ops", "render", "errors", "graph", "index", "records", "values"},
-    "hooks": {"agents", "context", "ops", "render", "errors", "index", "store", "values"},
+    "context": {
+        "ops",
+        "render",
+        "errors",
+        "graph",
+        "index",
+        "profile",
+        "records",
+        "store",
+        "values",
+    },
+    "hooks": {"agents", "context", "ops", "render", "errors", "store", "values"},
     "cli": {
         "errors",
         "ops",
