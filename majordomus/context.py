@@ -15,15 +15,18 @@ from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
 from majordomus.index import Index, Views
 from majordomus.records import HANDOVER_FIELDS
-from majordomus.values import CheckResult, Located
+from majordomus.values import (
+    CONTEXT_DEFAULT_CHARS,
+    CONTEXT_MAX_CHARS,
+    CONTEXT_MIN_CHARS,
+    CheckResult,
+    Located,
+)
 
 if TYPE_CHECKING:
     from majordomus.profile import Profile
     from majordomus.store import Store
 
-DEFAULT_MAX_CHARS = 4000
-MIN_MAX_CHARS = 200
-MAX_MAX_CHARS = 100_000
 QUOTE = "> "
 DATA_NOTE = (
     f'Lines starting with "{QUOTE.strip()}" are quoted from git notes written by people or '
@@ -84,9 +87,10 @@ class ContextResult(NamedTuple):
 
 
 def check_budget(max_chars: int) -> None:
-    if not MIN_MAX_CHARS <= max_chars <= MAX_MAX_CHARS:
+    if not CONTEXT_MIN_CHARS <= max_chars <= CONTEXT_MAX_CHARS:
         raise RefusedError(
-            f"--max-chars must be between {MIN_MAX_CHARS} and {MAX_MAX_CHARS}, not {max_chars}."
+            f"--max-chars must be between {CONTEXT_MIN_CHARS} and {CONTEXT_MAX_CHARS}, "
+            f"not {max_chars}."
         )
 
 
@@ -259,7 +263,7 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
 
 
 def build(
-    ctx: ops.Context, max_chars: int = DEFAULT_MAX_CHARS, task: str | None = None
+    ctx: ops.Context, max_chars: int = CONTEXT_DEFAULT_CHARS, task: str | None = None
 ) -> ContextResult:
     """The block for the current (or implied) task. No repository, no commit, no task: a
     short line. Several tasks with an open handover and none current: refused (exit 2)."""

@@ -84,6 +84,8 @@ ALLOWED = {
     "hooks": {"agents", "context", "ops", "render", "errors", "store", "values"},
     "cli": {
         "errors",
+        "profile",
+        "records",
         "ops",
         "render",
         "values",
