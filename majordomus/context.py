@@ -208,7 +208,7 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
         )
     fixed_tail = _how_lines(st)
     body: list[str] = [DATA_NOTE, _status_line(st)]
-    included: list[str] = []
+    included: list[tuple[str, int]] = []  # a record put in, and the body line it ends at
     omitted = 0
 
     def total(extra: Sequence[str], tail: Sequence[str]) -> int:
@@ -235,7 +235,7 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
         if total([*heading, *lines], whole_tail) <= max_chars:
             body += [*heading, *lines]
             heading_added = heading_added or needs_heading
-            included.append(loc.record.id)
+            included.append((loc.record.id, len(body)))
             continue
         omitted += 1
         pointer = pointer_line(loc)
@@ -257,8 +257,9 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     # whole lines, from the end, rather than ever exceed the budget.
     while not _fits(lines, max_chars) and len(lines) > 1:
         lines.pop()
-    text = "\n".join(lines) if _fits(lines, max_chars) else ""
-    kept = tuple(i for i in included if i in text)
+    shown = len(lines) if _fits(lines, max_chars) else 0
+    text = "\n".join(lines[:shown])
+    kept = tuple(ident for ident, end in included if len(opening) + end <= shown)
     return ContextResult(st.task, text, kept, omitted + len(included) - len(kept))
 
 

@@ -187,3 +187,22 @@ def test_the_last_record_needs_no_room_for_a_line_it_will_not_need() -> None:
     assert context.block(status, START, exact).included == (only.record.id,)
     tight = context.block(status, START, exact - 1)
     assert tight.included == () and tight.omitted == 1 and len(tight.text) <= exact - 1
+
+
+def test_included_names_the_records_put_in_whatever_their_id_shows_as(repo: Repo) -> None:
+    # A note edited by hand can give a record an id the block shows escaped: the raw id
+    # is then nowhere in the text, and the record was still put in whole.
+    repo.task()
+    rid = json.loads(repo.run("checkpoint", "the retry loop re-enters", "--json").out)["record"][
+        "id"
+    ]
+    note = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    assert note.count(f'id = "{rid}"') == 1
+    edited = note.replace(f'id = "{rid}"', f'id = "{rid}\\u001b[7m"')
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-F", "-", "HEAD", input=edited)
+    result = repo.run("context", "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert (doc["included"], doc["omitted"]) == ([f"{rid}\x1b[7m"], 0)
+    assert f"- {rid}\\x1b[7m on {repo.head()[:12]}, " in doc["text"]
+    assert "> the retry loop re-enters\n" in doc["text"]
