@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple
 import typer
 
 from majordomus import __version__, interrupt
-from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
+from majordomus.errors import ExitCode, MajordomusError, RefusedError
 from majordomus.profile import BUILT_IN
 from majordomus.records import TEXT_CEILING
 from majordomus.values import (
@@ -715,9 +715,9 @@ def mcp(ctx: typer.Context) -> None:
     invocation = _invocation(ctx)
     try:
         from majordomus import mcp_server
-    except ImportError:
-        raise RepositoryError(
-            "majordomus mcp needs the MCP SDK: pip install 'majordomus[mcp]'."
+    except ImportError:  # a usage problem of this installation (exit 2), not of the repository
+        raise RefusedError(
+            "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
         ) from None
     mcp_server.serve(invocation.cwd, invocation.environ)
 
