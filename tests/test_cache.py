@@ -18,7 +18,7 @@ from majordomus.cache import (
 from majordomus.index import Views
 from majordomus.index import _key as index_key
 from majordomus.ops import Context, _write
-from majordomus.records import append_text, new_record
+from majordomus.records import append_note, new_record
 from majordomus.store import Store
 from tests.conftest import AUTHOR, Clock, Repo
 from tests.remote_fixtures import clone, seeded
@@ -123,7 +123,7 @@ def foreign(repo: Repo, step: int) -> str:
         session=None,
         fields=fields or {"body": f"foreign {step}"},
     )
-    return append_text(None, [record])
+    return append_note(None, [record]).decode()
 
 
 def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
