@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-import gc
-import os
 import sys
+
+# The first thing done: from here on Ctrl-C or SIGTERM waits for `main` to answer it (one
+# line, exit 130), even when it comes before `main` runs (the console script still has
+# work of its own). Before this, Python is still starting, and a Ctrl-C is its own.
+try:
+    import gc
+    import os
+
+    from majordomus import interrupt
+
+    interrupt.install(held=True)
+except KeyboardInterrupt:  # Python's own, while the handler was being put in place
+    if sys.argv[1:2] != ["hook"]:  # an agent reads any exit but 0 as a verdict
+        sys.stderr.write("majordomus: interrupted; nothing was stored.\n")
+    raise SystemExit(0 if sys.argv[1:2] == ["hook"] else 130) from None
 
 
 def main() -> int:
-    # Everything inside the try, the handler's own import first: Ctrl-C or SIGTERM at
-    # any instant from here on ends in one line and exit 130, never a traceback.
-    # (Before this line runs, Python is still starting, and a Ctrl-C is its own.)
     hook = sys.argv[1:2] == ["hook"]
     try:
-        from majordomus import interrupt
-
-        interrupt.install()
+        interrupt.release()  # inside the try: a signal that came during start-up is raised here
         interrupt.pause("start-up", os.environ)
         # A command lives for a fraction of a second and builds tens of thousands of
         # small objects while reading notes: the cyclic collector only slows it down.
@@ -36,40 +44,21 @@ def main() -> int:
     except Exception:
         # Code that an interruption cut short (an import half done, say) can fail in its
         # own way afterwards: that is still the interruption, not a crash to print.
-        if not _signalled():
+        if not interrupt.signalled():
             raise
         return _interrupted(hook)
     except KeyboardInterrupt:  # ours, or Python's own before ours was in place
         return _interrupted(hook)
     finally:
-        _settle()
+        interrupt.settle()
 
 
 def _interrupted(hook: bool) -> int:
-    _settle()
+    interrupt.settle()
     if hook:  # an agent reads any exit but 0 as a verdict: a hook never gives one
         return 0
-    sys.stderr.write(f"majordomus: {_said()}\n")
+    sys.stderr.write(f"majordomus: {interrupt.message()}\n")
     return 130
-
-
-def _signalled() -> bool:
-    module = sys.modules.get("majordomus.interrupt")
-    signalled = getattr(module, "signalled", None)
-    return bool(signalled()) if callable(signalled) else False
-
-
-def _said() -> str:
-    module = sys.modules.get("majordomus.interrupt")
-    message = getattr(module, "message", None)
-    return str(message()) if callable(message) else "interrupted; nothing was stored."
-
-
-def _settle() -> None:
-    module = sys.modules.get("majordomus.interrupt")
-    settle = getattr(module, "settle", None)
-    if callable(settle):
-        settle()
 
 
 if __name__ == "__main__":

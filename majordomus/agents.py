@@ -15,11 +15,13 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from majordomus.errors import RefusedError, RepositoryError
-from majordomus.store import Store
 from majordomus.values import AgentFinding, Change
+
+if TYPE_CHECKING:  # the hook answerer imports the tables below: it must not load git
+    from majordomus.store import Store
 
 AGENTS = ("claude", "codex", "gemini")
 SCOPES = ("local", "project", "user")
@@ -30,6 +32,8 @@ OURS = re.compile(r"""majordomus(?:\.exe)?['"]?\s+hook\s""")
 
 
 class Events(NamedTuple):
+    """What an agent calls the moments majordomus answers (and installs hooks for)."""
+
     session_start: str
     prompt: str
     stop: str

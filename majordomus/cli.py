@@ -17,8 +17,17 @@ from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple
 import typer
 
 from majordomus import __version__, interrupt
-from majordomus.errors import ExitCode, MajordomusError, RefusedError, RepositoryError
-from majordomus.values import CheckResult, StaleLock
+from majordomus.errors import ExitCode, MajordomusError, RefusedError
+from majordomus.profile import BUILT_IN
+from majordomus.records import TEXT_CEILING
+from majordomus.values import (
+    CONTEXT_DEFAULT_CHARS,
+    CONTEXT_MAX_CHARS,
+    CONTEXT_MIN_CHARS,
+    DEFAULT_DAYS,
+    CheckResult,
+    StaleLock,
+)
 
 if TYPE_CHECKING:
     from majordomus import ops, render
@@ -229,7 +238,13 @@ def task_use(
 # ---- writing -----------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(
+    help=f"""Record what is true right now on HEAD, for the current task.
+
+    The body is capped by the profile's checkpoint_max ({BUILT_IN["checkpoint_max"]}
+    characters by default): an over-long body is refused, never truncated.
+    """
+)
 def checkpoint(
     ctx: typer.Context,
     text: Annotated[str | None, typer.Argument(help="What is true right now.")] = None,
@@ -239,16 +254,11 @@ def checkpoint(
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Record what is true right now on HEAD, for the current task.
-
-    The body is capped by the profile's checkpoint_max (400 characters by
-    default): an over-long body is refused, never truncated.
-    """
     invocation = _invocation(ctx)
     if (text is None) == (file is None):
         raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
     if file is not None:
-        text = ops.read_input_file(file, invocation.terminal.stdin, "checkpoint body", 2000)
+        text = ops.read_input_file(file, invocation.terminal.stdin, "checkpoint body", TEXT_CEILING)
     assert text is not None
     result = ops.checkpoint(invocation.context(), text, task, session_name, allow_secret)
     invocation.locks(result.stale_locks)
@@ -294,7 +304,7 @@ def handover(
                 "give the handover either with -F FILE or with the three flags, not both."
             )
         source = "standard input" if file == "-" else file
-        text = ops.read_input_file(file, invocation.terminal.stdin, "handover file", 2000)
+        text = ops.read_input_file(file, invocation.terminal.stdin, "handover file", TEXT_CEILING)
         fields = dict(ops.parse_handover_file(text, source))
     result = ops.handover(invocation.context(), fields, task, session_name, allow_secret)
     invocation.locks(result.stale_locks)
@@ -592,9 +602,12 @@ def context(
     max_chars: Annotated[
         int,
         typer.Option(
-            "--max-chars", metavar="N", help="Budget in characters (200..100000; default 4000)."
+            "--max-chars",
+            metavar="N",
+            help=f"Budget in characters ({CONTEXT_MIN_CHARS}..{CONTEXT_MAX_CHARS}; "
+            f"default {CONTEXT_DEFAULT_CHARS}).",
         ),
-    ] = 4000,
+    ] = CONTEXT_DEFAULT_CHARS,
     task: TaskOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -703,9 +716,9 @@ def mcp(ctx: typer.Context) -> None:
     invocation = _invocation(ctx)
     try:
         from majordomus import mcp_server
-    except ImportError:
-        raise RepositoryError(
-            "majordomus mcp needs the MCP SDK: pip install 'majordomus[mcp]'."
+    except ImportError:  # a usage problem of this installation (exit 2), not of the repository
+        raise RefusedError(
+            "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
         ) from None
     mcp_server.serve(invocation.cwd, invocation.environ)
 
@@ -727,9 +740,10 @@ def adopt(
         typer.Option(
             "--days",
             metavar="N",
-            help="Consider records written at most N days before REV's commit (default 90).",
+            help="Consider records written at most N days before REV's commit "
+            f"(default {DEFAULT_DAYS}).",
         ),
-    ] = 90,
+    ] = DEFAULT_DAYS,
     as_json: JsonOpt = False,
 ) -> None:
     """After a host's squash or rebase merge: copy the records it left on commits not

@@ -14,20 +14,16 @@ import os
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
+from majordomus.agents import AGENTS, EVENTS
+
 if TYPE_CHECKING:
     from majordomus.ops import Context
     from majordomus.store import Store
     from majordomus.values import CheckResult
 
-AGENTS = ("claude", "codex", "gemini")
 INPUT_MAX_BYTES = 1024 * 1024  # hook inputs are small; anything larger is not one
 HOOK_CONTEXT_CHARS = 4000  # Codex cuts hook text past about 2,500 tokens
 STOP_STATE_FILE = "majordomus-hook-stop"
-
-# What each agent calls the moments majordomus answers.
-SESSION_START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionStart"}
-PROMPT = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
-STOP = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
 
 
 class Answer(NamedTuple):
@@ -44,7 +40,7 @@ class Answer(NamedTuple):
 def _silent(agent: str, event: str) -> Answer:
     # Gemini parses stdout as JSON, and Codex requires JSON from a Stop hook: `{}` is
     # their documented "nothing to add". Claude Code takes empty output as that.
-    if agent == "gemini" or (agent == "codex" and event == STOP["codex"]):
+    if agent == "gemini" or (agent == "codex" and event == EVENTS["codex"].stop):
         return Answer({})
     return Answer(None)
 
@@ -95,7 +91,8 @@ def answer(
     from majordomus.errors import MajordomusError
 
     ctx = ops.Context(cwd=cwd, environ=environ, now=now)
-    if name == SESSION_START[agent]:
+    events = EVENTS[agent]
+    if name == events.session_start:
         try:
             result = context.build(ctx, HOOK_CONTEXT_CHARS)
         except ops.AmbiguousTaskError as error:
@@ -103,13 +100,13 @@ def answer(
         if result.task is None:
             return _silent(agent, name)
         return _context_answer(agent, name, result.text)
-    if name == PROMPT[agent]:
+    if name == events.prompt:
         try:
             line = _stale_line(ctx)
         except MajordomusError:
             return _silent(agent, name)
         return _context_answer(agent, name, line) if line else _silent(agent, name)
-    if name == STOP[agent]:
+    if name == events.stop:
         if not enforce or payload.get("stop_hook_active") is True:
             return _silent(agent, name)
         try:
@@ -123,21 +120,15 @@ def answer(
 def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
     """The store, the check of the session's task and the flag that names it in a command
     (`--task T` when the task was implied, not current), when that task is stale."""
-    from majordomus import ops
+    from majordomus import context
     from majordomus.errors import RefusedError
-    from majordomus.index import Views
 
-    store = ops.open_store(ctx)
-    store.head()
-    prof = ops.load_profile(ctx, store)
-    views = Views(store)
     try:
-        task, implied = ops.session_task(ctx, store, views, None)
+        opened = context.session(ctx)
     except RefusedError:  # no task, or several to choose from: nothing to remind of
         return None
-    result = ops._check_task(views.index(task), task, prof, ctx.now())
-    flag = f" --task {task}" if implied else ""
-    return (store, result, flag) if result.stale else None
+    flag = f" --task {opened.task}" if opened.implied else ""
+    return (opened.store, opened.check, flag) if opened.check.stale else None
 
 
 def _stale_line(ctx: Context) -> str | None:

@@ -49,12 +49,17 @@ class _State:
 _state = _State()
 
 
-def install() -> None:
+def install(*, held: bool = False) -> None:
     """Turn SIGINT and SIGTERM into `Interrupted`, except where the parent made them
-    ignored (a background job of a shell): those stay ignored, as Python leaves them."""
+    ignored (a background job of a shell): those stay ignored, as Python leaves them.
+
+    With `held`, a signal waits until `release()`: the entry module installs the handler
+    as it is imported, before `main` is there to answer one."""
     for signum in _SIGNALS:
         if signal.getsignal(signum) != signal.SIG_IGN:
             signal.signal(signum, _handler)
+    if held:
+        _state.holding += 1
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
@@ -115,6 +120,9 @@ def settle() -> None:
     _state.raised = True
     for signum in _SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    # A signal deferred out of a callback has no one left to interrupt; its alarm, should
+    # it ring while Python shuts down (handlers back to the defaults), would kill the process.
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 @contextlib.contextmanager
@@ -124,10 +132,18 @@ def held() -> Iterator[None]:
     try:
         yield
     finally:
-        _state.holding -= 1
-        if not _state.holding and _state.pending is not None and not _state.raised:
-            signum, _state.pending = _state.pending, None
-            raise Interrupted(signum)
+        release()
+
+
+def release() -> None:
+    """End one hold (`held()`, `install(held=True)`; none left: nothing to do); when it was
+    the last, a signal that came meanwhile is raised now."""
+    if not _state.holding:
+        return
+    _state.holding -= 1
+    if not _state.holding and _state.pending is not None and not _state.raised:
+        signum, _state.pending = _state.pending, None
+        raise Interrupted(signum)
 
 
 def writing(kind: str, ident: str = "") -> None:

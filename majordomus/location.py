@@ -16,8 +16,14 @@ from majordomus.errors import RepositoryError
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 
 
-def _located_by_environment(path: str, environ: Mapping[str, str]) -> tuple[str, str | None] | None:
-    """(git dir, work tree or None) as git finds them when its environment names them.
+class _Located(NamedTuple):
+    gitdir: str
+    workdir: str | None
+    common: str  # where git reads the shared refs: GIT_COMMON_DIR, if it names one
+
+
+def _located_by_environment(path: str, environ: Mapping[str, str]) -> _Located | None:
+    """The git dir, work tree and common dir, as git finds them when its environment names them.
 
     libgit2 ignores GIT_DIR and GIT_WORK_TREE, so git itself is asked, from `path`
     (where -C went): relative values resolve from there, GIT_DIR without
@@ -58,17 +64,18 @@ def _located_by_environment(path: str, environ: Mapping[str, str]) -> tuple[str,
             f"{where}, which is not a git repository; point "
             f"{' and '.join(named)} at one, or unset {'it' if len(named) == 1 else 'them'}."
         )
-    gitdir, common = lines[0], os.path.join(path, lines[1])
-    own_common = Path(gitdir)
-    if (own_common / "commondir").exists():
-        own_common = own_common / (own_common / "commondir").read_text().strip()
-    if os.path.realpath(common) != os.path.realpath(own_common):
-        raise RepositoryError(
-            f"GIT_COMMON_DIR names {os.path.realpath(common)}, but the repository at {gitdir} "
-            "keeps its refs elsewhere and majordomus reads them from there; unset GIT_COMMON_DIR."
-        )
     bare = lines[2] == "true"
-    return gitdir, None if bare or len(lines) < 4 else lines[3]
+    workdir = None if bare or len(lines) < 4 else lines[3]
+    return _Located(lines[0], workdir, os.path.join(path, lines[1]))
+
+
+def _common_dir(gitdir: Path) -> Path:
+    """Where a git directory keeps its refs: itself, or what its `commondir` file names
+    (a linked work tree's)."""
+    pointer = gitdir / "commondir"
+    if pointer.exists():
+        return (gitdir / pointer.read_text().strip()).resolve()
+    return gitdir
 
 
 def _discover(path: str) -> str:
@@ -122,18 +129,21 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     if not os.path.isdir(path):
         raise RepositoryError(f"cannot change to '{path}': no such directory.")
     located = _located_by_environment(path, environ)
-    found, workdir = located if located is not None else (_discover(path), None)
+    found = located.gitdir if located is not None else _discover(path)
+    common = _common_dir(Path(found))
+    if located is not None and os.path.realpath(located.common) != os.path.realpath(common):
+        raise RepositoryError(
+            f"GIT_COMMON_DIR names {os.path.realpath(located.common)}, but the repository at "
+            f"{located.gitdir} keeps its refs elsewhere and majordomus reads them from there; "
+            "unset GIT_COMMON_DIR."
+        )
     try:
         repo = pygit2.Repository(found)
     except pygit2.GitError as error:
         raise RepositoryError(_unopenable(found, error)) from None
     gitdir = Path(repo.path)
-    if located is None:
-        workdir = repo.workdir
+    workdir = located.workdir if located is not None else repo.workdir
     work = Path(workdir) if workdir else None
-    common = gitdir
-    if (common / "commondir").exists():
-        common = (common / (common / "commondir").read_text().strip()).resolve()
     # The git subprocesses run elsewhere than `path`: what the environment names
     # reaches them as absolute paths, so they read what this object reads.
     return Opened(repo, gitdir, work, common, _absolute_locations(environ, gitdir, work))

@@ -89,13 +89,23 @@ def resolve_task(task_ids: Collection[str], name: str) -> str:
 
 
 def current_task(
-    ctx: Context, store: Store, task_ids: Collection[str], explicit: str | None
-) -> str:
-    """--task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`."""
+    ctx: Context, store: Store, views: Views, explicit: str | None, *, imply: bool = False
+) -> tuple[str, bool]:
+    """The task a command works on, and whether it was implied rather than named.
+
+    --task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`. With none
+    of them and `imply`: the task of the open handover reachable from HEAD when exactly one
+    task has one (what a new clone or a new agent session picks up).
+    """
     for name in (explicit, ctx.environ.get("MAJORDOMUS_TASK") or None, store.current_task()):
         if name:
-            return resolve_task(task_ids, name)
-    raise RefusedError(
+            return resolve_task(views.task_ids, name), False
+    candidates = tasks_with_open_handover(store, views) if imply else []
+    if len(candidates) == 1:
+        return candidates[0], True
+    if candidates:
+        raise AmbiguousTaskError(tuple(candidates))
+    raise NoTaskError(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
     )
@@ -113,28 +123,6 @@ def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
         return []
     reach = store.graph().order(store.head(), set().union(*pending.values()))
     return sorted(task for task, commits in pending.items() if commits & reach.keys())
-
-
-def session_task(
-    ctx: Context, store: Store, views: Views, explicit: str | None
-) -> tuple[str, bool]:
-    """The task a fresh session works on, and whether it was implied rather than named.
-
-    As `current_task`; with none set, the task of the open handover reachable from HEAD
-    when exactly one task has one (what a new clone or a new agent session picks up).
-    """
-    for name in (explicit, ctx.environ.get("MAJORDOMUS_TASK") or None, store.current_task()):
-        if name:
-            return resolve_task(views.task_ids, name), False
-    candidates = tasks_with_open_handover(store, views)
-    if len(candidates) == 1:
-        return candidates[0], True
-    if candidates:
-        raise AmbiguousTaskError(tuple(candidates))
-    raise NoTaskError(
-        "no current task: start one with majordomus task new TITLE, pick one with "
-        "majordomus task use TASK, or pass --task TASK."
-    )
 
 
 class NoTaskError(RefusedError):
@@ -253,7 +241,7 @@ def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views,
     store.head()
     store.check_writable()
     views = Views(store)
-    return views, current_task(ctx, store, views.task_ids, task)
+    return views, current_task(ctx, store, views, task)[0]
 
 
 def _counted_checkpoint(
@@ -422,7 +410,7 @@ def resume(
     if not peek:
         store.check_writable()
     views = Views(store)
-    task_id, implied = session_task(ctx, store, views, task)
+    task_id, implied = current_task(ctx, store, views, task, imply=True)
     index = views.index(task_id)
     pending = index.open_handovers(task_id)
     if not pending:
@@ -547,9 +535,10 @@ def _shown(
 # ---- check and watch ------------------------------------------------------------------------
 
 
-def _check_task(
+def check_task(
     index: Index, task: str, prof: profiles.Profile, now: datetime.datetime
 ) -> CheckResult:
+    """What `check` says of one task: the age of its last checkpoint against the interval."""
     # A record dated in the future says nothing about when it was written: freshness
     # is judged on what is dated up to now, so a fast clock can make a task look
     # stale, never fresh.
@@ -594,7 +583,7 @@ def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> lis
     now = ctx.now()
     if all_tasks:
         index = Index(store.read_notes(), store)
-        return [_check_task(index, t, prof, now) for t in sorted(index.tasks())]
+        return [check_task(index, t, prof, now) for t in sorted(index.tasks())]
     return [_check_current(ctx, store, task, prof)]
 
 
@@ -602,8 +591,8 @@ def _check_current(
     ctx: Context, store: Store, task: str | None, prof: profiles.Profile
 ) -> CheckResult:
     views = Views(store)
-    task_id = current_task(ctx, store, views.task_ids, task)
-    return _check_task(views.index(task_id), task_id, prof, ctx.now())
+    task_id, _ = current_task(ctx, store, views, task)
+    return check_task(views.index(task_id), task_id, prof, ctx.now())
 
 
 def watch(

@@ -650,12 +650,6 @@ def union(notes: Sequence[Note]) -> Note:
     return Note(tuple(entries), other, invalid_plain, tuple(unreadable), salvaged)
 
 
-def append_text(existing: str | None, records: Sequence[Record]) -> str:
-    """`append_note` on text."""
-    data = append_note(existing.encode("utf-8") if existing is not None else None, records)
-    return data.decode("utf-8")
-
-
 def append_note(existing: bytes | None, records: Sequence[Record]) -> bytes:
     """The note with `records` appended after the existing bytes, which are kept byte for byte.
 

@@ -235,6 +235,15 @@ class InitReport(NamedTuple):
     no_remote: str = ""  # why no fetch refspec was configured
 
 
+# ---- The context block ----------------------------------------------------------------------
+
+# Its budget in characters: here, not in `context`, so that the command line states them
+# in its help without loading git.
+CONTEXT_DEFAULT_CHARS = 4000
+CONTEXT_MIN_CHARS = 200
+CONTEXT_MAX_CHARS = 100_000
+
+
 # ---- Adoption after a squash or rebase merge ---------------------------------------------
 
 

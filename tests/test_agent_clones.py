@@ -86,3 +86,25 @@ def test_the_commands_offered_for_an_implied_task_name_it(
     assert command == f'majordomus checkpoint --task {task} "<what is true now>"'
     done = second.run("checkpoint", "--task", task, "what is true now")
     assert done.code == 0, done.err  # the command offered works as offered
+
+
+def test_only_reading_commands_take_the_implied_task(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """One open handover reachable from HEAD implies its task to `context`, the hooks and
+    `resume`; a write and `check` still need a task named or current."""
+    _, remote, task, hid = seeded_with_handover(tmp_path, environ, clock)
+    second = clone(str(remote), tmp_path / "second", environ, clock)
+    assert second.run("fetch").code == 0
+    before = second.notes_ref()
+    refusal = (
+        "majordomus: no current task: start one with majordomus task new TITLE, pick one "
+        "with majordomus task use TASK, or pass --task TASK.\n"
+    )
+    for argv in (["checkpoint", "x"], ["handover", "-o", "o", "-s", "s", "-n", "n"], ["check"]):
+        result = second.run(*argv)
+        assert (result.code, result.out, result.err) == (2, "", refusal), argv
+    assert second.notes_ref() == before
+    assert json.loads(second.run("context", "--json").out)["task"] == task
+    peek = second.run("resume", "--peek", "--json")
+    assert peek.code == 0 and json.loads(peek.out)["handover"]["id"] == hid

@@ -70,10 +70,22 @@ ALLOWED = {
     },
     # The renderer works on values only: it imports without git (tested below).
     "render": {"graph", "profile", "records", "values"},
-    "context": {"ops", "render", "errors", "graph", "index", "records", "values"},
-    "hooks": {"context", "ops", "render", "errors", "index", "store", "values"},
+    "context": {
+        "ops",
+        "render",
+        "errors",
+        "graph",
+        "index",
+        "profile",
+        "records",
+        "store",
+        "values",
+    },
+    "hooks": {"agents", "context", "ops", "render", "errors", "store", "values"},
     "cli": {
         "errors",
+        "profile",
+        "records",
         "ops",
         "render",
         "values",
@@ -168,8 +180,10 @@ def test_every_command_has_help_and_is_documented(repo: Repo, argv: list[str]) -
     assert re.search(pattern, readme), f"README does not document `majordomus {' '.join(argv)}`"
 
 
-@pytest.mark.parametrize("module", ["majordomus.render", "majordomus.values"])
-def test_values_and_the_renderer_import_without_git(module: str) -> None:
+@pytest.mark.parametrize(
+    "module", ["majordomus.render", "majordomus.values", "majordomus.agents", "majordomus.hooks"]
+)
+def test_values_the_renderer_and_the_hook_tables_import_without_git(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('pygit2')))"
     command = [sys.executable, "-c", code]
     result = subprocess.run(command, capture_output=True, text=True, check=False)

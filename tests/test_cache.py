@@ -20,7 +20,7 @@ from majordomus.cache import (
 from majordomus.index import Views
 from majordomus.index import _key as index_key
 from majordomus.ops import Context, _write
-from majordomus.records import Note, NoteError, append_text, dump_note, new_record, parse_note
+from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
 from majordomus.store import Store
 from tests.conftest import AUTHOR, Clock, Repo
 from tests.remote_fixtures import clone, seeded
@@ -125,7 +125,7 @@ def foreign(repo: Repo, step: int) -> str:
         session=None,
         fields=fields or {"body": f"foreign {step}"},
     )
-    return append_text(None, [record])
+    return append_note(None, [record]).decode()
 
 
 def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
@@ -403,7 +403,7 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
             session=None,
             fields=fields,
         )
-        return append_text(None, [record])
+        return append_note(None, [record]).decode()
 
     def same_as_fresh() -> None:
         cached = [answers(repo)] + [

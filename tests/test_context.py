@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from majordomus import context, render
 from majordomus.graph import Divergence
 from majordomus.records import new_record
-from majordomus.values import CheckResult, Located
+from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, CheckResult, Located
 from tests.conftest import AUTHOR, START, Repo
 
 HEAD = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"
@@ -130,7 +130,7 @@ def located(kind: str, n: int, fields: dict[str, str]) -> Located:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    budget=st.integers(min_value=context.MIN_MAX_CHARS, max_value=6000),
+    budget=st.integers(min_value=CONTEXT_MIN_CHARS, max_value=6000),
     bodies=st.lists(texts, max_size=12),
     handover=st.one_of(st.none(), st.tuples(texts, texts, texts)),
     title=st.one_of(st.none(), texts),
@@ -183,7 +183,26 @@ def test_the_last_record_needs_no_room_for_a_line_it_will_not_need() -> None:
         task=TASK, title=None, implied=False, check=check, checkpoint_max=400, handover=None,
         divergence=None, older_open=0, checkpoints=(only,), more_checkpoints=0,
     )  # fmt: skip
-    exact = len(context.block(status, START, context.MAX_MAX_CHARS).text)
+    exact = len(context.block(status, START, CONTEXT_MAX_CHARS).text)
     assert context.block(status, START, exact).included == (only.record.id,)
     tight = context.block(status, START, exact - 1)
     assert tight.included == () and tight.omitted == 1 and len(tight.text) <= exact - 1
+
+
+def test_included_names_the_records_put_in_whatever_their_id_shows_as(repo: Repo) -> None:
+    # A note edited by hand can give a record an id the block shows escaped: the raw id
+    # is then nowhere in the text, and the record was still put in whole.
+    repo.task()
+    rid = json.loads(repo.run("checkpoint", "the retry loop re-enters", "--json").out)["record"][
+        "id"
+    ]
+    note = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    assert note.count(f'id = "{rid}"') == 1
+    edited = note.replace(f'id = "{rid}"', f'id = "{rid}\\u001b[7m"')
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-F", "-", "HEAD", input=edited)
+    result = repo.run("context", "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert (doc["included"], doc["omitted"]) == ([f"{rid}\x1b[7m"], 0)
+    assert f"- {rid}\\x1b[7m on {repo.head()[:12]}, " in doc["text"]
+    assert "> the retry loop re-enters\n" in doc["text"]

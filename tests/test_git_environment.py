@@ -217,3 +217,19 @@ def test_git_dir_naming_a_file_git_cannot_use_gives_gits_reason(repo: Repo, tmp_
         "fix that, or unset GIT_DIR.\n"
     )
     assert repo.notes_ref() == before
+
+
+def test_patch_ids_read_the_repository_git_dir_names(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    # The patch ids come from git subprocesses of their own (diff-tree | patch-id): they
+    # must read the repository GIT_DIR names, as every other read does, not the one here.
+    here, other = two_repositories(tmp_path, environ, clock)
+    env = {**environ, "GIT_DIR": str(other.path / ".git")}
+    task = json.loads(here.run("task", "list", "--json", environ=env).out)["tasks"][0]["task"]
+    written = here.run("checkpoint", "--task", task, "patched", "--json", environ=env)
+    assert written.code == 0, written.err
+    record = json.loads(written.out)["record"]
+    diff = other.git("diff-tree", "-p", "--root", "HEAD")
+    expected = other.git("patch-id", "--stable", input=diff).split()[0]
+    assert (record["commit"], record["patch"]) == (other.head(), expected)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import typer
 
-from majordomus import cli
+from majordomus import cli, remote
 from tests.conftest import Repo
 
 
@@ -62,3 +64,29 @@ def test_a_command_parsed_alone_answers_as_the_whole_app_does(
     for line, one, every in zip(lines, alone, whole, strict=True):
         assert (one.code, one.out, one.err) == (every.code, every.out, every.err), line
     assert len(names) >= 19 and all(r.out or r.err for r in alone)
+
+
+def _help(repo: Repo, *argv: str) -> str:
+    result = repo.run(*argv, "--help")
+    assert result.code == 0, result.err
+    return " ".join(result.out.split())  # as one line, whatever the wrapping
+
+
+def test_the_numbers_help_states_are_the_ones_the_commands_use(repo: Repo) -> None:
+    # The hook's budget lives with the push code (which loads git), not with the help.
+    assert f"MAJORDOMUS_HOOK_TIMEOUT seconds ({remote.HOOK_TIMEOUT_S:g})" in _help(repo, "push")
+    profile = json.loads(repo.run("profile", "--json").out)
+    assert f"checkpoint_max ({profile['checkpoint_max']} characters by default)" in _help(
+        repo, "checkpoint"
+    )
+    assert "Budget in characters (200..100000; default 4000)." in _help(repo, "context")
+    repo.task()
+    for budget, code in (("199", 2), ("200", 0), ("100000", 0), ("100001", 2)):
+        assert repo.run("context", "--max-chars", budget).code == code, budget
+    for n in range(12):  # about 5,000 characters of checkpoints: the budget decides
+        repo.run("checkpoint", f"{n} " + "y" * 390)
+    default = repo.run("context").out
+    assert default == repo.run("context", "--max-chars", "4000").out
+    assert default not in (
+        repo.run("context", "--max-chars", budget).out for budget in ("3500", "4500")
+    )

@@ -139,3 +139,38 @@ def test_importing_the_command_line_imports_neither_mcp_nor_pydantic() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout == "[]\n"
+
+
+# The console script's entry point, in a Python where the SDK cannot be imported.
+WITHOUT_THE_SDK = """
+import sys
+
+class NoSdk:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp" or name.startswith("mcp."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoSdk())
+from majordomus.__main__ import main
+raise SystemExit(main())
+"""
+
+
+def test_without_the_sdk_one_sentence_and_exit_2(repo: Repo) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_THE_SDK, "mcp"],
+        capture_output=True,
+        text=True,
+        cwd=repo.path,
+        env=repo.environ,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "majordomus: the MCP SDK is not installed; install it with pip install "
+        "'majordomus[mcp]'.\n",
+    )

@@ -10,7 +10,7 @@ from majordomus.errors import RefusedError
 from majordomus.records import (
     NoteError,
     Record,
-    append_text,
+    append_note,
     clean_text,
     dump_note,
     new_record,
@@ -39,7 +39,7 @@ def test_new_record_serialises_exactly_as_the_spec_shows() -> None:
     record = checkpoint(
         body="reproduced under 50 concurrent enqueues; the retry loop re-enters before the ack"
     )
-    assert append_text(None, [record]) == (
+    assert append_note(None, [record]).decode() == (
         "[[checkpoint]]\n"
         "v = 1\n"
         'id = "c-5be1f07a9d3e4c21"\n'
@@ -108,7 +108,7 @@ def test_control_and_bidi_characters_are_refused(raw: str, code: int, position: 
 
 
 def test_parse_keeps_unknown_keys_and_kinds() -> None:
-    text = append_text(None, [checkpoint()]).replace('body = "', 'future = 3\nbody = "')
+    text = append_note(None, [checkpoint()]).decode().replace('body = "', 'future = 3\nbody = "')
     text += '\n[[annotation]]\nid = "a-1"\nnote = "from a later version"\n'
     text += '\n[[annotation]]\nnote = "no id"\n'
     note = parse_note(text.encode())
@@ -136,8 +136,8 @@ def test_parse_keeps_unknown_keys_and_kinds() -> None:
     ],
 )
 def test_invalid_records_are_counted_not_read(mutation: tuple[str, str]) -> None:
-    good = append_text(None, [checkpoint("c-0000000000000001")])
-    bad = append_text(None, [checkpoint()]).replace(*mutation)
+    good = append_note(None, [checkpoint("c-0000000000000001")]).decode()
+    bad = append_note(None, [checkpoint()]).decode().replace(*mutation)
     note = parse_note((good + "\n" + bad).encode())
     assert [r.id for r in note.records] == ["c-0000000000000001"]
     assert note.invalid == 1
@@ -164,7 +164,7 @@ def test_unreadable_notes_raise_note_error(data: bytes, reason: str) -> None:
 
 def test_append_keeps_existing_text_byte_for_byte() -> None:
     existing = "# written by hand\n[[checkpoint]]\nmystery = { nested = [1, 2] }\n"
-    text = append_text(existing, [checkpoint()])
+    text = append_note(existing.encode(), [checkpoint()]).decode()
     assert text.startswith(existing)
     note = parse_note(text.encode())
     assert note.records == (checkpoint(),)
@@ -172,8 +172,8 @@ def test_append_keeps_existing_text_byte_for_byte() -> None:
 
 
 def test_a_note_that_is_not_toml_is_read_table_by_table() -> None:
-    good = append_text(None, [checkpoint("c-0000000000000001")])
-    other = append_text(None, [checkpoint("c-0000000000000002")])
+    good = append_note(None, [checkpoint("c-0000000000000001")]).decode()
+    other = append_note(None, [checkpoint("c-0000000000000002")]).decode()
     for data, parts in [
         (b"this is not toml", [b"this is not toml"]),
         (b"\xff\xfe", [b"\xff\xfe"]),
@@ -194,16 +194,16 @@ def test_a_note_that_is_not_toml_is_read_table_by_table() -> None:
 
 def test_append_keeps_a_note_that_is_not_toml_and_refuses_one_it_cannot_read() -> None:
     for existing in ('checkpoint = "a plain key"\n', "free text", "[[checkpoint]\n"):
-        text = append_text(existing, [checkpoint()])
+        text = append_note(existing.encode(), [checkpoint()]).decode()
         assert text.startswith(existing)
         assert parse_note(text.encode()).records == (checkpoint(),)
     with pytest.raises(NoteError):
-        append_text("x = " + "[" * 5000 + "]" * 5000, [checkpoint()])
+        append_note(("x = " + "[" * 5000 + "]" * 5000).encode(), [checkpoint()]).decode()
 
 
 def test_union_is_by_id_and_keeps_first_copy() -> None:
-    a = parse_note(append_text(None, [checkpoint("c-1"), checkpoint("c-2")]).encode())
-    b = parse_note(append_text(None, [checkpoint("c-2", "other"), checkpoint("c-3")]).encode())
+    a = parse_note(append_note(None, [checkpoint("c-1"), checkpoint("c-2")]))
+    b = parse_note(append_note(None, [checkpoint("c-2", "other"), checkpoint("c-3")]))
     merged = union([a, b])
     assert [(r.id, r.text("body")) for r in merged.records] == [
         ("c-1", "reproduced"),

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pygit2
+
 from tests.conftest import Clock, Repo
 from tests.remote_fixtures import bare, clone
+from tests.support.env import EMAIL, NAME
+from tests.support.git import NOTES_REF
 
 
 def alice_and_bob(tmp_path: Path, environ: dict[str, str]) -> tuple[Repo, Repo, str, str]:
@@ -62,3 +66,49 @@ def test_an_unknown_id_with_no_notes_is_still_refused(
         f"majordomus: cannot find a commit named '{unknown}'; give a branch, tag or commit id.\n"
     )
     assert bob.run("show", "no-such-branch").code == 3
+
+
+def two_commits_sharing_a_prefix(repo: Repo, digits: int) -> tuple[str, str]:
+    """Two commits (on no branch) whose ids share their first `digits` hex digits."""
+    pygit = repo.pygit
+    head = pygit.head.target
+    tree = pygit[head].peel(pygit2.Tree).id
+    signature = pygit2.Signature(NAME, EMAIL, int(repo.clock.now.timestamp()), 0)
+    seen: dict[str, str] = {}
+    for n in range(16**digits):  # a pair comes long before: the birthday bound
+        oid = str(pygit.create_commit(None, signature, signature, f"try {n}", tree, [head]))
+        other = seen.setdefault(oid[:digits], oid)
+        if other != oid:
+            return other, oid
+    raise AssertionError("no two commits share a prefix")
+
+
+def test_an_abbreviated_id_of_two_absent_commits_is_refused_naming_both(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    source = Repo.init(tmp_path / "source", environ, clock)
+    source.task()
+    first, second = two_commits_sharing_a_prefix(source, 5)
+    for commit in (first, second):
+        source.git("checkout", "-q", "--detach", commit)
+        assert source.run("checkpoint", f"on {commit[:12]}").code == 0
+    # A clone of the notes alone: the commits they are attached to are not in it.
+    lacking = Repo.init(tmp_path / "lacking", environ, clock)
+    lacking.git("fetch", "-q", str(source.path), f"{NOTES_REF}:{NOTES_REF}")
+    assert lacking.pygit.get(first) is None and lacking.pygit.get(second) is None
+    prefix = first[:5]
+    result = lacking.run("show", prefix)
+    low, high = sorted((first, second))
+    assert (result.code, result.out, result.err) == (
+        3,
+        "",
+        f"majordomus: '{prefix}' is ambiguous: notes are attached to {low[:12]}, "
+        f"{high[:12]}; give more digits.\n",
+    )
+    # Enough digits to tell them apart: the one commit's notes, said to be missing here.
+    unique = next(n for n in range(6, 41) if first[:n] != second[:n])
+    shown = lacking.run("show", first[:unique], "--json")
+    assert shown.code == 0, shown.err
+    doc = json.loads(shown.out)
+    assert (doc["commit"], doc["missing"]) == (first, True)
+    assert [r["body"] for r in doc["records"] if r["kind"] == "checkpoint"] == [f"on {first[:12]}"]

@@ -20,7 +20,7 @@ from majordomus.records import (
     Note,
     NoteError,
     Record,
-    append_text,
+    append_note,
     dump_note,
     dump_tables,
     parse_note,
@@ -110,14 +110,14 @@ def check_note_round_trip(note: Note) -> None:
 
 def check_record_round_trip(record: Record, existing: Note) -> None:
     """A new record appended to any note: the old text kept byte for byte, the record exact."""
-    alone = parse_note(append_text(None, [record]).encode("utf-8"))
+    alone = parse_note(append_note(None, [record]))
     assert alone.records == (record,)
     assert alone.entries[0].table == record.table
-    assert dump_note(alone) == append_text(None, [record])
+    assert dump_note(alone) == append_note(None, [record]).decode()
     if not _without_clashes(existing) or existing.other:
         return
     old = dump_note(existing)
-    text = append_text(old, [record])
+    text = append_note(old.encode(), [record]).decode()
     assert text.startswith(old.rstrip("\n"))
     parsed = parse_note(text.encode("utf-8"))
     assert parsed.entries == grouped((*existing.entries, *alone.entries))
