@@ -37,9 +37,11 @@ from report import SizeResult, describe_machine, document, majordomus_source, si
 from suite import (
     Row,
     Setup,
+    Targets,
     checkpoint_after_git_rows,
     checkpoint_row,
     cold_rows,
+    fresh_clone_row,
     hook_rows,
     kinds_text,
     reads,
@@ -159,9 +161,11 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
         fixture.head,
         targets.cold,
     )
+    log("the first history in a fresh clone")
+    fresh = _fresh_row(fixture, setup, workdir / "fresh", in_git, targets)
     log("adopt after squash and rebase merges")
     adopted = adopt_row(setup, scratch_clone(fixture, workdir / "adopt", setup.env))
-    rows = (*warm, *hooks, written, *foreign, *cold, adopted)
+    rows = (*warm, *hooks, written, *foreign, *cold, fresh, adopted)
     return SizeResult(
         fixture=fixture,
         rows=tuple(_memory_limit(row, targets.memory_mib) for row in rows),
@@ -171,6 +175,17 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
         substitutions=_substitutions(setup, workdir),
         task_kinds=kinds_text(in_git),
     )
+
+
+def _fresh_row(
+    fixture: Fixture, setup: Setup, fresh: Path, in_git: Mapping[str, str], targets: Targets
+) -> Row:
+    def reclone() -> None:
+        shutil.rmtree(fresh, ignore_errors=True)
+        scratch_clone(fixture, fresh, setup.env)
+
+    plan = reads(setup, fresh, fixture.expectation, fixture.handover_commit, in_git)
+    return fresh_clone_row(setup, fresh, reclone, plan, targets.fresh)
 
 
 def _memory_limit(row: Row, memory_mib: float) -> Row:
@@ -195,7 +210,8 @@ def _graph_variants(
 
 
 def _substitutions(setup: Setup, workdir: Path) -> dict[str, str]:
-    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph", "adopt")}
+    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph", "adopt", "fresh")}
+    names[str(workdir / "hook-input")] = "INPUT"
     for path, short in ((setup.majordomus, "majordomus"), (setup.python, "python")):
         try:
             names[str(path)] = str(path.relative_to(REPO_ROOT))

@@ -155,6 +155,7 @@ class Targets:
 
     warm: Target
     cold: Target
+    fresh: Target  # the first read in a fresh clone
     write: Target
     after_git: Target
     hook: Target
@@ -166,11 +167,12 @@ def targets_for(commits: int) -> Targets:
     size: warm at most 0.2 of git's time, the first read after a write at most 1.0, a
     checkpoint after a git write at most 2.0 x (that write + the floor), under 200 MiB."""
     if commits < LARGE:
-        return Targets(WARM, COLD, WRITE, AFTER_GIT, HOOK, MEMORY_LIMIT_MIB)
+        return Targets(WARM, COLD, COLD, WRITE, AFTER_GIT, HOOK, MEMORY_LIMIT_MIB)
     memory = LARGE_MEMORY_MIB
     return Targets(
         warm=Target(limit=0.2, memory_mib=memory),
         cold=Target(limit=1.0, memory_mib=memory),
+        fresh=dataclasses.replace(COLD, memory_mib=memory),
         write=dataclasses.replace(WRITE, memory_mib=memory),
         after_git=dataclasses.replace(AFTER_GIT, memory_mib=memory),
         hook=dataclasses.replace(HOOK, memory_mib=memory),
@@ -557,3 +559,23 @@ def _check_hook(stdout: bytes, expect: Expectation, event: str) -> str:
     if event == "SessionStart" and expect.open_handover not in text:
         return "the context does not carry the open handover"
     return ""
+
+
+def fresh_clone_row(
+    setup: Setup, fresh: Path, reclone: Callable[[], object], plan: Reads, target: Target = COLD
+) -> Row:
+    """The first `history --task` in a clone made just before (untimed): no majordomus cache
+    of any kind, what an agent meets after `git clone`; `git log` then runs in the same clone.
+    """
+    mine, theirs, check = plan.history
+    ours: list[Outcome] = []
+    base: list[Outcome] = []
+    for _ in range(setup.cold_runs):
+        reclone()
+        ours.append(run_chain(mine.argvs, setup.env, fresh, mine.ok))
+        base.append(run_chain(theirs.argvs, setup.env, fresh, theirs.ok))
+    series = Series(dataclasses.replace(mine, name="history, fresh clone"), tuple(ours))
+    answer = "" if series.failure else check(ours[-1].stdout)
+    return Row(
+        "history", "first, fresh clone", series, Series(theirs, tuple(base)), target, answer=answer
+    )
