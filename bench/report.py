@@ -261,7 +261,7 @@ def _answers(result: SizeResult) -> list[str]:
     lines = [
         f"- {row.name} ({row.mode}): {row.answer or _matches(row)}"
         for row in result.rows
-        if row.mode == "warm" and not row.majordomus.failure
+        if row.mode in ("warm", "first, fresh clone") and not row.majordomus.failure
     ]
     lines.append(f"- git rev-list: {result.git_answer or 'matches the data set'}")
     return lines
@@ -306,7 +306,7 @@ def size_section(result: SizeResult) -> str:
         _graph_heading(result),
         graph_table(result),
         graph_finding(result),
-        "Answers checked against the generated data (warm runs):",
+        "Answers checked against the generated data (warm runs, and the fresh clone's):",
         "\n".join(_answers(result)),
     ]
     failures = _failures(result)
@@ -424,7 +424,8 @@ all runs of a command, from {memory_source()}.
 - **warm**: the repository is unchanged between runs.
 - **cold**: the first read after a new record is written: `majordomus
   checkpoint` then the read, against `git notes append` of a TOML record then
-  the git read ({setup.cold_runs} cycles, only the read is timed).
+  the git read ({setup.cold_runs} cycles, only the read is timed), in a clone
+  where each read ran once before (untimed).
 - **first, fresh clone**: `history --task` in a local clone made just before
   (untimed; {setup.cold_runs} clones), so no majordomus cache of any kind
   exists: what an agent meets after `git clone`. `git log` runs in the same

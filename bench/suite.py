@@ -371,9 +371,14 @@ def cold_rows(
     head: str,
     target: Target = COLD,
 ) -> list[Row]:
-    """The first read after a new record: write one, then time one read, on both sides."""
+    """The first read after a new record: write one, then time one read, on both sides.
+
+    Each read runs once first, untimed, as in a clone in use: the first read of all
+    (no cache yet) is the fresh-clone row's, not this one's."""
     stamp = _Stamp(head, expect.task)
     write = mj(setup, repo, "checkpoint", CHECKPOINT_TEXT, "--task", expect.task)
+    for _, (mine, _, _) in plan.items():
+        run_chain(mine.argvs, setup.env, repo, mine.ok)
     rows = []
     for name, (mine, theirs, _) in plan.items():
         ours: list[Outcome] = []
