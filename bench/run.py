@@ -1,8 +1,9 @@
 """Benchmark majordomus against git on large repositories (`make bench`).
 
-Builds (once, cached) repositories of 10,000 and 100,000 commits carrying
-majordomus notes, times each majordomus command against the git-only way to
-the same answer, prints Markdown tables and writes docs/benchmarks.md.
+Builds (once, cached) repositories of 10,000, 100,000 and 1,000,000 commits
+carrying majordomus notes, times each majordomus command against the git-only
+way to the same answer, then `fetch` of 1,000 new records from a remote against
+git's fetch and notes merge, prints Markdown tables and writes docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pathlib import Path
 
 from adoption import adopt_row
 from corpus import shape_for
+from fetch_rows import fetch_rows
+from fetch_rows import section as fetch_section
+from fetch_rows import write_section as write_fetch_section
 from graph_rows import GraphFixture, graph_rows, merge_heavy, section, write_section
 from repo_cache import (
     GRAPH_VARIANTS,
@@ -33,12 +37,17 @@ from report import SizeResult, describe_machine, document, majordomus_source, si
 from suite import (
     Row,
     Setup,
-    checkpoint_after_git_row,
+    Targets,
+    checkpoint_after_git_rows,
     checkpoint_row,
     cold_rows,
+    fresh_clone_row,
     hook_rows,
+    kinds_text,
     reads,
     rev_list_answer,
+    targets_for,
+    task_records_in_git,
     warm_rows,
 )
 
@@ -48,7 +57,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench/run.py", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small smoke run: 10k commits, 3 runs")
-    parser.add_argument("--sizes", help="commit counts, comma-separated (10k,100k)")
+    parser.add_argument("--sizes", help="commit counts, comma-separated (10k,100k,1m)")
+    parser.add_argument(
+        "--no-1m",
+        dest="no_1m",
+        action="store_true",
+        help="leave the 1,000,000-commit repository out of the default sizes (it takes the "
+        "longest by far)",
+    )
     parser.add_argument("--runs", type=int, help="measured runs per command (default 10)")
     parser.add_argument("--warmup", type=int, help="warm-up rounds per comparison (default 2)")
     parser.add_argument("--cold-runs", type=int, help="write-then-read cycles (default 5)")
@@ -57,8 +73,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument(
         "--only",
-        choices=["graph"],
-        help="run only these rows (graph: branch switch, fresh clone, merge-heavy history)",
+        choices=["graph", "fetch"],
+        help="run only these rows (graph: branch switch, fresh clone, merge-heavy history; "
+        "fetch: 1,000 new records from a remote)",
     )
     parser.add_argument(
         "--before",
@@ -81,6 +98,12 @@ def parse_sizes(text: str) -> list[int]:
         scale = {"k": 1_000, "m": 1_000_000}.get(word[-1:], 1)
         sizes.append(int(word.rstrip("km")) * scale)
     return sorted(set(sizes))
+
+
+def default_sizes(args: argparse.Namespace) -> str:
+    if args.quick:
+        return "10k"
+    return "10k,100k" if args.no_1m else "10k,100k,1m"
 
 
 def hermetic_env(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
@@ -112,35 +135,61 @@ def log(message: str) -> None:
 def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
     """Every comparison against one cached repository, on scratch clones of it."""
     expect = fixture.expectation
+    targets = targets_for(fixture.shape.commits)
     workdir.mkdir(parents=True)
     read = scratch_clone(fixture, workdir / "read", setup.env)
-    plan = reads(setup, read, expect, fixture.handover_commit)
+    in_git = task_records_in_git(read, setup.env, expect.task)
+    plan = reads(setup, read, expect, fixture.handover_commit, in_git)
     log("warm reads")
-    warm = warm_rows(setup, read, plan)
+    warm = warm_rows(setup, read, plan, target=targets.warm)
     resume = next(row for row in warm if row.name == "resume --peek")
     log("hook claude, as an agent starts it")
-    hooks = hook_rows(setup, read, expect, workdir / "hook-input")
+    hooks = hook_rows(setup, read, expect, workdir / "hook-input", targets.hook)
     graph_rows, chunks = _graph_variants(fixture, setup, workdir / "graph")
     write = scratch_clone(fixture, workdir / "write", setup.env)
     elsewhere = scratch_clone(fixture, workdir / "git-write", setup.env)
     log("checkpoint writes")
-    written = checkpoint_row(setup, write, elsewhere, expect, fixture.head)
+    written = checkpoint_row(setup, write, elsewhere, expect, fixture.head, targets.write)
     log("checkpoint writes after a git write")
-    foreign = checkpoint_after_git_row(setup, write, expect, fixture.head)
+    foreign = checkpoint_after_git_rows(setup, write, expect, fixture.head, targets)
     log("cold reads (a checkpoint, then one read)")
     cold = cold_rows(
-        setup, write, reads(setup, write, expect, fixture.handover_commit), expect, fixture.head
+        setup,
+        write,
+        reads(setup, write, expect, fixture.handover_commit),
+        expect,
+        fixture.head,
+        targets.cold,
     )
+    log("the first history in a fresh clone")
+    fresh = _fresh_row(fixture, setup, workdir / "fresh", in_git, targets)
     log("adopt after squash and rebase merges")
     adopted = adopt_row(setup, scratch_clone(fixture, workdir / "adopt", setup.env))
+    rows = (*warm, *hooks, written, *foreign, *cold, fresh, adopted)
     return SizeResult(
         fixture=fixture,
-        rows=(*warm, *hooks, written, foreign, *cold, adopted),
+        rows=tuple(_memory_limit(row, targets.memory_mib) for row in rows),
         graph_rows=graph_rows,
         graph_chunks=chunks,
         git_answer=rev_list_answer(resume.baseline, expect),
         substitutions=_substitutions(setup, workdir),
+        task_kinds=kinds_text(in_git),
     )
+
+
+def _fresh_row(
+    fixture: Fixture, setup: Setup, fresh: Path, in_git: Mapping[str, str], targets: Targets
+) -> Row:
+    def reclone() -> None:
+        shutil.rmtree(fresh, ignore_errors=True)
+        scratch_clone(fixture, fresh, setup.env)
+
+    plan = reads(setup, fresh, fixture.expectation, fixture.handover_commit, in_git)
+    return fresh_clone_row(setup, fresh, reclone, plan, targets.fresh)
+
+
+def _memory_limit(row: Row, memory_mib: float) -> Row:
+    return dataclasses.replace(row, target=dataclasses.replace(row.target, memory_mib=memory_mib))
 
 
 def _graph_variants(
@@ -161,7 +210,8 @@ def _graph_variants(
 
 
 def _substitutions(setup: Setup, workdir: Path) -> dict[str, str]:
-    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph", "adopt")}
+    names = {str(workdir / name): "REPO" for name in ("read", "write", "graph", "adopt", "fresh")}
+    names[str(workdir / "hook-input")] = "INPUT"
     for path, short in ((setup.majordomus, "majordomus"), (setup.python, "python")):
         try:
             names[str(path)] = str(path.relative_to(REPO_ROOT))
@@ -238,13 +288,67 @@ def main_graph(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return 0
 
 
+FETCH_COMMITS = 100_000
+
+
+def fetch_base(sizes: Sequence[int]) -> int:
+    """The repository the fetch rows start from: 100,000 commits, or the largest run below."""
+    below = [size for size in sizes if size <= FETCH_COMMITS]
+    return max(below) if below else FETCH_COMMITS
+
+
+def run_fetch_rows(
+    args: argparse.Namespace,
+    setup: Setup,
+    root: Path,
+    workdir: Path,
+    commits: int,
+    arguments: Sequence[str],
+) -> str:
+    """The fetch rows against the cached repository of `commits`; returns their section."""
+    rebuild = bool(args.rebuild) and args.only == "fetch"  # else the sizes rebuilt it
+    fixture = ensure_fixture(shape_for(commits), root, setup.env, log, rebuild=rebuild)
+    log(f"fetch of 1,000 new records, from {commits:,} commits")
+    where = workdir / "fetch"
+    prepared, rows = fetch_rows(fixture, setup, where, log)
+    for row in rows:
+        print(f"{row.name} | {row.mode} | {row.majordomus.median_ms:.0f} ms | "
+              f"{row.baseline.median_ms:.0f} ms | {row.verdict}", file=sys.stderr)  # fmt: skip
+    names = {str(where / "run"): "REPO", **_substitutions(setup, workdir)}
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    return fetch_section(fixture, prepared, rows, setup, command, names)
+
+
+def main_fetch(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    started = time.monotonic()
+    root = cache_root(os.environ)
+    root.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    try:
+        setup = make_setup(args, hermetic_env(workdir / "env", os.environ))
+        warn_about(setup)
+        commits = fetch_base(parse_sizes(args.sizes)) if args.sizes else FETCH_COMMITS
+        text = run_fetch_rows(args, setup, root, workdir, commits, arguments)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(text, flush=True)
+    output = args.output or REPO_ROOT / "docs" / "benchmarks.md"
+    if not args.no_write:
+        write_fetch_section(output, text)
+        log(f"wrote the fetch section of {output}")
+    log(f"done in {time.monotonic() - started:.0f} s")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
     if args.only == "graph":
         return main_graph(args, arguments)
+    if args.only == "fetch":
+        return main_fetch(args, arguments)
     started = time.monotonic()
-    sizes = parse_sizes(args.sizes or ("10k" if args.quick else "10k,100k"))
+    sizes = parse_sizes(args.sizes or default_sizes(args))
     root = cache_root(os.environ)
     root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))  # same file system: hard links
@@ -258,13 +362,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"measuring {commits:,} commits")
             results.append(measure_size(fixture, setup, workdir / f"c{commits}"))
             print(size_section(results[-1]) + "\n", flush=True)
+        fetched = run_fetch_rows(args, setup, root, workdir, fetch_base(sizes), arguments)
+        print(fetched + "\n", flush=True)
         source_at_end = majordomus_source(setup)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.monotonic() - started
     if source_at_end != machine.source:
         log("majordomus changed while the benchmark ran: the figures mix versions")
-    text = document(machine, source_at_end, results, setup, arguments, elapsed)
+    text = document(machine, source_at_end, results, setup, arguments, elapsed, fetched)
     output = args.output or (None if args.quick else REPO_ROOT / "docs" / "benchmarks.md")
     if output is not None and not args.no_write:
         output.parent.mkdir(parents=True, exist_ok=True)
