@@ -18,6 +18,7 @@ from majordomus.blobs import NoteBlobs
 from majordomus.records import Entry, Note, NoteError, dump_note, dump_tables, parse_note, union
 
 Copies = Callable[[pygit2.Tree | None], dict[str, list[str]]]
+Differing = dict[str, tuple[list[str], list[str]]]  # object -> (its blobs in one, in other)
 
 
 class Merged(NamedTuple):
@@ -50,6 +51,7 @@ class Merger:
         self.blobs = blobs
         self.copies = copies
         self.signature = signature
+        self._differing: dict[tuple[pygit2.Oid, pygit2.Oid], Differing] = {}
 
     def build(
         self,
@@ -89,15 +91,23 @@ class Merger:
         signature = self.signature()
         return self.repo.create_commit(None, signature, signature, message + "\n", tree_id, parents)
 
-    def differing(
-        self, tree: pygit2.Tree | None, other: pygit2.Tree
-    ) -> dict[str, tuple[list[str], list[str]]]:
+    def differing(self, tree: pygit2.Tree | None, other: pygit2.Tree) -> Differing:
         """Annotated object -> (its note blobs in `tree`, in `other`), for the notes that
         differ: found by comparing the trees where they differ, not by listing both
         (a fetch of a thousand notes into a hundred thousand looks at a thousand)."""
         if tree is None:
             return {name: ([], blobs) for name, blobs in self.copies(other).items()}
-        pairs: dict[str, tuple[list[str], list[str]]] = {}
+        known = self._differing.get((tree.id, other.id))
+        if known is not None:
+            return known
+        swapped = self._differing.get((other.id, tree.id))  # a merge asks both ways round
+        if swapped is not None:
+            return {name: (theirs, mine) for name, (mine, theirs) in swapped.items()}
+        pairs = self._differing[tree.id, other.id] = self._compared(tree, other)
+        return pairs
+
+    def _compared(self, tree: pygit2.Tree, other: pygit2.Tree) -> Differing:
+        pairs: Differing = {}
         for name in notestree.changed(self.repo, tree, other):
             mine = [str(oid) for oid in notestree.find(self.repo, tree, name)]
             theirs = [str(oid) for oid in notestree.find(self.repo, other, name)]

@@ -58,7 +58,7 @@ def walk(
     """
     for entry in root:
         name = entry.name or ""
-        if entry.filemode == TREE:
+        if isinstance(entry, pygit2.Tree):
             if _HEX2.fullmatch(name) and len(prefix) < 38:
                 try:
                     sub = tree(repo, entry.id)
@@ -87,11 +87,11 @@ def changed(
     after = {entry.name or "": entry for entry in new} if new is not None else {}
     for name in before.keys() | after.keys():
         a, b = before.get(name), after.get(name)
-        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+        if a is not None and b is not None and a.id == b.id and type(a) is type(b):
             continue
         subtrees: list[pygit2.Tree | None] = []
         for entry in (a, b):
-            if entry is not None and entry.filemode == TREE:
+            if isinstance(entry, pygit2.Tree):
                 fanned = _HEX2.fullmatch(name) is not None and len(prefix) < 38
                 subtrees.append(tree(repo, entry.id) if fanned else None)
             else:
@@ -118,12 +118,12 @@ def walk_present(
 def find(repo: pygit2.Repository, root: pygit2.Tree, rest: str) -> Iterator[pygit2.Oid]:
     """Every copy of the note for `rest`, at any fan-out depth."""
     flat = _entry(root, rest)
-    if flat is not None and flat.filemode != TREE:
+    if flat is not None and not isinstance(flat, pygit2.Tree):
         yield flat.id
     fan = rest[:2]
     if len(rest) > 2 and fan in root:
         sub = root[fan]
-        if sub.filemode == TREE:
+        if isinstance(sub, pygit2.Tree):
             yield from find(repo, tree(repo, sub.id), rest[2:])
 
 
