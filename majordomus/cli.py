@@ -720,7 +720,7 @@ def mcp(ctx: typer.Context) -> None:
         raise RefusedError(
             "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
         ) from None
-    mcp_server.serve(invocation.cwd, invocation.environ)
+    mcp_server.serve(invocation.cwd, invocation.environ, run)
 
 
 # ---- after a host's merge -------------------------------------------------------------------

@@ -95,7 +95,7 @@ ALLOWED = {
         "__init__",
         "interrupt",
     },
-    "mcp_server": {"cli", "__init__"},
+    "mcp_server": {"__init__"},
     "__main__": {"cli", "hooks", "interrupt"},
     "__init__": set(),
 }

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from majordomus import mcp_server
+from majordomus import cli, mcp_server
 from tests.conftest import MAJORDOMUS, Repo
 
 TOOLS = {
@@ -25,7 +25,7 @@ TOOLS = {
 
 def in_process(repo: Repo, body: Callable[[Client], Awaitable[None]]) -> None:
     async def main() -> None:
-        async with Client(mcp_server.server(str(repo.path), repo.environ)) as client:
+        async with Client(mcp_server.server(str(repo.path), repo.environ, cli.run)) as client:
             await body(client)
 
     asyncio.run(main())
