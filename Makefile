@@ -21,8 +21,15 @@ demo: $(STAMP)
 # Four workers on two cores: many tests wait on the processes they start (git, hooks,
 # daemons, signals). loadfile keeps a module on one worker, so a module-scoped fixture
 # (a planted corpus, a published remote) is built once, not once per worker.
+# The workers keep their compiled test modules (PYTHONDONTWRITEBYTECODE set by a shell
+# made every worker rewrite and compile them all again), and the run's folders live in
+# one base folder of this checkout's own, outside any repository and emptied when the
+# next run starts: pytest's numbered folders under /tmp are shared by every checkout, and
+# each run's end waited while it deleted the oldest one, a whole earlier run's repositories.
+TEST_TMP := $(or $(TMPDIR),/tmp)/majordomus-test-$(shell printf %s '$(CURDIR)' | cksum | cut -d' ' -f1)
+
 test: $(STAMP)
-	$(BIN)/pytest -n 4 --dist loadfile
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 4 --dist loadfile --basetemp=$(TEST_TMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check majordomus tests bench soak
