@@ -22,11 +22,15 @@ demo: $(STAMP)
 # daemons, signals). loadfile keeps a module on one worker, so a module-scoped fixture
 # (a planted corpus, a published remote) is built once, not once per worker.
 # The workers keep their compiled test modules (PYTHONDONTWRITEBYTECODE set by a shell
-# made every worker rewrite and compile them all again), and the run's folders live in
-# one base folder of this checkout's own, outside any repository and emptied when the
-# next run starts: pytest's numbered folders under /tmp are shared by every checkout, and
-# each run's end waited while it deleted the oldest one, a whole earlier run's repositories.
-TEST_TMP := $(or $(TMPDIR),/tmp)/majordomus-test-$(shell printf %s '$(CURDIR)' | cksum | cut -d' ' -f1)
+# made every worker rewrite and compile them all again). The run's folders live in one
+# base folder of this checkout's own, outside any repository, emptied when the next run
+# starts: pytest's numbered folders under /tmp are shared by every checkout, and each
+# run's end waited while it deleted the oldest one, a whole earlier run's repositories.
+# That folder is in memory (/dev/shm) where there is one: every test creates and deletes
+# its repositories' many small files, which on this machine's ext4 disk cost three times
+# the system time (38 s against 12 s) and 43 s of wall time against 29 s.
+TEST_TMP_ROOT ?= $(if $(wildcard /dev/shm/.),/dev/shm,$(or $(TMPDIR),/tmp))
+TEST_TMP := $(TEST_TMP_ROOT)/majordomus-test-$(shell printf %s '$(CURDIR)' | cksum | cut -d' ' -f1)
 
 test: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 4 --dist loadfile --basetemp=$(TEST_TMP)
