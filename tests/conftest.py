@@ -54,7 +54,7 @@ def _pygit2_search_paths(tmp_path_factory: pytest.TempPathFactory) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _one_click_command() -> Iterator[None]:
     # `cli.run` asks typer for the click command of `cli.app` on every call, and typer
-    # builds it afresh from the commands' type hints: about 7 ms, a fifth of the suite's
+    # builds it afresh from the commands' type hints: about 7 ms, a third of the suite's
     # CPU over its thousands of in-process runs. The command is a pure function of the
     # app, so a worker builds it once; every real process (`python -m majordomus`, the
     # hooks, the golden transcripts' regeneration) still builds its own.
