@@ -6,6 +6,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import functools
 import gc
 import importlib
 import os
@@ -790,17 +791,33 @@ def _command_for(argv: Sequence[str]) -> Any:
             break
         else:
             break
-    commands = [
+    return _command_named(name if name in _command_names() else None)
+
+
+@functools.cache
+def _command_names() -> frozenset[str]:
+    commands = {
+        info.name or typer.main.get_command_name(info.callback.__name__)
+        for info in app.registered_commands
+        if info.callback is not None
+    }
+    return frozenset(commands | {str(info.name) for info in app.registered_groups})
+
+
+@functools.cache
+def _command_named(name: str | None) -> Any:
+    """Built once per process (the MCP server runs many commands; click commands are
+    reused from one run to the next); None: the whole app."""
+    if name is None:
+        return typer.main.get_command(app)
+    partial = copy.copy(app)
+    partial.registered_commands = [
         info
         for info in app.registered_commands
         if info.callback is not None
         and (info.name or typer.main.get_command_name(info.callback.__name__)) == name
     ]
-    groups = [info for info in app.registered_groups if info.name == name]
-    if name is None or not (commands or groups):
-        return typer.main.get_command(app)
-    partial = copy.copy(app)
-    partial.registered_commands, partial.registered_groups = commands, groups
+    partial.registered_groups = [info for info in app.registered_groups if info.name == name]
     return typer.main.get_command(partial)
 
 
