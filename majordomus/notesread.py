@@ -21,6 +21,7 @@ from majordomus.errors import RepositoryError
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
+    Note,
     NoteError,
     Summary,
     load_document,
@@ -215,12 +216,16 @@ class NotesReader:
         return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
     def preload(self, blobs: Collection[str]) -> None:
-        """Parse many notes through the document cache (decoding beats parsing TOML)."""
-        missing = [blob for blob in blobs if not self.blobs.is_parsed(blob)]
-        if not missing:
-            return
+        """Parse many notes through the document cache (decoding beats parsing TOML). Notes
+        this command parsed already (a read without its read cache) go into the document
+        cache as they are, for the next command."""
         documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
-        for blob in missing:
+        for blob in blobs:
+            if self.blobs.is_parsed(blob):
+                parsed = self.blobs.parse(blob)
+                if isinstance(parsed, Note) and blob not in documents.documents:
+                    documents.put(blob, parsed)
+                continue
             note = documents.get(blob)
             if note is None:
                 try:
