@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from probe import Outcome, run_chain
+from repo_cache import run_git
 from suite import Command, Row, Series, Setup, Target, interleave, mj
 
 BRANCHES = 5
@@ -30,12 +31,7 @@ ADOPT = Target(limit=2.0)
 
 
 def _git(repo: Path, env: Mapping[str, str], *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(repo), *args], env=dict(env), capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {result.stderr.strip()}")
-    return result.stdout
+    return run_git(args, env, repo)
 
 
 def _majordomus(setup: Setup, repo: Path, *args: str) -> str:

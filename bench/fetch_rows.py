@@ -33,7 +33,7 @@ from typing import IO
 
 from corpus import PlannedNote, Record, Shape, commit_time, plan, render_note
 from probe import Outcome, run_chain
-from repo_cache import RECORD_KINDS, Fixture, _cat_blobs, _get_marks
+from repo_cache import RECORD_KINDS, Fixture, _cat_blobs, _get_marks, run_git
 from report import results_table
 from suite import Command, Row, Series, Setup, Target, git, mj
 
@@ -69,12 +69,7 @@ class FetchSetup:
 
 
 def _git(repo: Path, env: Mapping[str, str], *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=dict(env), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {repo}: {done.stderr.strip()}")
-    return done.stdout
+    return run_git(args, env, repo)
 
 
 def incoming_notes() -> tuple[PlannedNote, ...]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from corpus import GENERATOR_VERSION, commit_time, plan, shape_for
 from probe import Outcome, run_chain
-from repo_cache import _get_marks, _write_notes_commit
+from repo_cache import _get_marks, _write_notes_commit, run_git
 from suite import COLD, WARM, Command, Row, Series, Setup, Target, git_log
 
 Log = Callable[[str], None]
@@ -54,7 +54,7 @@ def merge_heavy(root: Path, commits: int, env: Mapping[str, str], log: Log) -> G
         shutil.rmtree(building, ignore_errors=True)
         repo = building / "repo"
         repo.mkdir(parents=True)
-        _git(["init", "-q", "-b", "main", str(repo)], env, building)
+        run_git(["init", "-q", "-b", "main", str(repo)], env, building)
         log(f"building a merge-heavy history of {commits:,} commits in {building}")
         data = plan(shape)
         proc = subprocess.Popen(
@@ -73,11 +73,11 @@ def merge_heavy(root: Path, commits: int, env: Mapping[str, str], log: Log) -> G
         proc.stdin.close()
         if proc.wait() != 0:
             raise RuntimeError("git fast-import failed")
-        _git(["commit-graph", "write", "--reachable"], env, repo)
-        _git(["reset", "-q", "--hard", "main"], env, repo)
+        run_git(["commit-graph", "write", "--reachable"], env, repo)
+        run_git(["reset", "-q", "--hard", "main"], env, repo)
         seconds = round(time.monotonic() - started, 1)
         facts = {
-            "notes_commit": _git(["rev-parse", "refs/notes/majordomus"], env, repo).strip(),
+            "notes_commit": run_git(["rev-parse", "refs/notes/majordomus"], env, repo).strip(),
             "task": data.expectation.task,
             "build_seconds": seconds,
         }
@@ -117,21 +117,12 @@ def _commit(index: int) -> bytes:
     return b"".join(out)
 
 
-def _git(args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {cwd}: {done.stderr.strip()}")
-    return done.stdout
-
-
 def clone(fixture: GraphFixture, dest: Path, env: Mapping[str, str]) -> Path:
     """A local clone with the records, as a fresh clone after `majordomus fetch` has them."""
     shutil.rmtree(dest, ignore_errors=True)
-    _git(["clone", "-q", str(fixture.path), str(dest)], env, dest.parent)
-    _git(["update-ref", "refs/notes/majordomus", fixture.notes_commit], env, dest)
-    _git(["config", "gc.auto", "0"], env, dest)
+    run_git(["clone", "-q", str(fixture.path), str(dest)], env, dest.parent)
+    run_git(["update-ref", "refs/notes/majordomus", fixture.notes_commit], env, dest)
+    run_git(["config", "gc.auto", "0"], env, dest)
     return dest
 
 
@@ -200,9 +191,9 @@ def _switch_row(setup: Setup, repo: Path, before: Path | None) -> tuple[Row, Ser
 
     def switch() -> None:
         serial[0] += 1
-        _git(["checkout", "-q", "-B", f"fix{serial[0]}", "main~30"], setup.env, repo)
+        run_git(["checkout", "-q", "-B", f"fix{serial[0]}", "main~30"], setup.env, repo)
         message = f"fix {serial[0]}"
-        _git(["commit", "-q", "--allow-empty", "-m", message], setup.env, repo)
+        run_git(["commit", "-q", "--allow-empty", "-m", message], setup.env, repo)
 
     programs = _programs(setup, before)
     commands = [
@@ -211,7 +202,7 @@ def _switch_row(setup: Setup, repo: Path, before: Path | None) -> tuple[Row, Ser
     ]
     series = _interleave(commands, setup, repo, switch, warmup=0)
     answer = series[0].failure or check_history(repo, commands[0], setup.env)
-    _git(["checkout", "-q", "main"], setup.env, repo)
+    run_git(["checkout", "-q", "main"], setup.env, repo)
     row = Row("history (every task)", "after a branch switch", series[0], series[-1], SWITCH)
     return dataclasses.replace(row, answer=answer), series[1] if before else None
 
@@ -313,8 +304,8 @@ def check_history(repo: Path, command: Command, env: Mapping[str, str]) -> str:
         document = json.loads(done.stdout)
     except ValueError:
         return "output is not JSON"
-    head = _git(["rev-parse", "HEAD"], env, repo).strip()
-    order = {c: i for i, c in enumerate(_git(["rev-list", "HEAD"], env, repo).split())}
+    head = run_git(["rev-parse", "HEAD"], env, repo).strip()
+    order = {c: i for i, c in enumerate(run_git(["rev-list", "HEAD"], env, repo).split())}
     records = document["records"]
     if any(r["commit"] not in order for r in records):
         return "a listed record is not on a commit reachable from HEAD"
@@ -333,7 +324,7 @@ def git_label(
 ) -> tuple[str, int | None, int | None]:
     if handover == head:
         return ("current", 0, 0)
-    counts = _git(["rev-list", "--left-right", "--count", f"{head}...{handover}"], env, repo)
+    counts = run_git(["rev-list", "--left-right", "--count", f"{head}...{handover}"], env, repo)
     ahead, behind = map(int, counts.split())
     if behind == 0:
         return ("advanced", ahead, 0)

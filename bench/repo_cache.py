@@ -84,7 +84,8 @@ def _prune_stale(root: Path, log: Log) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _git(args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:
+def run_git(args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:
+    """git in `cwd`, its stdout; RuntimeError with git's own words when it fails."""
     done = subprocess.run(
         ["git", *args], cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
     )
@@ -99,17 +100,17 @@ def _build(shape: Shape, target: Path, env: Mapping[str, str], log: Log) -> None
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
     repo = building / "repo"
-    _git(["init", "-q", "-b", "main", str(repo)], env, building)
+    run_git(["init", "-q", "-b", "main", str(repo)], env, building)
     log(f"building {shape.commits:,} commits / {shape.notes:,} notes in {building}")
     data = plan(shape)
     shas = _fast_import(data, repo, env, log)
     log("writing the commit-graph")
-    _git(["commit-graph", "write", "--reachable"], env, repo)
-    _git(["reset", "-q", "--hard", "main"], env, repo)
+    run_git(["commit-graph", "write", "--reachable"], env, repo)
+    run_git(["reset", "-q", "--hard", "main"], env, repo)
     manifest = {
         "shape": dataclasses.asdict(shape),
-        "head": _git(["rev-parse", "main"], env, repo).strip(),
-        "notes_commit": _git(["rev-parse", "refs/notes/majordomus"], env, repo).strip(),
+        "head": run_git(["rev-parse", "main"], env, repo).strip(),
+        "notes_commit": run_git(["rev-parse", "refs/notes/majordomus"], env, repo).strip(),
         "handover_commit": shas[shape.handover_index],
         "expectation": dataclasses.asdict(data.expectation),
         "build_seconds": round(time.monotonic() - started, 1),
@@ -197,14 +198,14 @@ def _validate_notes(
 ) -> None:
     """Read every note back through git and parse it: the data set must be spec-valid TOML."""
     log("validating the notes with git and tomllib")
-    listed = _git(["notes", "--ref=majordomus", "list"], env, repo).splitlines()
+    listed = run_git(["notes", "--ref=majordomus", "list"], env, repo).splitlines()
     if len(listed) != len(data.notes):
         raise RuntimeError(f"git lists {len(listed)} notes, expected {len(data.notes)}")
     blobs = {commit: blob for blob, commit in (line.split() for line in listed)}
     texts = _cat_blobs([blobs[shas[note.index]] for note in data.notes], repo, env)
     for note, text in zip(data.notes, texts, strict=True):
         _check_note(tomllib.loads(text), len(note.records), shas[note.index])
-    top = _git(["ls-tree", "--name-only", "refs/notes/majordomus"], env, repo).split()
+    top = run_git(["ls-tree", "--name-only", "refs/notes/majordomus"], env, repo).split()
     if any(len(name) != 2 for name in top):
         raise RuntimeError("the notes tree is not fanned out the way git writes it")
 
@@ -264,29 +265,29 @@ def _load(target: Path, shape: Shape) -> Fixture:
 def _verify(fixture: Fixture, env: Mapping[str, str]) -> None:
     """Cheap checks on every run that the cached repository is still what the manifest says."""
     repo = fixture.path
-    if _git(["rev-parse", "main", "refs/notes/majordomus"], env, repo).split() != [
+    if run_git(["rev-parse", "main", "refs/notes/majordomus"], env, repo).split() != [
         fixture.head,
         fixture.notes_commit,
     ]:
         raise RuntimeError(f"{repo} changed since it was built; rerun with --rebuild")
-    note = _git(["notes", "--ref=majordomus", "show", fixture.handover_commit], env, repo)
+    note = run_git(["notes", "--ref=majordomus", "show", fixture.handover_commit], env, repo)
     handovers = tomllib.loads(note).get("handover", [])
     if not any(h.get("id") == fixture.expectation.open_handover for h in handovers):
         raise RuntimeError(f"{repo}: the open handover is not where the manifest says")
-    shown = _git(["log", "--notes=majordomus", "-1", fixture.handover_commit], env, repo)
+    shown = run_git(["log", "--notes=majordomus", "-1", fixture.handover_commit], env, repo)
     if "[[handover]]" not in shown:
         raise RuntimeError(f"{repo}: git log --notes=majordomus does not show the note")
 
 
 def scratch_clone(fixture: Fixture, dest: Path, env: Mapping[str, str]) -> Path:
     """A local clone with the notes ref and commit-graph of the fixture, safe to write to."""
-    _git(["clone", "-q", str(fixture.path), str(dest)], env, dest.parent)
-    _git(["update-ref", "refs/notes/majordomus", fixture.notes_commit], env, dest)
-    _git(["remote", "remove", "origin"], env, dest)
-    _git(["config", "gc.auto", "0"], env, dest)
+    run_git(["clone", "-q", str(fixture.path), str(dest)], env, dest.parent)
+    run_git(["update-ref", "refs/notes/majordomus", fixture.notes_commit], env, dest)
+    run_git(["remote", "remove", "origin"], env, dest)
+    run_git(["config", "gc.auto", "0"], env, dest)
     graph = dest / ".git" / "objects" / "info" / "commit-graph"
     if not graph.is_file():
-        _git(["commit-graph", "write", "--reachable"], env, dest)
+        run_git(["commit-graph", "write", "--reachable"], env, dest)
     return dest
 
 
@@ -297,7 +298,7 @@ def set_commit_graph(repo: Path, generation: int | None, env: Mapping[str, str])
     shutil.rmtree(info / "commit-graphs", ignore_errors=True)
     if generation is not None:
         setting = f"commitGraph.generationVersion={generation}"
-        _git(["-c", setting, "commit-graph", "write", "--reachable"], env, repo)
+        run_git(["-c", setting, "commit-graph", "write", "--reachable"], env, repo)
 
 
 def graph_chunks(repo: Path) -> tuple[str, ...]:

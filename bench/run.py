@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from adoption import adopt_row
@@ -267,23 +267,37 @@ def run_graph_rows(
 
 
 def main_graph(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
+        if args.runs is None:
+            setup = dataclasses.replace(setup, runs=3, warmup=1)
+        return run_graph_rows(args, setup, root, workdir, arguments)
+
+    return _section(args, rows, write_section, "graph")
+
+
+def _section(
+    args: argparse.Namespace,
+    rows: Callable[[Setup, Path, Path], str],
+    write: Callable[[Path, str], None],
+    name: str,
+) -> int:
+    """One section of the report alone: measured in a scratch folder, printed, written into
+    the report (unless --no-write)."""
     started = time.monotonic()
     root = cache_root(os.environ)
     root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     try:
         setup = make_setup(args, hermetic_env(workdir / "env", os.environ))
-        if args.runs is None:
-            setup = dataclasses.replace(setup, runs=3, warmup=1)
         warn_about(setup)
-        text = run_graph_rows(args, setup, root, workdir, arguments)
+        text = rows(setup, root, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(text, flush=True)
     output = args.output or REPO_ROOT / "docs" / "benchmarks.md"
     if not args.no_write:
-        write_section(output, text)
-        log(f"wrote the graph section of {output}")
+        write(output, text)
+        log(f"wrote the {name} section of {output}")
     log(f"done in {time.monotonic() - started:.0f} s")
     return 0
 
@@ -320,24 +334,11 @@ def run_fetch_rows(
 
 
 def main_fetch(args: argparse.Namespace, arguments: Sequence[str]) -> int:
-    started = time.monotonic()
-    root = cache_root(os.environ)
-    root.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=root))
-    try:
-        setup = make_setup(args, hermetic_env(workdir / "env", os.environ))
-        warn_about(setup)
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
         commits = fetch_base(parse_sizes(args.sizes)) if args.sizes else FETCH_COMMITS
-        text = run_fetch_rows(args, setup, root, workdir, commits, arguments)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print(text, flush=True)
-    output = args.output or REPO_ROOT / "docs" / "benchmarks.md"
-    if not args.no_write:
-        write_fetch_section(output, text)
-        log(f"wrote the fetch section of {output}")
-    log(f"done in {time.monotonic() - started:.0f} s")
-    return 0
+        return run_fetch_rows(args, setup, root, workdir, commits, arguments)
+
+    return _section(args, rows, write_fetch_section, "fetch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
