@@ -11,7 +11,7 @@ and a label read from it is exact or `unknown`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
@@ -205,6 +205,16 @@ def streamed_counts(lines: Iterator[Line], rev: str, targets: Sequence[str]) -> 
         for parent in line[1:]:
             owed[parent] = owed.get(parent, 0) | mask
     return None if owed else masks
+
+
+def from_counts(ahead: int, behind: int, related: Callable[[], bool]) -> Divergence:
+    """The label of two distinct commits of a complete history from git's counts; `related`
+    (asked only when both sides moved) says whether they share any commit."""
+    if behind == 0:
+        return Divergence("advanced", ahead, 0)
+    if ahead == 0:
+        return Divergence("behind", 0, behind)
+    return Divergence("diverged" if related() else "unrelated", ahead, behind)
 
 
 def labels_of(
@@ -506,13 +516,7 @@ class CommitGraph:
         if not self.source.has_commit(handover):
             return MISSING
         ahead, behind = self.source.ahead_behind(rev, handover)
-        if behind == 0:
-            return Divergence("advanced", ahead, 0)
-        if ahead == 0:
-            return Divergence("behind", 0, behind)
-        if self.source.merge_base(rev, handover) is not None:
-            return Divergence("diverged", ahead, behind)
-        return Divergence("unrelated", ahead, behind)
+        return from_counts(ahead, behind, lambda: self.source.merge_base(rev, handover) is not None)
 
     def _streamed_labels(self, rev: str, handovers: Sequence[str]) -> dict[str, Divergence] | None:
         """Every label of a complete clone from one walk of REV and the handovers, read line
@@ -531,14 +535,8 @@ class CommitGraph:
         else:
             return None
         only_rev, only_target, both = tally(masks, len(targets))
-        for i, target in enumerate(targets):
-            ahead, behind = only_rev[i], only_target[i]
-            if behind == 0:
-                found[target] = Divergence("advanced", ahead, 0)
-            elif ahead == 0:
-                found[target] = Divergence("behind", 0, behind)
-            else:
-                found[target] = Divergence("diverged" if both[i] else "unrelated", ahead, behind)
+        for target, ahead, behind, shared in zip(targets, only_rev, only_target, both, strict=True):
+            found[target] = from_counts(ahead, behind, shared.__bool__)
         return found
 
     def _walk_labels(self, rev: str, handovers: Sequence[str]) -> dict[str, Divergence]:
