@@ -252,6 +252,9 @@ class DocumentCache(CacheFile):
         if loaded is not None and len(loaded) == 1 and isinstance(loaded[0], dict):
             self.documents = loaded[0]
 
+    def has(self, blob: str) -> bool:
+        return blob in self.documents
+
     def get(self, blob: str) -> Note | None:
         raw = self.documents.get(blob)
         if raw is None:

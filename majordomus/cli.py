@@ -794,13 +794,15 @@ def _command_for(argv: Sequence[str]) -> Any:
     return _command_named(name if name in _command_names() else None)
 
 
+def _name_of(info: typer.models.CommandInfo) -> str | None:
+    if info.callback is None:
+        return None
+    return info.name or typer.main.get_command_name(info.callback.__name__)
+
+
 @functools.cache
 def _command_names() -> frozenset[str]:
-    commands = {
-        info.name or typer.main.get_command_name(info.callback.__name__)
-        for info in app.registered_commands
-        if info.callback is not None
-    }
+    commands = {name for info in app.registered_commands if (name := _name_of(info))}
     return frozenset(commands | {str(info.name) for info in app.registered_groups})
 
 
@@ -812,10 +814,7 @@ def _command_named(name: str | None) -> Any:
         return typer.main.get_command(app)
     partial = copy.copy(app)
     partial.registered_commands = [
-        info
-        for info in app.registered_commands
-        if info.callback is not None
-        and (info.name or typer.main.get_command_name(info.callback.__name__)) == name
+        info for info in app.registered_commands if _name_of(info) == name
     ]
     partial.registered_groups = [info for info in app.registered_groups if info.name == name]
     return typer.main.get_command(partial)

@@ -296,9 +296,11 @@ class Views:
             if key in keys:
                 return None  # a copy: which one a read lists depends on the graph
             keys.add(key)
+        unresolved = [h for summary in gone for h in _resolving(summary)]
+        newly = [h for row in new_rows for h in _resolving(row[0])]
         resolved = collections.Counter(resolved_before)
-        resolved.subtract(h for summary in gone for h in _resolving(summary))
-        resolved.update(h for row in new_rows for h in _resolving(row[0]))
+        resolved.subtract(unresolved)
+        resolved.update(newly)
         touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
         views = {task: _unpack(cache.tasks.get(task)) for task in touched}
         rows = {
@@ -306,10 +308,9 @@ class Views:
             + [r for r in new_rows if r[0][2] == task]
             for task, view in views.items()
         }
-        moved = {h for summary in gone for h in _resolving(summary)}
-        moved |= {h for row in new_rows for h in _resolving(row[0])}
         mine = {r[0][1] for task_rows in rows.values() for r in task_rows if r[0][0] == "handover"}
-        if any(f"handover {h}" in keys and h not in mine for h in moved):
+        others = (h for h in {*unresolved, *newly} if h not in mine)
+        if any(_record_key(("handover", h)) in keys for h in others):
             return None  # a resume of another task's handover: that view changes too
         packed = dict(cache.tasks)
         for task, task_rows in rows.items():

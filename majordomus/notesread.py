@@ -223,7 +223,7 @@ class NotesReader:
         for blob in blobs:
             if self.blobs.is_parsed(blob):
                 parsed = self.blobs.parse(blob)
-                if isinstance(parsed, Note) and blob not in documents.documents:
+                if isinstance(parsed, Note) and not documents.has(blob):
                     documents.put(blob, parsed)
                 continue
             note = documents.get(blob)
