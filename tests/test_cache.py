@@ -448,3 +448,64 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
     repo.git("notes", "--ref=majordomus", "append", "-m", copy, "HEAD~2")
     assert Views(Store(str(repo.path), repo.environ)).full is not None
     same_as_fresh()
+
+
+def git_started(repo: Repo, trace: Path, *argv: str) -> list[str]:
+    """The git subcommands a majordomus command started, from a GIT_TRACE2_EVENT log."""
+    result = repo.run(*argv, environ={"GIT_TRACE2_EVENT": str(trace)})
+    assert result.code == 0, result.err
+    names = []
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "start":
+            names.append(next(a for a in event["argv"][1:] if not a.startswith("-")))
+    trace.unlink()
+    return names
+
+
+def test_a_commit_s_patch_id_and_the_identity_are_asked_of_git_once(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
+    """The first record on a commit computes its patch id (diff-tree | patch-id), the next
+    ones read it back; each write asks git for the identity once; a push asks for the
+    remotes once. On the clone of a remote, after a merge and a branch switch."""
+    clock = Clock()
+    remote, alice = seeded(tmp_path, environ, clock)
+    task = alice.task("shared")
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    assert bob.run("task", "use", task).code == 0
+    bob.git("switch", "-q", "-c", "side")
+    bob.commit("side", {"side.txt": "s\n"})
+    bob.git("switch", "-q", "main")
+    bob.commit("main", {"main.txt": "m\n"})
+    bob.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    bob.git("switch", "-q", "side")  # a commit with a change of its own
+    trace = tmp_path / "trace.json"
+    first = git_started(bob, trace, "checkpoint", "first on side")
+    assert first.count("patch-id") == 1 and first.count("var") == 1, first
+    again = git_started(bob, trace, "checkpoint", "second on side")
+    assert "patch-id" not in again and "diff-tree" not in again and again.count("var") == 1
+    record = json.loads(bob.run("show", "--json").out)["records"][-1]
+    diff = bob.git("diff-tree", "-p", "--root", "HEAD")
+    assert record["patch"] == bob.git("patch-id", "--stable", input=diff).split()[0]
+    pushed = git_started(bob, trace, "push")
+    assert pushed.count("remote") == 1, pushed
+
+
+def test_notes_a_cold_read_parsed_are_kept_for_the_next_read(repo: Repo) -> None:
+    """A read without its read cache parses every note; showing many of them whole then
+    keeps them in the document cache, so the next read decodes instead of parsing, and
+    answers the same. A note edited by hand with plain git is kept as it reads."""
+    repo.task()
+    for i in range(30):  # more notes than a preload bothers with below its threshold
+        repo.commit(f"c{i}", {"f.txt": f"{i}\n"})
+        assert repo.run("checkpoint", f"checkpoint {i}").code == 0
+    repo.git("notes", "--ref=majordomus", "append", "-m", "# looked at this one", "HEAD~3")
+    drop_caches(repo)
+    first = repo.run("history", "--json").out
+    blobs = [line.split()[0] for line in repo.git("notes", "--ref=majordomus", "list").splitlines()]
+    documents = DocumentCache(repo.path / ".git" / RECORDS_FILE_NAME)
+    assert len(blobs) == 31 and all(documents.has(blob) for blob in blobs)
+    assert repo.run("history", "--json").out == first
