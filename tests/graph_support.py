@@ -19,8 +19,10 @@ class MemorySource:
         parents: Mapping[str, tuple[str, ...]],
         boundary: Collection[str] = frozenset(),
         present: Collection[str] | None = None,
+        skewed: bool = False,
     ) -> None:
         self.parents_of = dict(parents)
+        self.skewed = skewed  # walks list parents before children, as skewed clocks can
         self.boundary = frozenset(boundary)
         self.present = set(parents) if present is None else set(present)
         self.cut = {
@@ -42,6 +44,11 @@ class MemorySource:
         return seen
 
     def walk(self, tips: Sequence[str], hide: Sequence[str]) -> list[list[str]]:
+        lines = self._ordered(tips, hide)
+        return lines[::-1] if self.skewed else lines
+
+    def _ordered(self, tips: Sequence[str], hide: Sequence[str]) -> list[list[str]]:
+        """Children before parents, always."""
         self.walks.append((tuple(tips), tuple(hide)))
         wanted = self._reach(tips) - self._reach(hide)
         # children first: a depth-first post-order, reversed
@@ -63,9 +70,8 @@ class MemorySource:
         return [[c, *self.cut[c]] for c in order]
 
     def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
-        """`walk`, line by line; in topological order (this class's own walk) when asked,
-        whatever order a subclass's `walk` gives otherwise."""
-        yield from MemorySource.walk(self, tips, []) if topo else self.walk(tips, [])
+        """`walk`, line by line; children before parents when `topo`, skewed or not."""
+        yield from self._ordered(tips, []) if topo else self.walk(tips, [])
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         return self.cut.get(commit)
