@@ -89,6 +89,21 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def python_script(repo: Repo, source: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A Python script run in the repository, in a session of its own, stdin empty."""
+    return subprocess.run(
+        [sys.executable, "-c", source, *argv],
+        env=repo.environ,
+        cwd=repo.path,
+        input="",
+        capture_output=True,
+        text=True,
+        check=False,
+        start_new_session=True,
+        timeout=60,
+    )
+
+
 def checkpoints_on_head(repo: Repo) -> list[str]:
     """Checkpoint ids on HEAD, as git itself reads the note."""
     note = repo.git("notes", "--ref=majordomus", "show", "HEAD", check=False)
@@ -477,16 +492,7 @@ sys.exit(main())
 def test_an_error_left_behind_by_an_interruption_is_the_interruption(repo: Repo) -> None:
     # Seen once in a sweep: SIGINT during `import ssl` left a TypeError, printed as a
     # traceback with exit 1. An exception after a signal is the signal's: 130, one line.
-    result = subprocess.run(
-        [sys.executable, "-c", _CUT_SHORT],
-        env=repo.environ,
-        cwd=repo.path,
-        capture_output=True,
-        text=True,
-        check=False,
-        start_new_session=True,
-        timeout=60,
-    )
+    result = python_script(repo, _CUT_SHORT)
     assert (result.returncode, result.stdout, result.stderr) == (
         130,
         "",
@@ -521,15 +527,7 @@ except interrupt.Interrupted as stop:
 def test_a_signal_inside_a_callback_is_raised_once_it_returns(repo: Repo) -> None:
     # Raised inside import's module-lock callback, the interruption was swallowed by Python
     # ("Exception ignored in: ... cb"), the command ran on and printed that on stderr.
-    result = subprocess.run(
-        [sys.executable, "-c", _IN_A_CALLBACK],
-        env=repo.environ,
-        capture_output=True,
-        text=True,
-        check=False,
-        start_new_session=True,
-        timeout=60,
-    )
+    result = python_script(repo, _IN_A_CALLBACK)
     assert (result.returncode, result.stdout, result.stderr) == (
         0,
         "not raised inside the callback\nraised after it: 2\n",
@@ -551,17 +549,7 @@ sys.exit(main())
 @pytest.mark.parametrize("hook", [False, True], ids=["command", "hook"])
 def test_ctrl_c_before_main_runs_is_answered_by_main(repo: Repo, hook: bool) -> None:
     argv = ["hook", "claude"] if hook else ["check"]
-    result = subprocess.run(
-        [sys.executable, "-c", _BEFORE_MAIN, *argv],
-        env=repo.environ,
-        cwd=repo.path,
-        input="",
-        capture_output=True,
-        text=True,
-        check=False,
-        start_new_session=True,
-        timeout=60,
-    )
+    result = python_script(repo, _BEFORE_MAIN, *argv)
     expected = (0, "") if hook else (130, "majordomus: interrupted; nothing was stored.\n")
     assert (result.returncode, result.stdout, result.stderr) == (
         expected[0],
