@@ -72,6 +72,25 @@ def partial(remote: Path, path: Path, repo: Repo, flt: str) -> Repo:
     return clone(f"file://{remote}", path, repo.environ, repo.clock, f"--filter={flt}")
 
 
+def after_git_fetch(
+    tmp_path: Path,
+    environ: dict[str, str],
+    clock: Clock,
+    template: Template,
+    flt: str,
+    *config: tuple[str, str],
+) -> tuple[Path, Repo, Repo]:
+    """Alice's published records, and Bob's partial clone, configured with `config` and by
+    `majordomus init`, after a plain `git fetch` brought the notes commit, not its objects."""
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    for key, value in config:
+        bob.git("config", key, value)
+    ok(bob, "init")
+    bob.git("fetch", "-q")
+    return remote, alice, bob
+
+
 def missing(repo: Repo, ref: str) -> list[str]:
     """Objects under the notes tree of `ref` this clone lacks, as git itself lists them."""
     tree = repo.git("rev-parse", f"{ref}^{{tree}}").strip()
@@ -113,10 +132,7 @@ def test_fetch_after_a_plain_git_fetch_brings_what_it_left_out(
     tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
     # The notes commit is already here: a --no-filter fetch alone would bring nothing.
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, flt)
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    _remote, _alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     assert missing(bob, TRACKING) != []
     trace = tmp_path / "trace.json"
     result = bob.run("fetch", environ={"GIT_TRACE2_EVENT": str(trace)})
@@ -129,10 +145,7 @@ def test_fetch_after_a_plain_git_fetch_brings_what_it_left_out(
 def test_notes_from_plain_git_fetch_are_read_after_one_batch(
     tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, flt)
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    _remote, _alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     assert missing(bob, TRACKING) != []
     trace = tmp_path / "trace.json"
     result = bob.run("history", "--all", "--json", environ={"GIT_TRACE2_EVENT": str(trace)})
@@ -146,10 +159,7 @@ def test_notes_from_plain_git_fetch_are_read_after_one_batch(
 def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
     tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, flt)
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    remote, alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     before = bob.git("for-each-ref", "refs/notes")
     away = remote.with_name("away.git")
     remote.rename(away)  # the promisor remote is unreachable
@@ -180,10 +190,7 @@ def test_a_read_that_cannot_fetch_exits_3_and_remembers_nothing(
 def test_writes_and_the_pre_push_hook_in_a_partial_clone(
     tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, flt)
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    _remote, alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     bob.commit("bob's fix", {"fix.txt": "fixed\n"})
     task = json.loads(ok(bob, "task", "list", "--json"))["tasks"][0]["task"]
     ok(bob, "checkpoint", "--task", task, "fixed on a partial clone")
@@ -206,10 +213,7 @@ def test_writes_and_the_pre_push_hook_in_a_partial_clone(
 def test_a_missing_object_is_never_cached_as_invalid(
     tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
 ) -> None:
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    _remote, alice, bob = after_git_fetch(tmp_path, environ, clock, template, "blob:none")
     # Not a promisor any more: the blobs are simply missing, and reads say so.
     bob.git("config", "remote.origin.promisor", "false")
     before = json.loads(ok(bob, "history", "--all", "--json"))
@@ -232,11 +236,9 @@ def test_a_server_that_serves_only_advertised_refs(
     tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
 ) -> None:
     # Protocol v0 without uploadpack.allowAnySHA1InWant refuses a request by object id.
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
-    bob.git("config", "protocol.version", "0")
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    _remote, _alice, bob = after_git_fetch(
+        tmp_path, environ, clock, template, "blob:none", ("protocol.version", "0")
+    )
     ids = missing(bob, TRACKING)
     refused = subprocess.run(
         ["git", "fetch", "--no-filter", "origin", ids[0]],
@@ -274,10 +276,7 @@ def test_show_reads_only_the_note_of_its_commit(
 ) -> None:
     """`show` answers from that commit's note alone: the other notes' objects, left out of
     this partial clone and unreachable now, are neither needed nor fetched."""
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, flt)
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    remote, _alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     head = bob.git("rev-parse", "HEAD").strip()
     bob.git("notes", "--ref=remotes/origin/majordomus", "show", head)  # git fetches this one
     assert missing(bob, "refs/notes/remotes/origin/majordomus")  # the others stay out
@@ -299,10 +298,7 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
     from majordomus.records import new_record
     from majordomus.store import Store
 
-    remote, alice = published(tmp_path, environ, clock, template)
-    bob = partial(remote, tmp_path / "bob", alice, flt)
-    ok(bob, "init")
-    bob.git("fetch", "-q")
+    remote, _alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     bob.git("update-ref", NOTES, TRACKING)
     noted = bob.git("notes", "--ref=majordomus", "list").split()[1]
     assert missing(bob, NOTES) != []
