@@ -18,24 +18,24 @@ def answer(source: MemorySource, rev: str, handovers: list[str]) -> dict[str, Di
     return CommitGraph(source, None).labels(rev, handovers)
 
 
+#   R - A - M1 ----- C1 - C2        (main)
+#        \          /
+#         H - I1 - I2               (feature, merged)
+ISSUE_HISTORY = {
+    "R": (),
+    "A": ("R",),
+    "H": ("A",),
+    "I1": ("H",),
+    "I2": ("I1",),
+    "M1": ("A",),
+    "C1": ("M1", "I2"),
+    "C2": ("C1",),
+}
+
+
 def test_labels_on_a_history_with_merges() -> None:
-    #   R - A - M1 ----- C1 - C2        (main)
-    #        \          /
-    #         H - I1 - I2               (feature, merged)
-    #          \
-    #           X                       (a branch off the handover, never merged)
-    parents = {
-        "R": (),
-        "A": ("R",),
-        "H": ("A",),
-        "I1": ("H",),
-        "I2": ("I1",),
-        "M1": ("A",),
-        "C1": ("M1", "I2"),
-        "C2": ("C1",),
-        "X": ("H",),
-        "Z": (),  # another root
-    }
+    #   and X, a branch off the handover, never merged; Z, another root
+    parents: dict[str, tuple[str, ...]] = {**ISSUE_HISTORY, "X": ("H",), "Z": ()}
     source = MemorySource(parents)
     got = answer(source, "C2", ["H", "X", "C2", "M1", "Z", "gone", "I2"])
     assert got == {
@@ -156,16 +156,7 @@ def test_a_commit_present_by_another_path_is_not_counted_twice() -> None:
 
 
 def test_the_issue_history_cut_at_depth_four() -> None:
-    parents = {
-        "R": (),
-        "A": ("R",),
-        "H": ("A",),
-        "I1": ("H",),
-        "I2": ("I1",),
-        "M1": ("A",),
-        "C1": ("M1", "I2"),
-        "C2": ("C1",),
-    }
+    parents = ISSUE_HISTORY
     assert answer(MemorySource(parents), "C2", ["H"]) == {"H": Divergence("advanced", 5, 0)}
     # What `git clone --depth 4 --no-single-branch` keeps: I1 is cut from H, yet H is
     # here (branch feature), so the cut is mended and the answer is exact.
