@@ -792,7 +792,7 @@ def _config_findings(store: Store) -> list[Finding]:
             )
     if not findings:
         findings.append(Finding("config", True, "records follow amended and rebased commits"))
-    for name in remote.remote_names(store):
+    for name in store.remote_names():
         specs = store.git("config", "--get-all", f"remote.{name}.fetch", check=False).stdout
         if remote.fetch_refspec(name) not in specs.split():
             findings.append(

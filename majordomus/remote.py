@@ -59,13 +59,6 @@ def check_remote(name: str) -> str:
     return name
 
 
-def remote_names(store: Store) -> list[str]:
-    """`git remote`, asked once per command (a push looks a name up several times)."""
-    if store.remotes is None:
-        store.remotes = store.git("remote").stdout.split()
-    return store.remotes
-
-
 def default_remote(store: Store) -> str:
     """The current branch's upstream remote, else `origin`."""
     branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
@@ -82,7 +75,7 @@ def locate(store: Store, name: str | None, cwd: str) -> str:
     if name is None:
         return default_remote(store)
     check_remote(name)
-    if name not in remote_names(store) and os.path.exists(os.path.join(cwd, name)):
+    if name not in store.remote_names() and os.path.exists(os.path.join(cwd, name)):
         return os.path.abspath(os.path.join(cwd, name))
     return name
 
@@ -204,7 +197,7 @@ def fetch(
     store: Store, git: Git, remote: str, *, sleep: Callable[[float], None] = time.sleep
 ) -> FetchReport:
     """Bring the remote's records into its remote-tracking ref, then merge them into ours."""
-    named = remote in remote_names(store)
+    named = remote in store.remote_names()
     where = shown(remote)
     # A URL has no remote-tracking ref: its records pass through a private ref
     # that is removed once merged.
@@ -277,7 +270,7 @@ def push(
         flag, summary = _push_status(result.stdout)
         if result.returncode == 0:
             outcome = "up-to-date" if flag == "=" else "pushed"
-            if remote in remote_names(store):
+            if remote in store.remote_names():
                 # As git does for branches: the remote-tracking ref follows what was
                 # pushed, so the next push is leased on the value the remote holds.
                 store.git("update-ref", tracking_ref(remote), local, check=False)
@@ -320,7 +313,7 @@ def _merged_remote_value(
     """
     if fetched is not None:
         return fetched.remote_commit or ""
-    if remote not in remote_names(store):
+    if remote not in store.remote_names():
         return ""  # a URL keeps no remote-tracking ref
     tracked = store.ref_target(tracking_ref(remote))
     if tracked is not None and store.notes_target() is not None:
@@ -399,7 +392,7 @@ def promisor_remote(store: Store) -> str:
     named = store.git("config", "--get", "extensions.partialclone", check=False).stdout.strip()
     if named:
         return named
-    for name in remote_names(store):
+    for name in store.remote_names():
         flag = store.git("config", "--type=bool", "--get", f"remote.{name}.promisor", check=False)
         if flag.stdout.strip() == "true":
             return name
@@ -440,7 +433,7 @@ def _retryable(summary: str) -> bool:
 
 def configure(store: Store, remote: str | None) -> InitReport:
     """Set this clone up so records travel with the code; idempotent, never clobbering."""
-    names = remote_names(store)
+    names = store.remote_names()
     chosen = remote if remote is not None else default_remote(store)
     if remote is not None:
         check_remote(remote)

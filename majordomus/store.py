@@ -64,7 +64,7 @@ class Store:
         self.reader = NotesReader(self.repo, self.commondir, self.blobs)
         self._graph: CommitGraph | None = None
         self._identity: str | None = None
-        self.remotes: list[str] | None = None  # `git remote`, once asked (remote.py)
+        self._remotes: list[str] | None = None
 
     # ---- git subprocesses ------------------------------------------------
 
@@ -291,6 +291,12 @@ class Store:
                 )
             self._identity = result.stdout.strip().rsplit(" ", 2)[0]
         return self._identity
+
+    def remote_names(self) -> list[str]:
+        """`git remote`, asked once per command (a push looks a name up several times)."""
+        if self._remotes is None:
+            self._remotes = self.git("remote").stdout.split()
+        return self._remotes
 
     # ---- the current task -------------------------------------------------
 
