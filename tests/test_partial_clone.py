@@ -326,3 +326,34 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
         assert message.endswith(f"; {undone}: run majordomus fetch, then try again."), message
         assert "missing from this partial clone" in message
         assert bob.notes_ref() == before
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_views_kept_in_a_partial_clone_meet_a_plain_git_fetch(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template, flt: str
+) -> None:
+    """Bob's per-task views are cached; Alice writes and pushes; a plain `git fetch` brings
+    the notes commit without its objects. The next per-task read cannot carry the views
+    over (the objects that changed are not here): it fetches them in one batch, reads
+    again, and answers as a read without caches does."""
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, flt)
+    ok(bob, "init")  # a plain git fetch brings the notes ref from now on
+    ok(bob, "fetch")
+    task = json.loads(ok(bob, "task", "list", "--json"))["tasks"][0]["task"]
+    ok(bob, "history", "--task", task, "--json")  # the views of this state are kept
+    alice.commit("alice's next step", {"next.txt": "n\n"})
+    ok(alice, "checkpoint", "--task", task, "written after bob's read")
+    ok(alice, "push")
+    bob.git("fetch", "-q")
+    assert missing(bob, TRACKING) != []
+    trace = tmp_path / "trace.json"
+    result = bob.run(
+        "history", "--task", task, "--all", "--json", environ={"GIT_TRACE2_EVENT": str(trace)}
+    )
+    assert (result.code, result.err) == (0, "")
+    assert fetches_run(trace) == 1
+    bodies = [r.get("body") for r in json.loads(result.out)["records"]]
+    assert "written after bob's read" in bodies
+    ok(bob, "doctor", "--drop-cache")
+    assert ok(bob, "history", "--task", task, "--all", "--json") == result.out
