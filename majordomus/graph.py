@@ -10,6 +10,7 @@ and a label read from it is exact or `unknown`.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import NamedTuple, Protocol
@@ -98,9 +99,13 @@ class Walked:
     def __init__(self, rev: str, lines: Sequence[Line]) -> None:
         self.rev = rev
         self.lines = list(lines)
-        self.rank = {line[0]: i for i, line in enumerate(lines)}
         self.extra: list[list[Line]] = []  # later walks, newest first
-        self.known: set[str] = set(self.rank)
+        self.known: set[str] = {line[0] for line in self.lines}
+
+    @functools.cached_property
+    def rank(self) -> dict[str, int]:
+        """Commit -> its place in REV's walk (only `order` asks: labels need none)."""
+        return {line[0]: i for i, line in enumerate(self.lines)}
 
     def add(self, lines: Sequence[Line]) -> None:
         fresh = [line for line in lines if line[0] not in self.known]
