@@ -562,10 +562,13 @@ class Store:
 
 
 def _check_exit(command: str, returncode: int, err: str) -> None:
+    """A walk git could not make: the history is damaged or incomplete (an object lost)."""
     if returncode != 0:
         lines = err.strip().splitlines()
-        detail = lines[-1] if lines else f"exit {returncode}"
-        raise RepositoryError(f"git {command} failed: {detail}.")
+        detail = (lines[-1] if lines else f"exit {returncode}").rstrip(".")
+        raise RepositoryError(
+            f"git {command} failed: {detail}; run git fsck to see what this clone lacks."
+        )
 
 
 def _joined(texts: Sequence[bytes]) -> bytes:

@@ -92,3 +92,26 @@ def test_no_identity(repo: Repo) -> None:
         "git config --global user.email you@example.com.\n"
     )
     assert repo.notes_ref() is None
+
+
+def test_a_history_git_cannot_walk_is_one_sentence_and_exit_3(repo: Repo) -> None:
+    """A commit object lost from the middle of the history (a damaged clone): git's walk
+    fails, and every read that needs it says so in one sentence, exit 3, nothing kept."""
+    task = repo.task()
+    commits = [repo.commit(f"c{i}", {"f.txt": f"{i}\n"}) for i in range(6)]
+    for commit in commits[-3:]:
+        repo.git("checkout", "-q", "--detach", commit)
+        assert repo.run("checkpoint", f"on {commit[:7]}").code == 0
+        assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    repo.git("checkout", "-q", "main")
+    lost = commits[1]
+    (repo.path / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    notes_before = repo.notes_ref()
+    for argv in (("history", "--json"), ("history", "--task", task, "--json")):
+        result = repo.run(*argv)
+        assert result.code == 3, (argv, result.out, result.err)
+        assert result.out == "" and len(result.err.splitlines()) == 1, result.err
+        assert result.err.startswith("majordomus: git rev-list failed: "), result.err
+        assert result.err.endswith("; run git fsck to see what this clone lacks.\n")
+        assert "Traceback" not in result.err
+    assert repo.notes_ref() == notes_before
