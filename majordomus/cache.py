@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import marshal
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,6 +27,7 @@ FILE_NAME = "majordomus-cache"
 GRAPH_FILE_NAME = "majordomus-graph-cache"
 RECORDS_FILE_NAME = "majordomus-records-cache"
 VIEWS_FILE_NAME = "majordomus-views"
+VIEWS_FOLDER_NAME = f"{VIEWS_FILE_NAME}.d"  # the parts of the views, beside the file
 PATCH_FILE_NAME = "majordomus-patch-ids"
 FILES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 _SUMMARY = ",".join(Summary._fields)  # a summary's fields change: so does every file's format
@@ -307,35 +310,114 @@ class PatchCache(CacheFile):
         self.write(dict(list(self.ids.items())[-self.KEEP :]))
 
 
+class PartMissing(Exception):
+    """A part the views file names is gone (removed by hand, or by a writer that pruned it
+    long after this process read the file): what it held must be read from the notes."""
+
+
 class ViewCache(CacheFile):
     """Per-task views of every record, for one state of the notes refs.
 
     The key names that state (each ref's target, and HEAD when the choice of a
-    record's copy depends on it), so a view is never read for another state. Each
-    task's view is kept as its own marshalled bytes: a command decodes only the
-    task it asks about.
+    record's copy depends on it), so a view is never read for another state. The file
+    holds the key, a small meta and, for each part (a task's view, a shard of the
+    ledger), the name of the file in the folder beside it that holds the part's bytes.
+    Those files are named by a hash of their content and never rewritten: a write
+    writes only the parts it changed, and a read loads only the parts it asks for.
+    Files no views file names any more are removed once they are PRUNE_AGE old, so a
+    process that read the older views file still finds its parts.
     """
 
     FORMAT = (
-        "views:refs(@head)->(invalid,tasks,ledger(keys,resolved)),"
-        f"task->(rows(({_SUMMARY}),commit,blobs),resolved)"
+        "views:refs(@head)->(invalid,tasks),part->file; "
+        f"part 'task ID':(rows(({_SUMMARY}),commit,blobs),resolved), "
+        "part 'ledger N':(keys,resolved)"
     )
+    PRUNE_AGE = 600.0  # seconds
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
+        self.folder = path.with_name(f"{path.name}.d")
         self.key = ""
         self.meta: Any = None
-        self.tasks: dict[str, bytes] = {}
+        self.files: dict[str, str] = {}
+        self._read: dict[str, bytes] = {}  # parts read or written by this process
         loaded = self.load()
         try:
             if loaded is not None:
-                self.key, self.meta, self.tasks = loaded[0], loaded[1], dict(loaded[2])
-        except (ValueError, TypeError, IndexError):
-            self.key, self.meta, self.tasks = "", None, {}
+                key, meta, files = loaded
+                if isinstance(key, str) and isinstance(files, dict):
+                    self.key, self.meta, self.files = key, meta, files
+        except (ValueError, TypeError):
+            pass
 
-    def get(self, key: str) -> tuple[Any, dict[str, bytes]] | None:
-        return (self.meta, self.tasks) if key and key == self.key else None
+    def get(self, key: str) -> Any:
+        """The meta of the views of this state, or None when the file describes another."""
+        return self.meta if key and key == self.key else None
 
-    def put(self, key: str, meta: Any, tasks: dict[str, bytes]) -> None:
-        self.key, self.meta, self.tasks = key, meta, tasks
-        self.write(key, meta, tasks)
+    def part(self, name: str) -> bytes | None:
+        """A part's bytes; None for a part these views do not have (a task with no records);
+        PartMissing when its file cannot be read whole."""
+        data = self._read.get(name)
+        if data is not None:
+            return data
+        file = self.files.get(name)
+        if file is None:
+            return None
+        try:
+            data = (self.folder / file).read_bytes()
+        except OSError:
+            raise PartMissing(name) from None
+        if _content_name(data) != file:
+            with contextlib.suppress(OSError):
+                os.unlink(self.folder / file)  # so that the part can be written again
+            raise PartMissing(name)
+        self._read[name] = data
+        return data
+
+    def put(self, key: str, meta: Any, parts: dict[str, bytes | None], *, base: bool) -> None:
+        """The views of state `key`: these parts (None removes one) over the parts of the
+        views read (`base`), or these alone."""
+        files = dict(self.files) if base else {}
+        written: list[str] = []
+        for name, data in parts.items():
+            if data is None:
+                files.pop(name, None)
+                self._read.pop(name, None)
+                continue
+            file = _content_name(data)
+            files[name] = file
+            self._read[name] = data
+            written.append(file)
+            target = self.folder / file
+            if target.exists():
+                continue
+            tmp = self.folder / f"{file}.{os.getpid()}.tmp"
+            with contextlib.suppress(OSError):
+                self.folder.mkdir(exist_ok=True)
+                tmp.write_bytes(data)
+                os.replace(tmp, target)
+        if not base:
+            self._read = {name: self._read[name] for name in files if name in self._read}
+        self.key, self.meta, self.files = key, meta, files
+        self.write(key, meta, files)
+        self._prune(set(files.values()))
+
+    def _prune(self, kept: set[str]) -> None:
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            return
+        if len(entries) <= 2 * len(kept):  # little to win yet: spare the stat calls
+            return
+        now = time.time()
+        for entry in entries:
+            if entry.name in kept:
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat().st_mtime > self.PRUNE_AGE:
+                    os.unlink(entry.path)
+
+
+def _content_name(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import collections
 import marshal
+import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from majordomus.cache import VIEWS_FILE_NAME, ViewCache
+from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
 from majordomus.errors import RepositoryError
 from majordomus.records import Note, Record, Summary, summarise, summary_of
 from majordomus.store import NOTES_REF, Store
@@ -183,19 +184,29 @@ class Index:
 
 # ---- per-task views ---------------------------------------------------------------------
 
-# A task's view, marshalled: (rows, resolved handover ids), a row being (summary as
-# a tuple, commit, blobs). The views' meta: (invalid, task ids, every record's key and
-# every resolved handover id, marshalled: read only to carry the views over).
+# The views' parts, marshalled: a task's view, "task ID": (rows, resolved handover ids), a
+# row being (summary as a tuple, commit, blobs); a shard of the ledger, "ledger N": the keys
+# of the records, and the handover ids resumes resolve (as often as they do), whose keys
+# fall in shard N. The views' meta: (invalid, task ids).
 
-Meta = tuple[int, tuple[str, ...], bytes]
+Meta = tuple[int, tuple[str, ...]]
+LEDGER_SHARDS = 64
 
 
 def _pack(rows: Sequence[Row], resolved: Collection[str]) -> bytes:
     return marshal.dumps((tuple(rows), tuple(sorted(resolved))))
 
 
+def _task_part(task: str) -> str:
+    return f"task {task}"
+
+
 def _record_key(summary: tuple[Any, ...]) -> str:
     return f"{summary[0]} {summary[1]}"
+
+
+def _handover_key(handover: str) -> str:
+    return _record_key(("handover", handover))
 
 
 def _resolving(summary: tuple[Any, ...]) -> tuple[str, ...]:
@@ -203,8 +214,67 @@ def _resolving(summary: tuple[Any, ...]) -> tuple[str, ...]:
     return (summary[5], *summary[6]) if summary[0] == "resume" else ()
 
 
-def _ledger(keys: Collection[str], resolved: Collection[str]) -> bytes:
-    return marshal.dumps((tuple(keys), tuple(resolved)))
+def _shard_of(key: str) -> str:
+    return f"ledger {zlib.crc32(key.encode()) % LEDGER_SHARDS}"
+
+
+class Ledger:
+    """Every record's key and every handover id a resume resolves, kept to carry the views
+    over exactly: a copy of a record, or a resume of another task's handover, is told
+    apart from a new record. Sharded by key: a change loads and rewrites only the shards
+    of the keys it concerns (a handover id goes with its handover's key)."""
+
+    def __init__(self, part: Callable[[str], bytes | None]) -> None:
+        self._part = part
+        self._shards: dict[str, tuple[set[str], collections.Counter[str]]] = {}
+        self._changed: set[str] = set()
+
+    def _shard(
+        self, key: str, *, change: bool = False
+    ) -> tuple[set[str], collections.Counter[str]]:
+        name = _shard_of(key)
+        shard = self._shards.get(name)
+        if shard is None:
+            data = self._part(name)
+            keys, resolved = marshal.loads(data) if data else ((), ())
+            shard = self._shards[name] = (set(keys), collections.Counter(resolved))
+        if change:
+            self._changed.add(name)
+        return shard
+
+    def has(self, key: str) -> bool:
+        return key in self._shard(key)[0]
+
+    def add(self, key: str) -> None:
+        self._shard(key, change=True)[0].add(key)
+
+    def discard(self, key: str) -> None:
+        self._shard(key, change=True)[0].discard(key)
+
+    def resolve(self, handover: str, count: int) -> None:
+        self._shard(_handover_key(handover), change=True)[1][handover] += count
+
+    def is_resolved(self, handover: str) -> bool:
+        return self._shard(_handover_key(handover))[1][handover] > 0
+
+    def changed_parts(self) -> dict[str, bytes | None]:
+        return {name: _shard_bytes(*self._shards[name]) for name in self._changed}
+
+    @staticmethod
+    def built(keys: Iterable[str], resolved: Iterable[str]) -> dict[str, bytes | None]:
+        shards: dict[str, tuple[set[str], collections.Counter[str]]] = {}
+        for key in keys:
+            shards.setdefault(_shard_of(key), (set(), collections.Counter()))[0].add(key)
+        for handover in resolved:
+            name = _shard_of(_handover_key(handover))
+            shards.setdefault(name, (set(), collections.Counter()))[1][handover] += 1
+        return {name: _shard_bytes(*shard) for name, shard in shards.items()}
+
+
+def _shard_bytes(keys: set[str], resolved: collections.Counter[str]) -> bytes | None:
+    if not keys and not +resolved:
+        return None
+    return marshal.dumps((tuple(sorted(keys)), tuple(sorted((+resolved).elements()))))
 
 
 class Views:
@@ -223,34 +293,34 @@ class Views:
         self._head = head
         self.full: Index | None = None
         self._noteset: NoteSet | None = None
-        hit = self._cache.get(self._key)
-        if hit is None and head is not None:
+        meta = self._cache.get(self._key)
+        if meta is None and head is not None:
             # Built where copies exist: which copy a read lists depends on HEAD.
-            hit = self._cache.get(f"{self._key}@{head}")
-        if hit is None:
-            hit = self._carried_over()
-            if hit is not None:
-                self._cache.put(self._key, *hit)
-        if hit is None:
-            self._noteset = store.read_notes()
-            self.full = Index(self._noteset, store)
-            meta, packed = _build(self.full)
-            key = f"{self._key}@{head}" if self.full.has_copies else self._key
-            if not self._noteset.missing:  # objects still to arrive: nothing to remember
-                self._cache.put(key, meta, packed)
-            hit = (meta, packed)
-        self._meta: Meta = hit[0]
-        self._packed: dict[str, bytes] = hit[1]
+            meta = self._cache.get(f"{self._key}@{head}")
+        if meta is None:
+            meta = self._carried_over()
+        self._meta: Meta = meta or self._read_everything()
         self.dependent_on_head = self._cache.key != self._key
 
-    def _carried_over(self) -> tuple[Meta, dict[str, bytes]] | None:
+    def _read_everything(self) -> Meta:
+        """Every note read, and the views of this state built from them and cached."""
+        noteset = self._noteset = self._store.read_notes()
+        full = self.full = Index(noteset, self._store)
+        meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
+        if not noteset.missing:  # objects still to arrive: nothing to remember
+            key = f"{self._key}@{self._head}" if full.has_copies else self._key
+            self._cache.put(key, meta, _build(full), base=False)
+        return meta
+
+    def _carried_over(self) -> Meta | None:
         """The cached views brought to the current state by re-reading only the notes that
         changed since (another writer, `git notes`, a fetch): what a full read would build,
         or None when that cannot be told cheaply (copies of a record, a missing object, a
         resume that resolves another task's handover).
 
-        Only the tasks the changed notes hold records of, before or after, are unpacked:
-        every other view stays as it was, byte for byte."""
+        Only the tasks the changed notes hold records of, before or after, are unpacked
+        and written again, with the shards of the ledger their keys fall in: every other
+        part stays as it was, byte for byte."""
         cache, store = self._cache, self._store
         if not cache.key or "@" in cache.key or not cache.meta:
             return None
@@ -267,13 +337,12 @@ class Views:
         if len(changed) > CARRY_MAX:
             return None
         try:
-            invalid, task_ids, ledger = cache.meta
-            keys_before, resolved_before = marshal.loads(ledger)
+            invalid, task_ids = cache.meta
             notes = [
                 (store.notes_on(c, before), store.notes_on(c, self._targets))
                 for c in sorted(changed)
             ]
-        except (RepositoryError, ValueError, TypeError, EOFError):
+        except (RepositoryError, ValueError, TypeError):
             return None
         gone: list[tuple[Any, ...]] = []  # summaries of the changed notes before
         new_rows: list[Row] = []
@@ -289,39 +358,53 @@ class Views:
                 note = store.note(new[0])
                 invalid += note.invalid
                 new_rows += [(tuple(summary), commit, new[0]) for summary in summarise(note)]
-        keys = set(keys_before)
-        keys.difference_update(_record_key(summary) for summary in gone)
-        for row in new_rows:
-            key = _record_key(row[0])
-            if key in keys:
-                return None  # a copy: which one a read lists depends on the graph
-            keys.add(key)
-        unresolved = [h for summary in gone for h in _resolving(summary)]
-        newly = [h for row in new_rows for h in _resolving(row[0])]
-        resolved = collections.Counter(resolved_before)
-        resolved.subtract(unresolved)
-        resolved.update(newly)
-        touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
-        views = {task: _unpack(cache.tasks.get(task)) for task in touched}
-        rows = {
-            task: [r for r in view[0] if r[1] not in changed]
-            + [r for r in new_rows if r[0][2] == task]
-            for task, view in views.items()
-        }
-        mine = {r[0][1] for task_rows in rows.values() for r in task_rows if r[0][0] == "handover"}
-        others = (h for h in {*unresolved, *newly} if h not in mine)
-        if any(_record_key(("handover", h)) in keys for h in others):
-            return None  # a resume of another task's handover: that view changes too
-        packed = dict(cache.tasks)
-        for task, task_rows in rows.items():
-            if not task_rows:
-                packed.pop(task, None)
-                continue
-            handovers = {row[0][1] for row in task_rows if row[0][0] == "handover"}
-            packed[task] = _pack(task_rows, {h for h in handovers if resolved[h] > 0})
-        ids = tuple(t for t in task_ids if t in packed)
-        ids += tuple(t for t in packed if t not in ids)
-        return (invalid, ids, _ledger(keys, tuple(resolved.elements()))), packed
+        ledger = Ledger(cache.part)
+        try:
+            for summary in gone:
+                ledger.discard(_record_key(summary))
+            for row in new_rows:
+                key = _record_key(row[0])
+                if ledger.has(key):
+                    return None  # a copy: which one a read lists depends on the graph
+                ledger.add(key)
+            unresolved = [h for summary in gone for h in _resolving(summary)]
+            newly = [h for row in new_rows for h in _resolving(row[0])]
+            for handover in unresolved:
+                ledger.resolve(handover, -1)
+            for handover in newly:
+                ledger.resolve(handover, +1)
+            touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
+            views = {task: _unpack(cache.part(_task_part(task))) for task in touched}
+            rows = {
+                task: [r for r in view[0] if r[1] not in changed]
+                + [r for r in new_rows if r[0][2] == task]
+                for task, view in views.items()
+            }
+            mine = {r[0][1] for rs in rows.values() for r in rs if r[0][0] == "handover"}
+            others = (h for h in {*unresolved, *newly} if h not in mine)
+            if any(ledger.has(_handover_key(h)) for h in others):
+                return None  # a resume of another task's handover: that view changes too
+            # A handover's resolution changes only when a changed note names it.
+            recheck = {*unresolved, *newly} | {r[0][1] for r in new_rows if r[0][0] == "handover"}
+            parts = ledger.changed_parts()
+            for task, task_rows in sorted(rows.items()):
+                if not task_rows:
+                    parts[_task_part(task)] = None
+                    continue
+                was = set(views[task][1])
+                handovers = {row[0][1] for row in task_rows if row[0][0] == "handover"}
+                resolved = {
+                    h for h in handovers if (ledger.is_resolved(h) if h in recheck else h in was)
+                }
+                parts[_task_part(task)] = _pack(task_rows, resolved)
+        except (PartMissing, ValueError, TypeError, EOFError):
+            return None
+        emptied = {task for task, task_rows in rows.items() if not task_rows}
+        ids = tuple(t for t in task_ids if t not in emptied)
+        ids += tuple(sorted(t for t in rows if t not in emptied and t not in ids))
+        meta = (invalid, ids)
+        cache.put(self._key, meta, parts, base=True)
+        return meta
 
     @property
     def task_ids(self) -> tuple[str, ...]:
@@ -331,15 +414,21 @@ class Views:
         """The index of one task, read from REV (HEAD): from its cached view, or the
         index of every task when a full read was made anyway or is needed."""
         at_head = rev is None or rev == self._head
+        if self.full is None and not (self.dependent_on_head and not at_head):
+            try:
+                rows, resolved = _unpack(self._cache.part(_task_part(task)))
+            except (PartMissing, ValueError, TypeError, EOFError):
+                self._read_everything()  # a part lost: read from the notes, and cached again
+            else:
+                return Index.of_view(
+                    self._store, rows, set(resolved), self.task_ids, self._meta[0], rev
+                )
         if self.full is not None and at_head:
             return self.full
-        if self.full is not None or (self.dependent_on_head and not at_head):
-            # The copy a read lists depends on REV: choose again from everything.
-            if self._noteset is None:
-                self._noteset = self._store.read_notes()
-            return Index(self._noteset, self._store, rev=rev)
-        rows, resolved = _unpack(self._packed.get(task))
-        return Index.of_view(self._store, rows, set(resolved), self.task_ids, self._meta[0], rev)
+        # The copy a read lists depends on REV: choose again from everything.
+        if self._noteset is None:
+            self._noteset = self._store.read_notes()
+        return Index(self._noteset, self._store, rev=rev)
 
     def recorded(self, report: WriteReport, record: Record, blob: str, position: int) -> None:
         """Carry the views over to the state a write of ours just made, when nothing else
@@ -349,22 +438,27 @@ class Views:
             return
         if self._noteset is not None and self._noteset.missing:
             return
+        if self._cache.key != self._key:
+            return  # the views of this state were not written (a read-only clone, say)
         targets = {**self._targets, NOTES_REF: report.notes_commit}
         summary = tuple(summary_of(record, position))
-        rows, resolved = _unpack(self._packed.get(record.task))
+        ledger = Ledger(self._cache.part)
+        try:
+            rows, resolved = _unpack(self._cache.part(_task_part(record.task)))
+            ledger.add(_record_key(summary))
+            for handover in _resolving(summary):
+                ledger.resolve(handover, +1)
+        except (PartMissing, ValueError, TypeError, EOFError):
+            return
         rows = (*rows, (summary, record.head, (blob,)))
         if record.kind == "resume":
             resolved = (*resolved, *_resolving(summary))
-        packed = {**self._packed, record.task: _pack(rows, set(resolved))}
-        invalid, task_ids, ledger = self._meta
+        parts = ledger.changed_parts()
+        parts[_task_part(record.task)] = _pack(rows, set(resolved))
+        invalid, task_ids = self._meta
         if record.task not in task_ids:
             task_ids = (*task_ids, record.task)
-        try:
-            keys, every_resolved = marshal.loads(ledger)
-        except (ValueError, TypeError, EOFError):
-            return
-        ledger = _ledger((*keys, _record_key(summary)), (*every_resolved, *_resolving(summary)))
-        self._cache.put(_key(targets), (invalid, task_ids, ledger), packed)
+        self._cache.put(_key(targets), (invalid, task_ids), parts, base=True)
 
 
 def _key(targets: Mapping[str, str]) -> str:
@@ -378,20 +472,23 @@ def _unpack(data: bytes | None) -> tuple[tuple[Row, ...], tuple[str, ...]]:
     return rows, resolved
 
 
-def _build(index: Index) -> tuple[Meta, dict[str, bytes]]:
+def _build(index: Index) -> dict[str, bytes | None]:
+    """Every part of the views of a full read: each task's view, each shard of the ledger."""
     rows: dict[str, list[Row]] = {}
     for item in index.records:
         rows.setdefault(item.summary.task, []).append(
             (tuple(item.summary), item.commit, index._blobs[item.commit])
         )
     resolved = index.resolved_handovers()
-    packed = {}
+    parts: dict[str, bytes | None] = {}
     for task, task_rows in rows.items():
         mine = {row[0][1] for row in task_rows if row[0][0] == "handover"}
-        packed[task] = _pack(task_rows, mine & resolved)
+        parts[_task_part(task)] = _pack(task_rows, mine & resolved)
     summaries = [tuple(item.summary) for item in index.records]
-    ledger = _ledger(
-        [_record_key(summary) for summary in summaries],
-        [h for summary in summaries for h in _resolving(summary)],
+    parts.update(
+        Ledger.built(
+            (_record_key(summary) for summary in summaries),
+            (h for summary in summaries for h in _resolving(summary)),
+        )
     )
-    return (index.invalid, tuple(rows), ledger), packed
+    return parts

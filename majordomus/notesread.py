@@ -6,6 +6,7 @@ one batch first; many notes parsed at once through the document cache.
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from majordomus.blobs import NoteBlobs
 from majordomus.cache import FILE_NAME as CACHE_FILE
 from majordomus.cache import FILES as CACHE_FILES
 from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
-from majordomus.cache import BlobEntry, DocumentCache, ReadCache
+from majordomus.cache import VIEWS_FOLDER_NAME, BlobEntry, DocumentCache, ReadCache
 from majordomus.errors import RepositoryError
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
@@ -185,6 +186,10 @@ class NotesReader:
             with contextlib.suppress(FileNotFoundError):
                 (self.commondir / name).unlink()
                 dropped = True
+        folder = self.commondir / VIEWS_FOLDER_NAME
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            dropped = True
         self._disk_cache = None
         return dropped
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 import random
+import time
 from pathlib import Path
 
 from majordomus import __version__
@@ -14,6 +16,7 @@ from majordomus.cache import (
     PATCH_FILE_NAME,
     RECORDS_FILE_NAME,
     VIEWS_FILE_NAME,
+    VIEWS_FOLDER_NAME,
     DocumentCache,
     ViewCache,
 )
@@ -156,22 +159,34 @@ def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
 
 
 def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> None:
-    repo.task()
+    task = repo.task()
     for i in range(30):
         repo.commit(f"c{i}")
         repo.run("checkpoint", f"checkpoint {i}")
     repo.run("handover", "-o", "o", "-s", "s", "-n", "n")
     before = repo.run("history", "--json").out
+    mine = repo.run("history", "--task", task, "--json").out
     git_dir = repo.path / ".git"
     repo.run("history", "--json")  # a second read parses nothing new: it fills the caches
-    assert {p.name for p in git_dir.glob("majordomus-*")} == {*CACHES, "majordomus-task"}
+    names = {*CACHES, VIEWS_FOLDER_NAME, "majordomus-task"}
+    assert {p.name for p in git_dir.glob("majordomus-*")} == names
     assert repo.git("status", "--porcelain", "--ignored") == ""
+    parts = list((git_dir / VIEWS_FOLDER_NAME).iterdir())
+    assert parts
+    for part in parts:  # a part that is not what its name says is read from the notes
+        part.write_bytes(b"\x00garbage")
+    assert repo.run("history", "--task", task, "--json").out == mine
+    for part in parts:  # and so is a part that is gone
+        part.unlink(missing_ok=True)
+    assert repo.run("history", "--task", task, "--json").out == mine
     for name in CACHES:
         (git_dir / name).write_bytes(b"\x00garbage")
     assert repo.run("history", "--json").out == before
+    assert repo.run("history", "--task", task, "--json").out == mine
     for name in CACHES:
         (git_dir / name).write_bytes(b"")
     assert repo.run("history", "--json").out == before
+    assert repo.run("history", "--task", task, "--json").out == mine
     dropped = repo.run("doctor", "--drop-cache")
     assert (dropped.code, dropped.out) == (
         1,  # unhealthy only because this clone never ran `majordomus init`
@@ -389,8 +404,9 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
     assert repo.run("checkpoint", "on the second").code == 0
     git_dir = repo.path / ".git"
 
-    def packed() -> dict[str, bytes]:
-        return dict(marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())[3])
+    def packed() -> dict[str, str]:
+        """Each part of the views (a task's view, a shard of the ledger) -> the file holding it."""
+        return ViewCache(git_dir / VIEWS_FILE_NAME).files
 
     def note(kind: str, record_id: str, task: str, **fields: object) -> str:
         record = new_record(
@@ -429,7 +445,12 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
     views = Views(Store(str(repo.path), repo.environ))
     assert views.full is None  # carried over
     after = packed()
-    assert after[first] == before[first] and after[second] != before[second]
+    mine, theirs = f"task {first}", f"task {second}"
+    assert after[mine] == before[mine] and after[theirs] != before[theirs]
+    rewritten = {
+        name for name in after.keys() | before.keys() if after.get(name) != before.get(name)
+    }
+    assert len(rewritten) == 2, rewritten  # the second task's view and one shard of the ledger
     same_as_fresh()
     # A resume in the second task that resolves the first task's handover.
     fields = {"handover": handover["id"], "label": "current", "supersedes": []}
@@ -509,3 +530,52 @@ def test_notes_a_cold_read_parsed_are_kept_for_the_next_read(repo: Repo) -> None
     documents = DocumentCache(repo.path / ".git" / RECORDS_FILE_NAME)
     assert len(blobs) == 31 and all(documents.has(blob) for blob in blobs)
     assert repo.run("history", "--json").out == first
+
+
+def test_a_write_rewrites_only_its_part_and_old_parts_go_once_nobody_can_read_them(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
+    """Views are parts named by their content: a checkpoint writes its task's view and one
+    shard of the ledger, never the others; a reader that loaded the views before other
+    writes still finds its parts; parts no views file names are removed once they are
+    PRUNE_AGE old, and never those the file names. On a clone behind a bare remote, after
+    a merge and a branch switch; every answer equals a fresh read's."""
+    clock = Clock()
+    remote, alice = seeded(tmp_path, environ, clock)
+    first = alice.task("first")
+    assert alice.run("checkpoint", "one").code == 0
+    second = alice.task("second")
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    bob.git("switch", "-q", "-c", "side")
+    bob.commit("side", {"side.txt": "s\n"})
+    bob.git("switch", "-q", "main")
+    bob.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    git_dir = bob.path / ".git"
+    views = git_dir / VIEWS_FILE_NAME
+    assert bob.run("check", "--task", first, "--json").code == 0
+    stale = ViewCache(views)  # a reader that loaded the views before the writes below
+    before = dict(stale.files)
+    for i in range(40):
+        assert bob.run("checkpoint", f"on the second {i}", "--task", second).code == 0
+        after = ViewCache(views).files
+        rewritten = {n for n in after.keys() | before.keys() if after.get(n) != before.get(n)}
+        assert f"task {second}" in rewritten and len(rewritten) <= 2, rewritten
+        assert after[f"task {first}"] == before[f"task {first}"]
+        before = dict(after)
+    folder = git_dir / VIEWS_FOLDER_NAME
+    named = set(ViewCache(views).files.values())
+    unnamed = {p.name for p in folder.iterdir()} - named
+    assert unnamed and stale.part(f"task {second}") is not None  # young: still there
+    old = time.time() - ViewCache.PRUNE_AGE - 60
+    for path in folder.iterdir():
+        os.utime(path, (old, old))
+    assert bob.run("checkpoint", "after a while", "--task", second).code == 0
+    left = {p.name for p in folder.iterdir()}
+    assert not unnamed & left and set(ViewCache(views).files.values()) <= left
+    cached = [bob.run("history", "--task", t, "--all", "--json").out for t in (first, second)]
+    drop_caches(bob)
+    assert [bob.run("history", "--task", t, "--all", "--json").out for t in (first, second)] == (
+        cached
+    )
