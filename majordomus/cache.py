@@ -324,16 +324,19 @@ class ViewCache(CacheFile):
     ledger), the name of the file in the folder beside it that holds the part's bytes.
     Those files are named by a hash of their content and never rewritten: a write
     writes only the parts it changed, and a read loads only the parts it asks for.
-    Files no views file names any more are removed once they are PRUNE_AGE old, so a
-    process that read the older views file still finds its parts.
+
+    A file the views stop naming is retired, with the time, in the views file itself;
+    it is deleted by a write at least RETIRE_S later, so a process that read the older
+    views file still finds its parts. A file no views file ever named (a writer that
+    lost a race, or died) is deleted once it is RETIRE_S old.
     """
 
     FORMAT = (
-        "views:refs(@head)->(invalid,tasks),part->file; "
+        "views:refs(@head)->(invalid,tasks),part->file,retired file->time; "
         f"part 'task ID':(rows(({_SUMMARY}),commit,blobs),resolved), "
         "part 'ledger N':(keys,resolved)"
     )
-    PRUNE_AGE = 600.0  # seconds
+    RETIRE_S = 600.0
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -341,13 +344,14 @@ class ViewCache(CacheFile):
         self.key = ""
         self.meta: Any = None
         self.files: dict[str, str] = {}
+        self.retired: dict[str, float] = {}
         self._read: dict[str, bytes] = {}  # parts read or written by this process
         loaded = self.load()
         try:
             if loaded is not None:
-                key, meta, files = loaded
-                if isinstance(key, str) and isinstance(files, dict):
-                    self.key, self.meta, self.files = key, meta, files
+                key, meta, files, retired = loaded
+                if isinstance(key, str) and isinstance(files, dict) and isinstance(retired, dict):
+                    self.key, self.meta, self.files, self.retired = key, meta, files, retired
         except (ValueError, TypeError):
             pass
 
@@ -379,16 +383,13 @@ class ViewCache(CacheFile):
         """The views of state `key`: these parts (None removes one) over the parts of the
         views read (`base`), or these alone."""
         files = dict(self.files) if base else {}
-        written: list[str] = []
         for name, data in parts.items():
             if data is None:
                 files.pop(name, None)
                 self._read.pop(name, None)
                 continue
-            file = _content_name(data)
-            files[name] = file
+            file = files[name] = _content_name(data)
             self._read[name] = data
-            written.append(file)
             target = self.folder / file
             if target.exists():
                 continue
@@ -399,23 +400,29 @@ class ViewCache(CacheFile):
                 os.replace(tmp, target)
         if not base:
             self._read = {name: self._read[name] for name in files if name in self._read}
-        self.key, self.meta, self.files = key, meta, files
-        self.write(key, meta, files)
-        self._prune(set(files.values()))
+        kept = set(files.values())
+        now = time.time()
+        retired = {file: when for file, when in self.retired.items() if file not in kept}
+        for file in set(self.files.values()) - kept:
+            retired.setdefault(file, now)
+        for file, when in list(retired.items()):
+            if now - when > self.RETIRE_S:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.folder / file)
+                del retired[file]
+        self.key, self.meta, self.files, self.retired = key, meta, files, retired
+        self.write(key, meta, files, retired)
+        self._sweep(kept | retired.keys(), now)
 
-    def _prune(self, kept: set[str]) -> None:
+    def _sweep(self, known: set[str], now: float) -> None:
+        """Delete the files no views file named, once they are RETIRE_S old."""
         try:
-            entries = list(os.scandir(self.folder))
+            entries = [entry for entry in os.scandir(self.folder) if entry.name not in known]
         except OSError:
             return
-        if len(entries) <= 2 * len(kept):  # little to win yet: spare the stat calls
-            return
-        now = time.time()
         for entry in entries:
-            if entry.name in kept:
-                continue
             with contextlib.suppress(OSError):
-                if now - entry.stat().st_mtime > self.PRUNE_AGE:
+                if now - entry.stat().st_mtime > self.RETIRE_S:
                     os.unlink(entry.path)
 
 

@@ -362,9 +362,9 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     _, trees, blobs = marshal.loads((git_dir / FILE_NAME).read_bytes())
     poisoned = dict.fromkeys(blobs, "poisoned")
     (git_dir / FILE_NAME).write_bytes(marshal.dumps((another[FILE_NAME], trees, poisoned)))
-    _, key, meta, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
+    _, key, meta, _, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
     (git_dir / VIEWS_FILE_NAME).write_bytes(
-        marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}))
+        marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}, {}))
     )
     for name in (GRAPH_FILE_NAME, RECORDS_FILE_NAME):
         data = marshal.loads((git_dir / name).read_bytes())
@@ -610,13 +610,14 @@ def test_notes_a_cold_read_parsed_are_kept_for_the_next_read(repo: Repo) -> None
 
 
 def test_a_write_rewrites_only_its_part_and_old_parts_go_once_nobody_can_read_them(
-    tmp_path: Path, environ: dict[str, str]
+    tmp_path: Path, environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Views are parts named by their content: a checkpoint writes its task's view and one
-    shard of the ledger, never the others; a reader that loaded the views before other
-    writes still finds its parts; parts no views file names are removed once they are
-    PRUNE_AGE old, and never those the file names. On a clone behind a bare remote, after
-    a merge and a branch switch; every answer equals a fresh read's."""
+    shard of the ledger, never the others. A part the views stop naming is retired, and
+    deleted by a write RETIRE_S later: a reader that loaded the views before other writes
+    still finds its parts, even an old one; a file no views file ever named goes once it
+    is RETIRE_S old; a named part never goes. On a clone behind a bare remote, after a
+    merge and a branch switch; every answer equals a fresh read's."""
     clock = Clock()
     remote, alice = seeded(tmp_path, environ, clock)
     first = alice.task("first")
@@ -631,26 +632,33 @@ def test_a_write_rewrites_only_its_part_and_old_parts_go_once_nobody_can_read_th
     bob.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
     git_dir = bob.path / ".git"
     views = git_dir / VIEWS_FILE_NAME
+    folder = git_dir / VIEWS_FOLDER_NAME
     assert bob.run("check", "--task", first, "--json").code == 0
     stale = ViewCache(views)  # a reader that loaded the views before the writes below
+    old = time.time() - ViewCache.RETIRE_S - 60
+    for path in folder.iterdir():  # parts written long ago, still named
+        os.utime(path, (old, old))
     before = dict(stale.files)
-    for i in range(40):
+    for i in range(12):
         assert bob.run("checkpoint", f"on the second {i}", "--task", second).code == 0
         after = ViewCache(views).files
         rewritten = {n for n in after.keys() | before.keys() if after.get(n) != before.get(n)}
         assert f"task {second}" in rewritten and len(rewritten) <= 2, rewritten
         assert after[f"task {first}"] == before[f"task {first}"]
         before = dict(after)
-    folder = git_dir / VIEWS_FOLDER_NAME
     named = set(ViewCache(views).files.values())
-    unnamed = {p.name for p in folder.iterdir()} - named
-    assert unnamed and stale.part(f"task {second}") is not None  # young: still there
-    old = time.time() - ViewCache.PRUNE_AGE - 60
-    for path in folder.iterdir():
-        os.utime(path, (old, old))
+    retired = set(ViewCache(views).retired)
+    assert retired and not retired & named
+    assert {p.name for p in folder.iterdir()} == named | retired
+    assert stale.part(f"task {second}") is not None  # old, but retired lately: still there
+    never = folder / ("0" * 32)  # what a writer that lost a race, or died, left
+    never.write_bytes(b"never named")
+    os.utime(never, (old, old))
+    monkeypatch.setattr(ViewCache, "RETIRE_S", 0.0)  # as if every retired part were old
     assert bob.run("checkpoint", "after a while", "--task", second).code == 0
-    left = {p.name for p in folder.iterdir()}
-    assert not unnamed & left and set(ViewCache(views).files.values()) <= left
+    now = ViewCache(views)
+    assert {p.name for p in folder.iterdir()} == set(now.files.values()) | set(now.retired)
+    assert not (retired | {never.name}) & {p.name for p in folder.iterdir()}
     cached = [bob.run("history", "--task", t, "--all", "--json").out for t in (first, second)]
     drop_caches(bob)
     assert [bob.run("history", "--task", t, "--all", "--json").out for t in (first, second)] == (
