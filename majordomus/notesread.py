@@ -6,9 +6,14 @@ one batch first; many notes parsed at once through the document cache.
 from __future__ import annotations
 
 import contextlib
+import marshal
+import os
 import shutil
+import signal
+import threading
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import pygit2
 
@@ -137,6 +142,11 @@ class NotesReader:
                     cache.put_tree(tree_id, pairs)
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
+        unread = [blob for blobs in found.values() for blob in blobs if blob not in cache.blobs]
+        if len(unread) >= SHARED_READ_MIN:
+            shared = _summarised_in_workers(str(self.repo.path), unread, self.blobs)
+            for blob, parsed in shared.items():
+                cache.put_blob(blob, parsed)
         commits: dict[str, NotesOn] = {}
         for commit, blobs in found.items():
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
@@ -197,16 +207,9 @@ class NotesReader:
         """A note's summaries (or why it is unreadable); None when its blob is not here."""
         entry = cache.blobs.get(blob)
         if entry is None:
-            parsed = self.blobs.parse(blob)
-            if isinstance(parsed, MissingObjectError):
-                return None
-            if isinstance(parsed, NoteError):
-                entry = str(parsed)
-            else:
-                # Summarised as `note` presents it: records de-duplicated by id.
-                united = union([parsed])
-                entry = (summarise(united), united.invalid)
-            cache.put_blob(blob, entry)
+            entry = _entry(self.blobs, blob)
+            if entry is not None:
+                cache.put_blob(blob, entry)
         return entry
 
     def notes_tree_id(self, name: str) -> tuple[str, str]:
@@ -254,3 +257,98 @@ class NotesReader:
         for commit, blob_id in notestree.walk(self.repo, tree) if pairs is None else pairs:
             copies.setdefault(commit, []).append(blob_id)
         return copies
+
+
+def _entry(blobs: NoteBlobs, blob: str) -> BlobEntry | None:
+    """What the read cache keeps of a note blob; None when the blob is not here."""
+    parsed = blobs.parse(blob)
+    if isinstance(parsed, MissingObjectError):
+        return None
+    if isinstance(parsed, NoteError):
+        return str(parsed)
+    united = union([parsed])  # summarised as `note` presents it: records de-duplicated by id
+    return summarise(united), united.invalid
+
+
+# A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
+# process forks helpers that each open the repository, parse a share of the blobs and send
+# back what the read cache keeps, marshalled through a pipe. Below this many, one process
+# is quicker than forking.
+SHARED_READ_MIN = 2000
+SHARED_READ_MAX = 8  # processes
+
+
+def _summarised_in_workers(
+    gitdir: str, blobs: Sequence[str], here: NoteBlobs
+) -> dict[str, BlobEntry]:
+    """Blob -> entry for the blobs parsed: a share by this process (through `here`, which
+    keeps what it parsed), the others by forked processes; what a process did not send
+    the caller parses. Nothing when only one CPU is there, when this process runs threads
+    (forking one is unsafe), or where fork is not."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    count = min(cpus, SHARED_READ_MAX, len(blobs) // (SHARED_READ_MIN // 2))
+    if count < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+        return {}
+    shares = [blobs[k::count] for k in range(count)]
+    children: list[tuple[int, int]] = []
+    done: dict[str, BlobEntry] = {}
+    try:
+        for share in shares[1:]:
+            reader, writer = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (the child's coverage is not collected)
+                os.close(reader)
+                _parse_share(gitdir, share, writer)
+            os.close(writer)
+            children.append((pid, reader))
+        for blob in shares[0]:
+            entry = _entry(here, blob)
+            if entry is not None:
+                done[blob] = entry
+        for pid, reader in children:
+            with os.fdopen(reader, "rb") as pipe:
+                data = pipe.read()
+            _, status = os.waitpid(pid, 0)
+            children = [child for child in children if child[0] != pid]
+            if status == 0:
+                with contextlib.suppress(ValueError, EOFError, TypeError):
+                    done.update(_unmarshalled(data))
+    finally:
+        for pid, reader in children:  # interrupted: the helpers are of no use any more
+            with contextlib.suppress(OSError):
+                os.close(reader)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    return done
+
+
+def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
+    """In a forked child: parse a share of the blobs, write the entries, exit."""
+    code = 1
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
+        blobs = NoteBlobs(pygit2.Repository(gitdir))
+        entries: dict[str, object] = {}
+        for blob in share:
+            entry = _entry(blobs, blob)
+            if isinstance(entry, str):
+                entries[blob] = entry
+            elif entry is not None:  # plain tuples: marshal knows no named ones
+                entries[blob] = (tuple(map(tuple, entry[0])), entry[1])
+        with os.fdopen(writer, "wb") as pipe:
+            pipe.write(marshal.dumps(entries))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _unmarshalled(data: bytes) -> dict[str, BlobEntry]:
+    entries: dict[str, BlobEntry] = {}
+    make = Summary._make
+    for blob, entry in marshal.loads(data).items():
+        entries[blob] = entry if isinstance(entry, str) else (tuple(map(make, entry[0])), entry[1])
+    return entries

@@ -1,0 +1,103 @@
+"""A first read of many notes parses them in forked processes (`notesread`): what it
+answers is what one process answers, for every note of the corpus (hand edits, notes
+that are not TOML, invalid records, notes on trees and blobs), in a clone with merges
+and another branch checked out; a helper that dies costs speed, never an answer.
+
+Each read runs in a process of its own (a test worker runs threads, and majordomus
+never forks a process that does), from a copy of the repository without caches.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.corpus import corpus
+from tests.reliability.helpers import git, hermetic_environ, make_clone
+from tests.reliability.hostile import case_of, plant
+
+# Run in the child Python: the threshold lowered so that the corpus is "many notes", four
+# CPUs whatever the machine has, each fork counted; `dying` helpers exit at once.
+SCRIPT = """
+import os, sys
+import majordomus.notesread as notesread
+from majordomus import cli
+mode, argv = sys.argv[1], sys.argv[2:]
+forks = []
+if mode == "one":
+    notesread.SHARED_READ_MIN = 10**9
+else:
+    notesread.SHARED_READ_MIN = 4
+    os.sched_getaffinity = lambda pid: {0, 1, 2, 3}
+    fork = os.fork
+    def counted():
+        pid = fork()
+        if pid:
+            forks.append(pid)
+        return pid
+    os.fork = counted
+    if mode == "dying":
+        notesread._parse_share = lambda *args: os._exit(1)
+code = cli.run(argv)
+sys.stdout.flush()
+sys.stderr.write(f"forks={len(forks)}\\n")
+sys.exit(code)
+"""
+
+
+Planted = tuple[Path, dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Planted:
+    root = tmp_path_factory.mktemp("shared")
+    (root / "home").mkdir()
+    environ = hermetic_environ(root / "home")
+    clone = make_clone(root / "clone", environ)
+    git(clone, environ, "checkout", "-q", "-b", "side")
+    plant(clone, environ, [case_of(note) for note in corpus()[::2]])
+    git(clone, environ, "checkout", "-q", "main")
+    plant(clone, environ, [case_of(note) for note in corpus()[1::2]])
+    git(clone, environ, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    git(clone, environ, "checkout", "-q", "-b", "later", "HEAD~2")
+    return clone, environ
+
+
+def read(planted: Planted, copy: Path, mode: str, *argv: str) -> tuple[int, str, int]:
+    """The exit code and output of a command in a copy of the clone, and how many forks."""
+    clone, environ = planted
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(clone, copy)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "forks=" in result.stderr, result.stderr
+    forks = int(result.stderr.rsplit("forks=", 1)[1])
+    return result.returncode, result.stdout, forks
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("history", "--all", "--json"), ("history", "main", "--json"), ("doctor",)],
+    ids=["history-all", "history-main", "doctor"],
+)
+def test_notes_parsed_in_forked_processes_read_as_one_process_reads_them(
+    planted: Planted, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    code, alone, forks = read(planted, tmp_path / "one", "one", *argv)
+    assert forks == 0
+    assert (code == 0) == (argv[0] == "history")  # doctor: invalid notes are a fault
+    assert json.loads(alone)["records"] if argv[0] == "history" else "invalid" in alone
+    shared = read(planted, tmp_path / "shared", "shared", *argv)
+    assert shared == (code, alone, 3)  # four processes parsed the notes
+    dying = read(planted, tmp_path / "dying", "dying", *argv)
+    assert dying == (code, alone, 3)  # the shares of the helpers that died parsed here
