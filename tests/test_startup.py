@@ -1,4 +1,5 @@
-"""What a command imports: `--version` and `--help` start without git (pygit2) or the notes code."""
+"""What a command imports: `--version` and `--help` start without git (pygit2) or the notes
+code; reads start without the write path; `show` in a fresh clone loads what it needs only."""
 
 from __future__ import annotations
 
@@ -115,3 +116,26 @@ def test_show_in_a_fresh_clone_loads_only_the_read_path_and_writes_no_cache(
     others = set(answer["loaded"]) - floor - {"majordomus"}
     assert (ours, others) == (OURS_FOR_SHOW, OTHERS_FOR_SHOW)
     assert _git_dir_files(fresh) == before
+
+
+# Each read and its exit code here: `check` says stale (exit 1), because the records
+# carry the fixture's clock and the probe runs on the real one.
+READS = [
+    (["check", "--json"], 1),
+    (["resume", "--peek", "--json"], 0),
+    (["history", "--json"], 0),
+    (["context", "--json"], 0),
+    (["show", "--markdown"], 0),
+]
+
+
+@pytest.mark.parametrize(("argv", "code"), READS, ids=[" ".join(argv) for argv, _ in READS])
+def test_reads_start_without_the_write_path(repo: Repo, argv: list[str], code: int) -> None:
+    repo.task()
+    assert (
+        repo.run("handover", "-o", "find the lost ack", "-s", "reproduced", "-n", "bisect").code
+        == 0
+    )
+    answer = ast.literal_eval(_probe("-C", str(repo.path), *argv, environ=repo.environ))
+    write_path = {"patches", "merge"} & set(answer["ours"])
+    assert (answer["code"], answer["err"], write_path) == (code, "", set())
