@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import datetime
 import functools
 import gc
@@ -58,9 +57,9 @@ class Terminal(NamedTuple):
     colour: bool
 
 
-@dataclasses.dataclass(slots=True)
-class Invocation:
-    """What `run` hands to every command through typer's context."""
+class Invocation(NamedTuple):
+    """What `run` hands to every command through typer's context (the global options
+    replace it with a changed copy)."""
 
     terminal: Terminal
     environ: Mapping[str, str]
@@ -195,9 +194,10 @@ def main(
     ] = False,
 ) -> None:
     invocation = _invocation(ctx)
+    cwd = invocation.cwd
     for path in directory or ():
-        invocation.cwd = os.path.join(invocation.cwd, path)
-    invocation.profile = profile
+        cwd = os.path.join(cwd, path)
+    ctx.obj = invocation._replace(cwd=cwd, profile=profile)
 
 
 # ---- tasks -------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import IO, Any, NamedTuple
 
-from majordomus import patches, remote
 from majordomus import profile as profiles
+from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.records import HANDOVER_FIELDS, age_s, clean_text, new_record, skew_s
@@ -227,6 +227,8 @@ def _write(
 def _landing_facts(store: Store, kind: str, head: str) -> dict[str, Any]:
     """What `adopt` will need once the commit is gone: its patch id, and for a handover
     the branch it closes. Optional facts: when git cannot tell, the record goes without."""
+    from majordomus import patches  # git patch ids: only a write needs them
+
     try:
         if kind == "handover":
             return patches.handover_facts(store, head)

@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pygit2
 
@@ -26,7 +27,6 @@ from majordomus.cache import GraphCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.location import open_repository
-from majordomus.merge import Merged, Merger
 from majordomus.notesread import Fetcher, NotesReader
 from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef
 from majordomus.notestree import MissingObjectError
@@ -45,6 +45,9 @@ from majordomus.values import (
     Swap,
     WriteReport,
 )
+
+if TYPE_CHECKING:
+    from majordomus.merge import Merged, Merger
 
 __all__ = ["NOTES_REF", "MissingObjectError", "Store"]
 
@@ -548,6 +551,8 @@ class Store:
 
     def merger(self) -> Merger:
         """What unites fetched notes into ours, reading through this store's caches."""
+        from majordomus.merge import Merger  # only a fetch merges: reads start without it
+
         return Merger(self.repo, self.blobs, self.reader.note_copies, self._merge_signature)
 
     def _merge_signature(self) -> pygit2.Signature:

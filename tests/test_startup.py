@@ -1,11 +1,19 @@
-"""What a command imports: `--version` and `--help` start without git (pygit2) or the notes code."""
+"""What a command imports: `--version` and `--help` start without git (pygit2) or the notes
+code; reads start without the write path; `show` in a fresh clone loads what it needs only."""
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from tests.conftest import Repo
+from tests.support.repo import clone
 
 PROBE = """
 import io, sys
@@ -32,3 +40,102 @@ def test_a_command_loads_what_it_needs_on_first_use() -> None:
         check=True,
     )
     assert done.stdout == "3 majordomus.ops majordomus.store pygit2\n"
+
+
+# What `show --json` (what CI runs) loads: every module of ours it imports, and every
+# module from outside beyond what `import pygit2, typer` loads anyway (top-level names,
+# C accelerators left out). A change here costs or saves start-up time on every CI run:
+# each entry says why it is paid for.
+OURS_FOR_SHOW = {
+    "__init__", "blobs", "cache", "cli", "errors", "graph", "index", "interrupt", "location",
+    "notesread", "notesref", "notestree", "ops", "profile", "records", "render", "remote",
+    "store", "values",
+}  # fmt: skip
+OTHERS_FOR_SHOW = {
+    "bisect",  # by random
+    "gc",  # the command line turns the collector off, and on again for watch
+    "hashlib",  # cache: names view parts by a digest
+    "json",  # the --json answer
+    "random",  # notesref and remote: jittered back-off of writes and pushes
+    "shlex",  # remote: quoting git's own command lines in messages
+    "tomli_w",  # records: writing values
+    "tomllib",  # records and profile: notes outside the subset majordomus writes
+    "unicodedata",  # records: NFC of text being recorded
+}
+SHOW_PROBE = """
+import io, sys
+def loaded():
+    return sorted({m.partition(".")[0] for m in sys.modules if not m.startswith("_")})
+if sys.argv[1] == "floor":
+    import pygit2, typer
+    print(repr(loaded()))
+    raise SystemExit(0)
+from majordomus.cli import run
+out, err = io.StringIO(), io.StringIO()
+code = run(sys.argv[1:], stdout=out, stderr=err)
+ours = sorted(m.partition(".")[2] or "__init__" for m in sys.modules if m.startswith("majordomus"))
+print(repr({"code": code, "out": out.getvalue(), "err": err.getvalue(), "loaded": loaded(),
+            "ours": ours}))
+"""
+
+
+def _fresh_clone(repo: Repo, tmp_path: Path) -> Repo:
+    """A clone of `repo` with its notes fetched and nothing else: what a CI job has."""
+    fresh = clone(str(repo.path), tmp_path / "ci", repo.environ, repo.clock)
+    fresh.git("fetch", "-q", "origin", "refs/notes/*:refs/notes/*")
+    return fresh
+
+
+def _git_dir_files(repo: Repo) -> set[str]:
+    git_dir = repo.path / ".git"
+    return {str(p.relative_to(git_dir)) for p in git_dir.rglob("*") if p.is_file()}
+
+
+def _probe(*argv: str, environ: dict[str, str]) -> str:
+    command = [sys.executable, "-c", SHOW_PROBE, *argv]
+    return subprocess.run(command, capture_output=True, text=True, check=True, env=environ).stdout
+
+
+def test_show_in_a_fresh_clone_loads_only_the_read_path_and_writes_no_cache(
+    repo: Repo, tmp_path: Path
+) -> None:
+    repo.task()
+    assert repo.run("checkpoint", "reproduced under 50 concurrent enqueues").code == 0
+    fresh = _fresh_clone(repo, tmp_path)
+    before = _git_dir_files(fresh)
+    answer = ast.literal_eval(
+        _probe("-C", str(fresh.path), "show", "--json", environ=fresh.environ)
+    )
+    floor = set(ast.literal_eval(_probe("floor", environ=fresh.environ)))
+
+    shown = json.loads(answer["out"])
+    expected = fresh.git("notes", "--ref=majordomus", "show", "HEAD")
+    assert (answer["code"], answer["err"]) == (0, "")
+    assert [r["id"] for r in shown["records"]] == re.findall(r'^id = "(.*)"$', expected, re.M)
+    ours = set(answer["ours"])
+    others = set(answer["loaded"]) - floor - {"majordomus"}
+    assert (ours, others) == (OURS_FOR_SHOW, OTHERS_FOR_SHOW)
+    assert _git_dir_files(fresh) == before
+
+
+# Each read and its exit code here: `check` says stale (exit 1), because the records
+# carry the fixture's clock and the probe runs on the real one.
+READS = [
+    (["check", "--json"], 1),
+    (["resume", "--peek", "--json"], 0),
+    (["history", "--json"], 0),
+    (["context", "--json"], 0),
+    (["show", "--markdown"], 0),
+]
+
+
+@pytest.mark.parametrize(("argv", "code"), READS, ids=[" ".join(argv) for argv, _ in READS])
+def test_reads_start_without_the_write_path(repo: Repo, argv: list[str], code: int) -> None:
+    repo.task()
+    assert (
+        repo.run("handover", "-o", "find the lost ack", "-s", "reproduced", "-n", "bisect").code
+        == 0
+    )
+    answer = ast.literal_eval(_probe("-C", str(repo.path), *argv, environ=repo.environ))
+    write_path = {"patches", "merge"} & set(answer["ours"])
+    assert (answer["code"], answer["err"], write_path) == (code, "", set())
