@@ -8,7 +8,6 @@ commit itself and moves the ref only from the value it was built on.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -98,6 +97,8 @@ class NotesRef:
                     stale[lock.path] = lock
             if monotonic() >= deadline:
                 raise RepositoryError(self._contention_message(attempts, budget, stale, undone))
+            import random  # here: only contention pays for it
+
             sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
 
     def check_writable(self) -> None:

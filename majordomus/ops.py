@@ -9,7 +9,6 @@ import datetime
 import os
 import re
 import time
-import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import IO, Any, NamedTuple
 
@@ -332,6 +331,8 @@ def checkpoint(
 
 def parse_handover_file(text: str, source: str) -> dict[str, str]:
     """A TOML table with exactly `objective`, `state` and `next`, each a string."""
+    import tomllib  # here: only handover -F pays for it
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

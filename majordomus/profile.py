@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import stat
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -75,6 +74,8 @@ _PARSERS = {"interval": parse_duration, "checkpoint_max": _parse_cap, "handover_
 
 def parse_config(text: str, path: str) -> ConfigFile:
     """Parse one configuration file; anything malformed or unknown is refused with its path."""
+    import tomllib  # here: only a configuration file that exists pays for it
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import random
 import re
 import shlex
 import shutil
@@ -289,6 +288,8 @@ def push(
         if attempt < attempts:
             # Wait first, then fetch: pushers rejected together wake at different
             # times, and each then fetches what the earlier ones published.
+            import random  # here: only a rejected push pays for it
+
             sleep(random.uniform(0.0, 0.1 * 2 ** min(attempt - 1, 4)))
             report = fetch(store, git, remote, sleep=sleep)
             fetches.append(report)

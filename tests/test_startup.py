@@ -52,14 +52,11 @@ OURS_FOR_SHOW = {
     "store", "values",
 }  # fmt: skip
 OTHERS_FOR_SHOW = {
-    "bisect",  # by random
     "gc",  # the command line turns the collector off, and on again for watch
-    "hashlib",  # cache: names view parts by a digest
     "json",  # the --json answer
-    "random",  # notesref and remote: jittered back-off of writes and pushes
     "shlex",  # remote: quoting git's own command lines in messages
     "tomli_w",  # records: writing values
-    "tomllib",  # records and profile: notes outside the subset majordomus writes
+    "tomllib",  # records: notes outside the subset majordomus writes
     "unicodedata",  # records: NFC of text being recorded
 }
 SHOW_PROBE = """
