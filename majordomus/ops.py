@@ -121,6 +121,7 @@ def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
     if not pending:
         return []
     reach = store.graph().order(store.head(), set().union(*pending.values()))
+    store.flush()  # kept at once: the command may stop next (no task, several), or not
     return sorted(task for task, commits in pending.items() if commits & reach.keys())
 
 

@@ -234,3 +234,37 @@ def test_a_real_process_with_a_huge_input_on_a_pipe(task_repo: Repo) -> None:
         check=False,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, b"{}\n", b"")
+
+
+@pytest.mark.parametrize("tasks", [1, 2])
+def test_choosing_the_task_from_open_handovers_walks_once_not_on_every_prompt(
+    repo: Repo, tmp_path: Path, tasks: int
+) -> None:
+    """No current task: the hook finds the task (or the candidates) from the open handovers
+    reachable from HEAD, which takes a walk of the history; what the walk answered is kept,
+    so the next prompt does not walk again. After a merge, on another branch."""
+    for title in ("one", "two")[:tasks]:
+        repo.task(title)
+        repo.git("checkout", "-q", "-b", f"work-{title}")
+        repo.commit(f"on {title}")
+        assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+        repo.git("checkout", "-q", "main")
+        repo.git("merge", "-q", "--no-ff", "-m", f"merge {title}", f"work-{title}")
+    repo.git("checkout", "-q", "-b", "later")
+    repo.commit("later")
+    (repo.path / ".git" / "majordomus-task").unlink()
+    trace = tmp_path / "trace.json"
+    walks = []
+    for _ in range(3):
+        result = repo.run(
+            "hook",
+            "claude",
+            stdin=payload(repo, "UserPromptSubmit"),
+            environ={"GIT_TRACE2_EVENT": str(trace)},
+        )
+        assert (result.code, result.err) == (0, "")
+        lines = trace.read_text().splitlines() if trace.exists() else []  # no git started
+        started = [json.loads(line) for line in lines]
+        walks.append(sum(e.get("event") == "start" and "rev-list" in e["argv"] for e in started))
+        trace.unlink(missing_ok=True)
+    assert walks[0] >= 1 and walks[1:] == [0, 0], walks
