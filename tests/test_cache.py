@@ -135,16 +135,7 @@ def test_views_carried_over_many_foreign_writes_equal_a_fresh_read(
     # built per HEAD, never carried over); the test above covers copies.
     actions += ["resume", "commit", "branch", "switch", "merge", "task", "lose"]
     fresh = Repo(tmp_path / "fresh", repo.environ, repo.clock)
-    carried: list[str] = []
-    carry = Views._carried_over
-
-    def counted(views: Views) -> object:
-        meta = carry(views)
-        if meta is not None:
-            carried.append(views._key)
-        return meta
-
-    monkeypatch.setattr(Views, "_carried_over", counted)
+    carried = count_carry_overs(monkeypatch)
     by_git = lost = 0
     for step in range(24):
         action = rng.choice(actions)
@@ -188,6 +179,21 @@ def test_views_carried_over_many_foreign_writes_equal_a_fresh_read(
         assert answers(fresh) == cached, f"step {step}: {action}"
     # Every write by git was carried over, but where a part it needed was lost.
     assert by_git >= 5 and len(carried) >= by_git - lost, (by_git, lost, len(carried))
+
+
+def count_carry_overs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The states the views were carried over to (not rebuilt), as commands run."""
+    carried: list[str] = []
+    carry = Views._carried_over
+
+    def counted(views: Views) -> object:
+        meta = carry(views)
+        if meta is not None:
+            carried.append(views._key)
+        return meta
+
+    monkeypatch.setattr(Views, "_carried_over", counted)
+    return carried
 
 
 def foreign(repo: Repo, step: int) -> str:
@@ -678,16 +684,7 @@ def test_a_resume_git_removes_or_adds_reopens_or_resolves_its_handover(
     repo.commit("next")
     assert repo.run("resume").code == 0
     resume = repo.git("notes", "--ref=majordomus", "show", "HEAD")
-    carried: list[str] = []
-    carry = Views._carried_over
-
-    def counted(views: Views) -> object:
-        meta = carry(views)
-        if meta is not None:
-            carried.append(views._key)
-        return meta
-
-    monkeypatch.setattr(Views, "_carried_over", counted)
+    carried = count_carry_overs(monkeypatch)
 
     def peek() -> tuple[int, object]:
         result = repo.run("resume", "--peek", "--json", "--task", task)
