@@ -19,6 +19,7 @@ their change, is not known.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 from majordomus import patches
@@ -78,10 +79,17 @@ def adopt(
         for item in recent
     ]
     since = int(min(item.summary.at for item in recent)) - SLACK_S
-    window = store.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout.split()
+    existing = sorted({c for orphan in orphans for c in orphan.commits if store.has_commit(c)})
     cut = store.shallow_boundary()  # their diffs cannot be known: never compared
-    window = [c for c in window if c not in cut]
-    candidates = _candidates(store, commit, orphans, window)
+    # Two chains of git processes, run side by side: the branches of the orphaned
+    # commits and their whole changes; the commits of REV compared and every change.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        branches = pool.submit(_branch_changes, store, commit, existing)
+        listed = store.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout
+        window = [c for c in listed.split() if c not in cut]
+        ids = patches.ids_of_commits(store, [*window, *existing])
+        whole = branches.result()
+    candidates = _candidates(orphans, window, existing, ids, whole)
     adopted, ambiguous = _decide(orphans, candidates)
     locks: tuple[StaleLock, ...] = ()
     if adopted and not dry_run:
@@ -101,13 +109,27 @@ def adopt(
     )
 
 
+class _Branch(NamedTuple):
+    commits: tuple[str, ...]  # the orphaned commits of one branch that still exist
+    patch: str | None  # the patch id of its whole change since it left REV
+
+
+def _branch_changes(store: Store, rev: str, existing: Sequence[str]) -> dict[str, _Branch]:
+    """Tip -> its branch and whole change, for the orphaned commits that still exist."""
+    branches = _branches(store, rev, existing)
+    whole = patches.ids_against(store, {tip: base for tip, (base, _) in branches.items()})
+    return {tip: _Branch(branch, whole.get(tip)) for tip, (_, branch) in branches.items()}
+
+
 def _candidates(
-    store: Store, rev: str, orphans: Sequence[_Orphan], window: Sequence[str]
+    orphans: Sequence[_Orphan],
+    window: Sequence[str],
+    existing: Sequence[str],
+    ids: Mapping[str, str],
+    branches: Mapping[str, _Branch],
 ) -> dict[int, dict[str, str]]:
-    """Orphan position -> {landing commit: how}, from every proof found."""
-    existing = sorted({c for orphan in orphans for c in orphan.commits if store.has_commit(c)})
-    # One diff-tree | patch-id pipeline for every commit compared, on both sides.
-    ids = patches.ids_of_commits(store, [*window, *existing])
+    """Orphan position -> {landing commit: how}, from every proof found: `ids` holds the
+    patch id of every commit compared, on both sides (one diff-tree | patch-id pipeline)."""
     landed: dict[str, list[str]] = {}
     for commit in window:
         if commit in ids:
@@ -129,12 +151,10 @@ def _candidates(
     for position, orphan in enumerate(orphans):
         for c in orphan.commits:
             on_commit.setdefault(c, []).append(position)
-    branches = _branches(store, rev, existing)
-    whole = patches.ids_against(store, {tip: base for tip, (base, _) in branches.items()})
-    for tip, (_, branch) in branches.items():
-        for c in branch:
+    for branch in branches.values():
+        for c in branch.commits:
             for position in on_commit.get(c, ()):
-                add(position, whole.get(tip), "squash")
+                add(position, branch.patch, "squash")
     # ... and as handovers stated them when the branch was closed.
     for orphan in orphans:
         record = orphan.record
