@@ -376,6 +376,8 @@ _WRITTEN_LINE = re.compile(
 )
 _WRITTEN_ITEM = re.compile(f'"({_STR})"')
 _WRITTEN_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|(.))")
+# No line of the subset holds one of these anywhere (a tab only inside a string).
+_OUTSIDE_WRITTEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -397,14 +399,41 @@ def _written_string(raw: str) -> str:
     return _WRITTEN_ESCAPE.sub(_unescape, raw) if "\\" in raw else raw
 
 
+def _is_bare(key: str) -> bool:
+    return (key.isascii() and key.isalnum()) or _BARE_KEY.fullmatch(key) is not None
+
+
 def _written_document(text: str) -> dict[str, Any] | None:
     """The document of a note in the subset majordomus writes, or None for tomllib to read."""
+    if _OUTSIDE_WRITTEN.search(text) is not None:
+        return None  # a control character (CR included) no line of the subset holds
     document: dict[str, Any] = {}
     table: dict[str, Any] | None = None
     match_line = _WRITTEN_LINE.fullmatch
     try:
         for line in text.split("\n"):
             if not line:
+                continue
+            # Most lines are a header, `key = "plain text"` or `v = 1`: read with string
+            # methods, giving the answer the line pattern gives (no quote or backslash in
+            # the text, and no control character but tab anywhere, as checked above).
+            key, equals, rest = line.partition(" = ")
+            if equals and table is not None and key not in table and _is_bare(key):
+                if (
+                    rest[:1] == '"'
+                    and rest[-1:] == '"'
+                    and len(rest) > 1
+                    and '"' not in (string := rest[1:-1])
+                    and "\\" not in string
+                ):
+                    table[key] = string
+                    continue
+                if rest.isascii() and rest.isdigit() and len(rest) < 19 and rest[0] != "0":
+                    table[key] = int(rest)
+                    continue
+            elif line[:2] == "[[" and line[-2:] == "]]" and _is_bare(line[2:-2]):
+                table = {}
+                document.setdefault(line[2:-2], []).append(table)
                 continue
             found = match_line(line)
             if found is None:
