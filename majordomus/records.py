@@ -658,7 +658,8 @@ def union(notes: Sequence[Note]) -> Note:
     """Union by record identity: every entry of every note, each once, first copy kept."""
     if len(notes) == 1 and not notes[0].salvaged:
         note = notes[0]  # the common case: one note, each record once
-        if len({entry.key for entry in note.entries}) == len(note.entries):
+        first = note.entries
+        if len(first) < 2 or len({entry.key for entry in first}) == len(first):
             return note
     seen: set[tuple[str, str]] = set()
     entries: list[Entry] = []

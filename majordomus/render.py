@@ -6,7 +6,7 @@ import datetime
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from majordomus.graph import Divergence
@@ -112,25 +112,47 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         _indented(_json_default(value), newline, out)
 
 
-_SCALARS = frozenset({str, int, bool, float, type(None)})
-_flat_encoders: dict[str, json.JSONEncoder] = {}
+_PLAIN = frozenset({str, int, bool, type(None)})  # scalars whose JSON needs no check
+_SCALARS = _PLAIN | {float}
+_TEXT = frozenset({str})
+_flat_encoders: dict[str, Callable[[dict[str, Any]], str]] = {}
 
 
 def _flat_object(value: dict[Any, Any], newline: str) -> str | None:
     """An object of plain keys and scalar values (most records) as `_indented` writes it,
     by the json module's C encoder: with no container inside, its item separator can
     carry the newline and the indentation. None for anything else."""
-    for key, item in value.items():
-        if type(key) is not str or type(item) not in _SCALARS:
-            return None
-        if type(item) is float and not math.isfinite(item):
-            return None
+    items = value.values()
+    if not _TEXT.issuperset(map(type, value)):
+        return None
+    if not _PLAIN.issuperset(map(type, items)) and not (
+        _SCALARS.issuperset(map(type, items))
+        and all(math.isfinite(item) for item in items if type(item) is float)
+    ):
+        return None
     inner = newline + "  "
-    encoder = _flat_encoders.get(inner)
-    if encoder is None:
-        encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
-        _flat_encoders[inner] = encoder
-    return "{" + inner + encoder.encode(value)[1:-1] + newline + "}"
+    encode = _flat_encoders.get(inner) or _flat_encoder(inner)
+    return "{" + inner + encode(value)[1:-1] + newline + "}"
+
+
+def _flat_encoder(inner: str) -> Callable[[dict[str, Any]], str]:
+    """`JSONEncoder(ensure_ascii=False, separators=...).encode` for flat objects, without
+    the set-up that method repeats on every call (made once per indentation)."""
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
+    make = getattr(json.encoder, "c_make_encoder", None)
+    encode: Callable[[dict[str, Any]], str] = encoder.encode
+    if make is not None:
+        # (markers, default, encoder, indent, key and item separators, sort_keys,
+        # skipkeys, allow_nan): what `encode` passes it
+        chunks = make(
+            None, encoder.default, _encode_string, None, ": ", "," + inner, False, False, True
+        )
+
+        def encode(value: dict[str, Any]) -> str:
+            return "".join(chunks(value, 0))
+
+    _flat_encoders[inner] = encode
+    return encode
 
 
 def _finite(value: Any) -> Any:
@@ -158,8 +180,8 @@ def rfc3339(when: datetime.datetime) -> str:
 def record_json(loc: Located) -> dict[str, Any]:
     """Every stored field, `at` as RFC 3339, plus `kind` and `commit`."""
     out: dict[str, Any] = {"kind": loc.record.kind}
-    for key, value in loc.record.table.items():
-        out[key] = rfc3339(value) if key == "at" else value
+    out.update(loc.record.table)
+    out["at"] = rfc3339(loc.record.at)  # in its stored place: a valid record has one
     out["commit"] = loc.commit
     return out
 

@@ -371,7 +371,18 @@ def test_the_document_cache_gives_back_the_note_a_parse_gives(tmp_path: Path) ->
             (e.kind, e.record is None) for e in note.entries
         ]
         assert again.invalid == note.invalid and dict(again.other) == dict(note.other)
+        # Every value with its type and spelling (a date's zone, a list not a tuple, NaN),
+        # and the same again from a second look at the loaded file.
+        assert _shape(again) == _shape(note) == _shape(reading.get(blob))
     assert kept >= len(blobs) // 2
+
+
+def _shape(note: Note | None) -> object:
+    assert note is not None
+    return [
+        (entry.kind, [(key, repr(value)) for key, value in entry.table.items()], entry.record)
+        for entry in note.entries
+    ], [(key, repr(value)) for key, value in note.other.items()]
 
 
 def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
