@@ -40,6 +40,8 @@ def _escape_text(match: re.Match[str]) -> str:
 
 def safe(text: str) -> str:
     """Text from a note, fit for a terminal: the refused set shown as escapes."""
+    if text.isprintable():
+        return text  # the set is all control and format characters: none is printable
     return REFUSED.sub(_escape_text, text)
 
 
@@ -51,6 +53,8 @@ def dumps(value: Any) -> str:
         text = "".join(out)
     except _NotPlain:
         text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
+    if text.isascii() and "\x7f" not in text:
+        return text  # the encoder escaped every other character of the set (all below 0x20)
     return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -221,7 +225,7 @@ def interval(seconds: int) -> str:
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line for line in safe(text).split("\n"))
+    return prefix + safe(text).replace("\n", "\n" + prefix)
 
 
 def _label(div: Divergence) -> str:
@@ -237,10 +241,10 @@ def record_block(loc: Located, suffix: str = "") -> str:
         f"{rfc3339(record.at)}  {record.kind} {safe(record.id)}  task {safe(record.task)}  "
         f"on {loc.commit[:12]}{suffix}"
     )
+    session = record.session
     lines = [
         header,
-        f"    by {safe(record.author)}"
-        + (f", session {safe(record.session)}" if record.session else ""),
+        f"    by {safe(record.author)}" + (f", session {safe(session)}" if session else ""),
     ]
     if record.kind == "task":
         lines.append(_indent(record.text("title")))

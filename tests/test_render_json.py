@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus.records import REFUSED
-from majordomus.render import _finite, _json_default, dumps
+from majordomus.render import _finite, _indent, _json_default, dumps, safe
 
 LEAVES = st.one_of(
     st.none(),
@@ -50,3 +50,26 @@ def test_keys_that_are_not_strings_are_written_as_the_json_module_writes_them() 
         "records": [{"1": "one", "null": [], "2.5": {}}],
         "\x1b": "\x9b",
     }
+
+
+ANY_TEXT = st.text(st.characters(codec="utf-8"), max_size=40) | st.text(
+    st.sampled_from("a\n\t\x00\x1b\x7f\x85\x9f\xa0\u200b\u202a\u202e\u2066\u2069\u2028é"),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ANY_TEXT)
+def test_safe_escapes_every_character_of_the_refused_set_and_nothing_else(text: str) -> None:
+    expected = "".join(
+        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if REFUSED.match(c) else c
+        for c in text
+    )
+    assert safe(text) == expected
+    assert _indent(text, "  ") == "\n".join("  " + line for line in expected.split("\n"))
+
+
+def test_delete_is_escaped_in_plain_ascii_output_as_in_any_other() -> None:
+    for value in ({"body": "rm\x7f"}, ["\x7f"], {"\x7f": 1}, {"a": "\x7f\u202e"}, "\x1b\x7f"):
+        assert dumps(value) == reference(value)
+        assert "\x7f" not in dumps(value)
