@@ -29,14 +29,15 @@ class NoteBlobs:
         """A note's bytes; NoteError when the notes tree names anything but a blob we have
         (a pushed tree can hold a submodule entry, or point at an object never sent)."""
         try:
-            blob = self.repo[blob_id]
+            # Straight from the object database: no object to make, no prefix lookup.
+            kind, data = self.repo.odb.read(blob_id)
         except KeyError:
             raise MissingObjectError(blob_id) from None
         except ValueError:
             raise NoteError(f"note object {blob_id[:12]} is missing; not read") from None
-        if not isinstance(blob, pygit2.Blob):
+        if kind != pygit2.enums.ObjectType.BLOB:
             raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
-        return blob.data
+        return data
 
     def parse(self, blob_id: str) -> Note | NoteError:
         """The note a blob holds, or why it cannot be read."""

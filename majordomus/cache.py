@@ -210,6 +210,7 @@ def _decode(value: Any) -> Any:
     return value
 
 
+_SCALARS = frozenset({str, int, float, bool})
 _AT = (("at", "datetime"),)  # the dates of nearly every entry: one object, one marshal ref
 
 
@@ -218,7 +219,14 @@ def _flat(entry: Entry) -> tuple[Any, ...]:
     hold a date and of what type, which keys hold a container with a date deeper inside
     (kept tagged, rare: only a hand-written key holds one), whether it is a valid record.
     Keys are interned, so marshal writes each name once per file."""
-    table: dict[str, Any] = {}
+    valid = entry.record is not None
+    table = dict(zip(map(sys.intern, entry.table), entry.table.values(), strict=True))
+    at = table.get("at")
+    if type(at) is datetime.datetime:  # the usual entry: text and numbers, and its date
+        table["at"] = at.isoformat()
+        if _SCALARS.issuperset(map(type, table.values())):
+            return (entry.kind, table, _AT, (), valid)
+    table = {}
     times: list[tuple[str, str]] = []
     nested: list[str] = []
     for name, value in entry.table.items():
@@ -233,7 +241,7 @@ def _flat(entry: Entry) -> tuple[Any, ...]:
         else:
             table[key] = value
     dates = _AT if times == list(_AT) else tuple(times)
-    return (entry.kind, table, dates, tuple(nested), entry.record is not None)
+    return (entry.kind, table, dates, tuple(nested), valid)
 
 
 def _unflat(flat: tuple[Any, ...]) -> Entry:

@@ -181,6 +181,8 @@ def _is_text(value: object) -> bool:
 
 def _in_utc_range(at: datetime.datetime) -> bool:
     """Whether `at` can be shown in UTC: 0001-01-01T00:00+01:00 cannot."""
+    if at.tzinfo is datetime.UTC:
+        return True  # already is (what every note majordomus writes holds)
     try:
         at.astimezone(datetime.UTC)
     except OverflowError:
@@ -364,7 +366,10 @@ def load_document(data: bytes) -> dict[str, Any]:
 # strings, and blank lines. Read here about ten times faster than tomllib; anything else
 # (comments, other spellings, other value types) goes to tomllib, so every document read
 # here is exactly the one tomllib returns.
-_STR = r'(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\(?:["\\bfnrt]|u[0-9A-Fa-f]{4}))*'
+# A basic string's text, written as plain runs between escapes (the same strings as
+# `(?:plain|escape)*`, matched without trying both branches at every character).
+_PLAIN = r'[^"\\\x00-\x08\x0a-\x1f\x7f]*'
+_STR = rf'{_PLAIN}(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{{4}}){_PLAIN})*'
 _WRITTEN_LINE = re.compile(
     r"\[\[([A-Za-z0-9_-]+)\]\]"
     r"|([A-Za-z0-9_-]+) = "
@@ -375,6 +380,11 @@ _WRITTEN_LINE = re.compile(
     rf'|\[((?:"{_STR}"(?:, "{_STR}")*)?)\])'
 )
 _WRITTEN_ITEM = re.compile(f'"({_STR})"')
+_WRITTEN_STR = re.compile(_STR)
+_WRITTEN_DATE = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z"
+)  # the date-times of the line pattern without a fraction: what majordomus writes
 _WRITTEN_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|(.))")
 # No line of the subset holds one of these anywhere (a tab only inside a string).
 _OUTSIDE_WRITTEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
@@ -418,18 +428,25 @@ def _written_document(text: str) -> dict[str, Any] | None:
             # methods, giving the answer the line pattern gives (no quote or backslash in
             # the text, and no control character but tab anywhere, as checked above).
             key, equals, rest = line.partition(" = ")
-            if equals and table is not None and key not in table and _is_bare(key):
-                if (
-                    rest[:1] == '"'
-                    and rest[-1:] == '"'
-                    and len(rest) > 1
-                    and '"' not in (string := rest[1:-1])
-                    and "\\" not in string
-                ):
-                    table[key] = string
-                    continue
-                if rest.isascii() and rest.isdigit() and len(rest) < 19 and rest[0] != "0":
+            if (
+                equals
+                and table is not None
+                and key not in table
+                and ((key.isascii() and key.isalnum()) or _is_bare(key))
+            ):
+                if rest[:1] == '"' and rest[-1:] == '"' and len(rest) > 1:
+                    string = rest[1:-1]
+                    if '"' not in string and "\\" not in string:
+                        table[key] = string
+                        continue
+                    if _WRITTEN_STR.fullmatch(string) is not None:
+                        table[key] = _written_string(string)
+                        continue
+                elif rest.isascii() and rest.isdigit() and len(rest) < 19 and rest[0] != "0":
                     table[key] = int(rest)
+                    continue
+                elif len(rest) == 20 and _WRITTEN_DATE.fullmatch(rest) is not None:
+                    table[key] = datetime.datetime.fromisoformat(rest)
                     continue
             elif line[:2] == "[[" and line[-2:] == "]]" and _is_bare(line[2:-2]):
                 table = {}

@@ -72,6 +72,12 @@ EDGE_LINES = (
         "v = 123456789012345678", "v = 1234567890123456789", "v = -12", "v = \u0661",
         "v = \u00b2", "v = 1 ", "[[a-b]]", "[[A_1]]", "[[]]", '[["task"]]', "[[task]] ",
         "[[task]]x", "[[t\u00e9]]", "[[task]]]", "[[[task]]",
+        # Strings with escapes, and date-times without a fraction.
+        'body = "a\\nb"', 'body = "\\u00e9\\t"', 'body = "bad \\q"', 'body = "\\"in\\""',
+        'body = "\\\\"', 'body = "x\\"', 'body = "\\u12"', 'body = "\\uD834\\uDD1E"',
+        "at = 2024-02-29T23:59:59Z", "at = 2023-02-29T23:59:59Z", "at = 2026-11-30T24:00:00Z",
+        "at = 2026-11-30T03:12:60Z", "at = 2026-1-30T03:12:09Z", "at = 9999-12-31T23:59:59Z",
+        "at = 0001-01-01T00:00:00Z", "at = 2026-11-30T03:12:09.5Z",
 )  # fmt: skip
 LINES = st.sampled_from(EDGE_LINES)
 

@@ -212,3 +212,21 @@ def test_union_is_by_id_and_keeps_first_copy() -> None:
     ]
     concatenated = parse_note((dump_note(a) + "\n" + dump_note(a)).encode())
     assert union([concatenated]).records == a.records
+
+
+@pytest.mark.parametrize(
+    ("at", "valid"),
+    [
+        ("0001-01-01T00:00:00Z", True),
+        ("0001-01-01T00:00:00+00:00", True),
+        ("0001-01-01T00:30:00+01:00", False),  # before year 1 in UTC: cannot be shown
+        ("9999-12-31T23:30:00-01:00", False),  # after year 9999 in UTC
+        ("9999-12-31T22:30:00-01:00", True),
+    ],
+)
+def test_a_record_dated_outside_what_utc_can_show_is_invalid(at: str, valid: bool) -> None:
+    note = parse_note(
+        b'[[checkpoint]]\nv = 1\nid = "c-1"\ntask = "t-1"\nhead = "' + b"a" * 40 + b'"\n'
+        b"at = " + at.encode() + b'\nauthor = "A <a@example.com>"\nbody = "b"\n'
+    )
+    assert (len(note.records), note.invalid) == ((1, 0) if valid else (0, 1))
