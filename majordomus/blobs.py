@@ -62,6 +62,9 @@ class NoteBlobs:
 
     def note(self, blob_ids: Sequence[str]) -> Note:
         """The united note of the readable blobs among these."""
+        if len(blob_ids) == 1:  # the usual commit: one note
+            one = self.parse(blob_ids[0])
+            return union([] if isinstance(one, NoteError) else [one])
         parsed = [self.parse(blob_id) for blob_id in blob_ids]
         return union([note for note in parsed if not isinstance(note, NoteError)])
 

@@ -278,7 +278,9 @@ class DocumentCache(CacheFile):
             return None
         try:
             entries, other, invalid_plain = raw
-            return Note(tuple(map(_unflat, entries)), _decode(other), invalid_plain)
+            return Note(
+                tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain
+            )
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None  # not this layout after all: read the blob again
 

@@ -192,21 +192,27 @@ def _in_utc_range(at: datetime.datetime) -> bool:
 
 def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
     """The record a table of a known kind describes, or None when it is invalid."""
+    get = table.get
+    version, head, at = get("v"), get("head"), get("at")
     common_ok = (
-        table.get("v") == FORMAT_VERSION
-        and type(table.get("v")) is int
-        and _is_text(table.get("id"))
-        and _is_text(table.get("task"))
-        and isinstance(table.get("head"), str)
-        and _HEX40.fullmatch(table["head"]) is not None
-        and isinstance(table.get("at"), datetime.datetime)
-        and table["at"].tzinfo is not None
-        and _in_utc_range(table["at"])
-        and _is_text(table.get("author"))
+        type(version) is int
+        and version == FORMAT_VERSION
+        and _is_text(get("id"))
+        and _is_text(get("task"))
+        and isinstance(head, str)
+        and len(head) == 40
+        and not head.strip("0123456789abcdef")  # 40 lowercase hex digits
+        and isinstance(at, datetime.datetime)
+        and at.tzinfo is not None
+        and _in_utc_range(at)
+        and _is_text(get("author"))
         and ("session" not in table or _is_text(table["session"]))
     )
-    if not common_ok or not all(_is_text(table.get(key)) for key in KIND_TEXT[kind]):
+    if not common_ok:
         return None
+    for key in KIND_TEXT[kind]:
+        if not _is_text(get(key)):
+            return None
     if kind == "resume" and not _valid_resume(table):
         return None
     return validated_record(kind, table)

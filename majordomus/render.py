@@ -98,7 +98,12 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         separator = "[" + inner
         for item in value:
             out.append(separator)
-            _indented(item, inner, out)
+            # A list of records: each one flat, written without a second dispatch.
+            flat = _flat_object(item, inner) if type(item) is dict and item else None
+            if flat is None:
+                _indented(item, inner, out)
+            else:
+                out.append(flat)
             separator = "," + inner
         out.append(newline + "]")
     elif value is None:
@@ -177,7 +182,7 @@ def _json_default(value: object) -> object:
 
 
 def rfc3339(when: datetime.datetime) -> str:
-    text = when.astimezone(datetime.UTC).isoformat()
+    text = (when if when.tzinfo is datetime.UTC else when.astimezone(datetime.UTC)).isoformat()
     return text.removesuffix("+00:00") + "Z"
 
 

@@ -230,3 +230,37 @@ def test_a_record_dated_outside_what_utc_can_show_is_invalid(at: str, valid: boo
         b"at = " + at.encode() + b'\nauthor = "A <a@example.com>"\nbody = "b"\n'
     )
     assert (len(note.records), note.invalid) == ((1, 0) if valid else (0, 1))
+
+
+@pytest.mark.parametrize(
+    ("line", "valid"),
+    [
+        ('head = "' + "0123456789abcdef" * 2 + '01234567"', True),
+        ('head = "' + "A" * 40 + '"', False),
+        ('head = "' + "a" * 39 + '"', False),
+        ('head = "' + "a" * 41 + '"', False),
+        ('head = "' + "a" * 39 + 'g"', False),
+        ('head = "' + "a" * 39 + ' "', False),
+        ('head = "' + "a" * 39 + '\\n"', False),
+        ("head = 1", False),
+        ("v = true", False),
+        ("v = 1.0", False),
+        ("v = 2", False),
+        ('session = ""', False),
+        ('session = "s"', True),
+        ('body = ""', False),
+    ],
+)
+def test_each_common_field_is_checked_as_the_format_says(line: str, valid: bool) -> None:
+    fields = {
+        "v": "v = 1",
+        "id": 'id = "c-1"',
+        "task": 'task = "t-1"',
+        "head": 'head = "' + "a" * 40 + '"',
+        "at": "at = 2026-11-30T10:00:00Z",
+        "author": 'author = "A <a@example.com>"',
+        "body": 'body = "b"',
+    }
+    fields[line.partition(" = ")[0]] = line
+    note = parse_note(("[[checkpoint]]\n" + "\n".join(fields.values()) + "\n").encode())
+    assert (len(note.records), note.invalid) == ((1, 0) if valid else (0, 1))
