@@ -137,7 +137,13 @@ class NotesReader:
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
         commits: dict[str, NotesOn] = {}
+        known = cache.blobs
         for commit, blobs in found.items():
+            if len(blobs) == 1:  # the usual commit: one note, its summary cached
+                entry = known.get(next(iter(blobs)))
+                if entry is not None and not isinstance(entry, str):
+                    commits[commit] = NotesOn(tuple(blobs), entry[0], entry[1])
+                    continue
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
             for blob, name in blobs.items():
                 entry = self._blob_entry(blob, cache)

@@ -284,6 +284,9 @@ class Note(NamedTuple):
 
     @property
     def records(self) -> tuple[Record, ...]:
+        if len(self.entries) == 1:  # most notes: asked once per record shown
+            record = self.entries[0].record
+            return () if record is None else (record,)
         return tuple(entry.record for entry in self.entries if entry.record is not None)
 
     @property

@@ -96,15 +96,22 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
             return
         inner = newline + "  "
         separator = "[" + inner
+        run: list[dict[str, Any]] = []  # consecutive flat objects (records): one encoding
         for item in value:
+            if type(item) is dict and item and _is_flat(item):
+                run.append(item)
+                continue
+            if run:
+                out.append(separator)
+                out.append(_flat_objects(run, inner))
+                separator = "," + inner
+                run = []
             out.append(separator)
-            # A list of records: each one flat, written without a second dispatch.
-            flat = _flat_object(item, inner) if type(item) is dict and item else None
-            if flat is None:
-                _indented(item, inner, out)
-            else:
-                out.append(flat)
+            _indented(item, inner, out)
             separator = "," + inner
+        if run:
+            out.append(separator)
+            out.append(_flat_objects(run, inner))
         out.append(newline + "]")
     elif value is None:
         out.append("null")
@@ -122,34 +129,56 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})  # scalars whose JSON needs no check
-_SCALARS = _PLAIN | {float}
 _TEXT = frozenset({str})
-_flat_encoders: dict[str, Callable[[dict[str, Any]], str]] = {}
+_flat_encoders: dict[str, Callable[[Any], str]] = {}
+
+
+def _is_flat(value: dict[Any, Any]) -> bool:
+    """Whether an object has only plain keys and scalar values (most records; an empty
+    list counts as one): the json module's C encoder writes it as `_indented` does, its
+    item separator carrying the newline and the indentation (nothing inside needs
+    another)."""
+    items = value.values()
+    return _TEXT.issuperset(map(type, value)) and (
+        _PLAIN.issuperset(map(type, items))
+        or all(
+            type(item) in _PLAIN
+            or (type(item) is list and not item)
+            or (type(item) is float and math.isfinite(item))
+            for item in items
+        )
+    )
 
 
 def _flat_object(value: dict[Any, Any], newline: str) -> str | None:
-    """An object of plain keys and scalar values (most records) as `_indented` writes it,
-    by the json module's C encoder: with no container inside, its item separator can
-    carry the newline and the indentation. None for anything else."""
-    items = value.values()
-    if not _TEXT.issuperset(map(type, value)):
-        return None
-    if not _PLAIN.issuperset(map(type, items)) and not (
-        _SCALARS.issuperset(map(type, items))
-        and all(math.isfinite(item) for item in items if type(item) is float)
-    ):
+    """A flat object as `_indented` writes it; None for any other object."""
+    if not _is_flat(value):
         return None
     inner = newline + "  "
     encode = _flat_encoders.get(inner) or _flat_encoder(inner)
     return "{" + inner + encode(value)[1:-1] + newline + "}"
 
 
-def _flat_encoder(inner: str) -> Callable[[dict[str, Any]], str]:
+def _flat_objects(run: list[dict[str, Any]], newline: str) -> str:
+    """Non-empty flat objects, items of one list, as `_indented` writes them, in one call
+    to the C encoder: a newline appears in its output only in separators (a string's
+    newline is escaped), so where one object ends and the next begins, `}` separator
+    `{`, is rewritten to the separators an indented list of them has."""
+    inner = newline + "  "
+    encode = _flat_encoders.get(inner) or _flat_encoder(inner)
+    body = encode(run)[2:-2]  # without the list's `[{` and `}]`
+    between = "}," + inner + "{"
+    return (
+        "{" + inner + body.replace(between, newline + "}," + newline + "{" + inner) + newline + "}"
+    )
+
+
+def _flat_encoder(inner: str) -> Callable[[Any], str]:
     """`JSONEncoder(ensure_ascii=False, separators=...).encode` for flat objects, without
     the set-up that method repeats on every call (made once per indentation)."""
     encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
     make = getattr(json.encoder, "c_make_encoder", None)
-    encode: Callable[[dict[str, Any]], str] = encoder.encode
+    encode: Callable[[Any], str] = encoder.encode
     if make is not None:
         # (markers, default, encoder, indent, key and item separators, sort_keys,
         # skipkeys, allow_nan): what `encode` passes it
@@ -157,7 +186,7 @@ def _flat_encoder(inner: str) -> Callable[[dict[str, Any]], str]:
             None, encoder.default, _encode_string, None, ": ", "," + inner, False, False, True
         )
 
-        def encode(value: dict[str, Any]) -> str:
+        def encode(value: Any) -> str:
             return "".join(chunks(value, 0))
 
     _flat_encoders[inner] = encode

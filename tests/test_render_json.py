@@ -73,3 +73,30 @@ def test_delete_is_escaped_in_plain_ascii_output_as_in_any_other() -> None:
     for value in ({"body": "rm\x7f"}, ["\x7f"], {"\x7f": 1}, {"a": "\x7f\u202e"}, "\x1b\x7f"):
         assert dumps(value) == reference(value)
         assert "\x7f" not in dumps(value)
+
+
+TRICKY = st.text(st.sampled_from('{}[],:\n "\\ab\x7f'), max_size=8)
+FLAT = st.dictionaries(
+    TRICKY,
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        TRICKY,
+        st.just([]),
+        st.lists(TRICKY, max_size=1),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(FLAT, FLAT, st.lists(FLAT, max_size=2), TRICKY), max_size=6))
+def test_lists_of_flat_objects_are_written_as_the_json_module_writes_them(
+    value: list[Any],
+) -> None:
+    """Records are written many at a time; braces, commas and newlines in their text and
+    keys never look like the boundary between two of them."""
+    assert dumps({"records": value}) == reference({"records": value})
+    assert dumps(value) == reference(value)
