@@ -134,6 +134,11 @@ class NotesReader:
                         unreadable.append(UnreadableNote("", name, reason))
                 else:
                     cache.put_tree(tree_id, pairs)
+            if not found:  # the first ref: one note per commit, unless its tree is damaged
+                found = {commit: {blob: name} for commit, blob in pairs}
+                if len(found) == len(pairs):
+                    continue
+                found = {}
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
         commits: dict[str, NotesOn] = {}

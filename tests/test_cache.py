@@ -7,6 +7,8 @@ import marshal
 import random
 from pathlib import Path
 
+import pygit2
+
 from majordomus import __version__
 from majordomus.cache import (
     FILE_NAME,
@@ -520,3 +522,41 @@ def test_notes_a_cold_read_parsed_are_kept_for_the_next_read(repo: Repo) -> None
     documents = DocumentCache(repo.path / ".git" / RECORDS_FILE_NAME)
     assert len(blobs) == 31 and all(documents.has(blob) for blob in blobs)
     assert repo.run("history", "--json").out == first
+
+
+def test_a_commit_with_a_flat_and_a_fanned_out_note_lists_the_records_of_both(
+    repo: Repo,
+) -> None:
+    """A notes tree damaged by hand can hold two notes for one commit (`abcd…` and
+    `ab/cd…`): every read unites them, with its caches and without, as the first notes
+    ref read and as a second one."""
+    repo.task()
+    assert repo.run("checkpoint", "in the flat note").code == 0
+    commit = repo.head()
+    first = repo.run("history", "--json").out
+    notes = repo.pygit
+    notes_commit = notes.references["refs/notes/majordomus"].peel(pygit2.Commit)
+    flat_record = json.loads(first)["records"][0]
+    flat = notes[notes_commit.tree[commit].id]
+    assert isinstance(flat, pygit2.Blob)
+    data = flat.data.replace(flat_record["id"].encode(), b"c-0000000000000ff0")
+    data = data.replace(b"in the flat note", b"in the fanned-out note")
+    inner = notes.TreeBuilder()
+    inner.insert(commit[2:], notes.create_blob(data), pygit2.enums.FileMode.BLOB)
+    root = notes.TreeBuilder(notes_commit.tree)
+    root.insert(commit[:2], inner.write(), pygit2.enums.FileMode.TREE)
+    damaged = notes.create_commit(
+        None, notes_commit.author, notes_commit.author, "damaged", root.write(), [notes_commit.id]
+    )
+    notes.references.create("refs/notes/majordomus", damaged, force=True)
+    bodies = {"in the flat note", "in the fanned-out note"}
+    for name in ("refs/notes/majordomus", "refs/notes/remotes/origin/majordomus"):
+        if name != "refs/notes/majordomus":
+            notes.references.create(name, damaged)
+            notes.references.create("refs/notes/majordomus", notes_commit.id, force=True)
+        drop_caches(repo)
+        for _ in range(2):  # without the caches, then through them
+            listed = json.loads(repo.run("history", "--json").out)["records"]
+            assert {r.get("body") for r in listed} - {None} == bodies, name
+            shown = json.loads(repo.run("show", "--json").out)["records"]
+            assert {r.get("body") for r in shown} - {None} == bodies, name
