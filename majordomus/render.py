@@ -173,22 +173,27 @@ def _flat_objects(run: list[dict[str, Any]], newline: str) -> str:
     )
 
 
+_SAMPLE = [{"a": "x\n}", "b": 1, "c": None, "d": True, "e": 1.5, "f": []}, {"g": ""}]
+
+
 def _flat_encoder(inner: str) -> Callable[[Any], str]:
     """`JSONEncoder(ensure_ascii=False, separators=...).encode` for flat objects, without
-    the set-up that method repeats on every call (made once per indentation)."""
+    the set-up that method repeats on every call (made once per indentation). The C
+    encoder is private to the json module: where it is missing, or takes other arguments,
+    or answers otherwise, that method is used."""
     encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
-    make = getattr(json.encoder, "c_make_encoder", None)
     encode: Callable[[Any], str] = encoder.encode
-    if make is not None:
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    try:
         # (markers, default, encoder, indent, key and item separators, sort_keys,
         # skipkeys, allow_nan): what `encode` passes it
         chunks = make(
             None, encoder.default, _encode_string, None, ": ", "," + inner, False, False, True
         )
-
-        def encode(value: Any) -> str:
-            return "".join(chunks(value, 0))
-
+        if "".join(chunks(_SAMPLE, 0)) == encoder.encode(_SAMPLE):
+            encode = lambda value: "".join(chunks(value, 0))  # noqa: E731
+    except TypeError:  # missing (None), or made with other arguments
+        pass
     _flat_encoders[inner] = encode
     return encode
 

@@ -6,9 +6,11 @@ import datetime
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from majordomus import render
 from majordomus.records import REFUSED
 from majordomus.render import _finite, _indent, _json_default, dumps, safe
 
@@ -100,3 +102,15 @@ def test_lists_of_flat_objects_are_written_as_the_json_module_writes_them(
     keys never look like the boundary between two of them."""
     assert dumps({"records": value}) == reference({"records": value})
     assert dumps(value) == reference(value)
+
+
+def test_without_the_json_module_s_c_encoder_the_output_is_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Flat objects go through the json module's private C encoder when it is there and
+    answers as its public `encode` does; without it, through `encode`: the same text."""
+    value = {"records": [{"id": "c-1", "n": 1, "x": []}, {"id": "c-2\\n}", "ok": None}, [{}]]}
+    with_c = dumps(value)
+    monkeypatch.setattr(render, "_flat_encoders", {})
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    assert dumps(value) == with_c == reference(value)
