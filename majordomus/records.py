@@ -443,7 +443,7 @@ def _written_document(text: str) -> dict[str, Any] | None:
                 and key not in table
                 and ((key.isascii() and key.isalnum()) or _is_bare(key))
             ):
-                if rest[:1] == '"' and rest[-1:] == '"' and len(rest) > 1:
+                if len(rest) > 1 and rest[0] == '"' and rest[-1] == '"':
                     string = rest[1:-1]
                     if '"' not in string and "\\" not in string:
                         table[key] = string
