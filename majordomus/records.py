@@ -419,6 +419,7 @@ def _written_string(raw: str) -> str:
 
 
 def _is_bare(key: str) -> bool:
+    """Whether a key or a kind is a TOML bare key."""
     return (key.isascii() and key.isalnum()) or _BARE_KEY.fullmatch(key) is not None
 
 
@@ -433,15 +434,16 @@ def _written_document(text: str) -> dict[str, Any] | None:
         for line in text.split("\n"):
             if not line:
                 continue
-            # Most lines are a header, `key = "plain text"` or `v = 1`: read with string
-            # methods, giving the answer the line pattern gives (no quote or backslash in
-            # the text, and no control character but tab anywhere, as checked above).
+            # Nearly every line is a header or `key = ` a basic string, a small integer or
+            # a date-time without a fraction: read with string methods and small patterns,
+            # giving the answer the line pattern gives (no control character but tab is
+            # anywhere, as checked above). Other lines go to the line pattern.
             key, equals, rest = line.partition(" = ")
             if (
                 equals
                 and table is not None
                 and key not in table
-                and ((key.isascii() and key.isalnum()) or _is_bare(key))
+                and ((key.isascii() and key.isalnum()) or _is_bare(key))  # no call, mostly
             ):
                 if len(rest) > 1 and rest[0] == '"' and rest[-1] == '"':
                     string = rest[1:-1]
