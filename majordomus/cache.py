@@ -14,6 +14,7 @@ import contextlib
 import datetime
 import marshal
 import os
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -211,31 +212,47 @@ def _decode(value: Any) -> Any:
     return value
 
 
+_SCALARS = frozenset({str, int, float, bool})
+_AT = (("at", "datetime"),)  # the dates of nearly every entry: one object, one marshal ref
+
+
 def _flat(entry: Entry) -> tuple[Any, ...]:
-    """An entry as marshal keeps it: kind, keys, values with top-level dates as ISO text and
-    their places, whether it is a valid record; a table with a date deeper inside is kept
-    tagged whole (rare: only a hand-written key holds one)."""
-    keys = tuple(entry.table)
-    values = []
-    times = []
-    for i, value in enumerate(entry.table.values()):
+    """An entry as marshal keeps it: kind, its table (with dates as ISO text), which keys
+    hold a date and of what type, which keys hold a container with a date deeper inside
+    (kept tagged, rare: only a hand-written key holds one), whether it is a valid record.
+    Keys are interned, so marshal writes each name once per file."""
+    valid = entry.record is not None
+    table = dict(zip(map(sys.intern, entry.table), entry.table.values(), strict=True))
+    at = table.get("at")
+    if type(at) is datetime.datetime:  # the usual entry: text and numbers, and its date
+        table["at"] = at.isoformat()
+        if _SCALARS.issuperset(map(type, table.values())):
+            return (entry.kind, table, _AT, (), valid)
+    table = {}
+    times: list[tuple[str, str]] = []
+    nested: list[str] = []
+    for name, value in entry.table.items():
+        key = sys.intern(name)
         if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-            times.append(i)
-            values.append((type(value).__name__, value.isoformat()))
+            times.append((key, type(value).__name__))
+            table[key] = value.isoformat()
+        elif isinstance(value, dict | list):
+            table[key] = _encode(value)
+            if table[key] != value:  # a date inside
+                nested.append(key)
         else:
-            values.append(_encode(value) if isinstance(value, dict | list) else value)
-    return (entry.kind, keys, tuple(values), tuple(times), entry.record is not None)
+            table[key] = value
+    dates = _AT if times == list(_AT) else tuple(times)
+    return (entry.kind, table, dates, tuple(nested), valid)
 
 
 def _unflat(flat: tuple[Any, ...]) -> Entry:
-    kind, keys, values, times, valid = flat
-    table = dict(zip(keys, values, strict=True))
-    for i in times:
-        name, text = values[i]
-        table[keys[i]] = _TIME_TYPES[name].fromisoformat(text)
-    for key, value in table.items():
-        if isinstance(value, dict | list):
-            table[key] = _decode(value)
+    kind, stored, times, nested, valid = flat
+    table = dict(stored)  # the loaded payload stays as it was, for a second look or a save
+    for key, name in times:
+        table[key] = _TIME_TYPES[name].fromisoformat(table[key])
+    for key in nested:
+        table[key] = _decode(table[key])
     return Entry(kind, table, validated_record(kind, table) if valid else None)
 
 
@@ -244,7 +261,7 @@ class DocumentCache(CacheFile):
     whole: rebuilding a note from its flat form is several times cheaper than parsing
     its TOML and checking every field again (this release's checks made the form)."""
 
-    FORMAT = "documents:blob->(entries(kind,keys,values,dates,valid),plain,invalid-plain)"
+    FORMAT = "documents:blob->(entries(kind,table,dates,nested,valid),plain,invalid-plain)"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -263,8 +280,10 @@ class DocumentCache(CacheFile):
             return None
         try:
             entries, other, invalid_plain = raw
-            return Note(tuple(map(_unflat, entries)), _decode(other), invalid_plain)
-        except (ValueError, TypeError, KeyError, IndexError):
+            return Note(
+                tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain
+            )
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None  # not this layout after all: read the blob again
 
     def put(self, blob: str, note: Note) -> None:

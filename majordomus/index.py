@@ -116,6 +116,8 @@ class Index:
             self._store.preload(blobs)
 
     def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
+        if not self._row_blobs:  # an index of every note: its commit's notes
+            return self._blobs[listed.commit]
         key = (listed.summary.kind, listed.summary.id)
         return self._row_blobs.get(key) or self._blobs[listed.commit]
 

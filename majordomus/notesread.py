@@ -140,6 +140,11 @@ class NotesReader:
                         unreadable.append(UnreadableNote("", name, reason))
                 else:
                     cache.put_tree(tree_id, pairs)
+            if not found:  # the first ref: one note per commit, unless its tree is damaged
+                found = {commit: {blob: name} for commit, blob in pairs}
+                if len(found) == len(pairs):
+                    continue
+                found = {}
             for commit, blob in pairs:
                 found.setdefault(commit, {}).setdefault(blob, name)
         unread = [blob for blobs in found.values() for blob in blobs if blob not in cache.blobs]
@@ -148,7 +153,13 @@ class NotesReader:
             for blob, parsed in shared.items():
                 cache.put_blob(blob, parsed)
         commits: dict[str, NotesOn] = {}
+        known = cache.blobs
         for commit, blobs in found.items():
+            if len(blobs) == 1:  # the usual commit: one note, its summary cached
+                entry = known.get(next(iter(blobs)))
+                if entry is not None and not isinstance(entry, str):
+                    commits[commit] = NotesOn(tuple(blobs), entry[0], entry[1])
+                    continue
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
             for blob, name in blobs.items():
                 entry = self._blob_entry(blob, cache)

@@ -181,6 +181,8 @@ def _is_text(value: object) -> bool:
 
 def _in_utc_range(at: datetime.datetime) -> bool:
     """Whether `at` can be shown in UTC: 0001-01-01T00:00+01:00 cannot."""
+    if at.tzinfo is datetime.UTC:
+        return True  # already is (what every note majordomus writes holds)
     try:
         at.astimezone(datetime.UTC)
     except OverflowError:
@@ -190,21 +192,27 @@ def _in_utc_range(at: datetime.datetime) -> bool:
 
 def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
     """The record a table of a known kind describes, or None when it is invalid."""
+    get = table.get
+    version, head, at = get("v"), get("head"), get("at")
     common_ok = (
-        table.get("v") == FORMAT_VERSION
-        and type(table.get("v")) is int
-        and _is_text(table.get("id"))
-        and _is_text(table.get("task"))
-        and isinstance(table.get("head"), str)
-        and _HEX40.fullmatch(table["head"]) is not None
-        and isinstance(table.get("at"), datetime.datetime)
-        and table["at"].tzinfo is not None
-        and _in_utc_range(table["at"])
-        and _is_text(table.get("author"))
+        type(version) is int
+        and version == FORMAT_VERSION
+        and _is_text(get("id"))
+        and _is_text(get("task"))
+        and isinstance(head, str)
+        and len(head) == 40
+        and not head.strip("0123456789abcdef")  # 40 lowercase hex digits
+        and isinstance(at, datetime.datetime)
+        and at.tzinfo is not None
+        and _in_utc_range(at)
+        and _is_text(get("author"))
         and ("session" not in table or _is_text(table["session"]))
     )
-    if not common_ok or not all(_is_text(table.get(key)) for key in KIND_TEXT[kind]):
+    if not common_ok:
         return None
+    for key in KIND_TEXT[kind]:
+        if not _is_text(get(key)):
+            return None
     if kind == "resume" and not _valid_resume(table):
         return None
     return validated_record(kind, table)
@@ -276,6 +284,9 @@ class Note(NamedTuple):
 
     @property
     def records(self) -> tuple[Record, ...]:
+        if len(self.entries) == 1:  # most notes: asked once per record shown
+            record = self.entries[0].record
+            return () if record is None else (record,)
         return tuple(entry.record for entry in self.entries if entry.record is not None)
 
     @property
@@ -364,7 +375,10 @@ def load_document(data: bytes) -> dict[str, Any]:
 # strings, and blank lines. Read here about ten times faster than tomllib; anything else
 # (comments, other spellings, other value types) goes to tomllib, so every document read
 # here is exactly the one tomllib returns.
-_STR = r'(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\(?:["\\bfnrt]|u[0-9A-Fa-f]{4}))*'
+# A basic string's text, written as plain runs between escapes (the same strings as
+# `(?:plain|escape)*`, matched without trying both branches at every character).
+_PLAIN = r'[^"\\\x00-\x08\x0a-\x1f\x7f]*'
+_STR = rf'{_PLAIN}(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{{4}}){_PLAIN})*'
 _WRITTEN_LINE = re.compile(
     r"\[\[([A-Za-z0-9_-]+)\]\]"
     r"|([A-Za-z0-9_-]+) = "
@@ -375,7 +389,14 @@ _WRITTEN_LINE = re.compile(
     rf'|\[((?:"{_STR}"(?:, "{_STR}")*)?)\])'
 )
 _WRITTEN_ITEM = re.compile(f'"({_STR})"')
+_WRITTEN_STR = re.compile(_STR)
+_WRITTEN_DATE = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z"
+)  # the date-times of the line pattern without a fraction: what majordomus writes
 _WRITTEN_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|(.))")
+# No line of the subset holds one of these anywhere (a tab only inside a string).
+_OUTSIDE_WRITTEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -397,14 +418,50 @@ def _written_string(raw: str) -> str:
     return _WRITTEN_ESCAPE.sub(_unescape, raw) if "\\" in raw else raw
 
 
+def _is_bare(key: str) -> bool:
+    """Whether a key or a kind is a TOML bare key."""
+    return (key.isascii() and key.isalnum()) or _BARE_KEY.fullmatch(key) is not None
+
+
 def _written_document(text: str) -> dict[str, Any] | None:
     """The document of a note in the subset majordomus writes, or None for tomllib to read."""
+    if _OUTSIDE_WRITTEN.search(text) is not None:
+        return None  # a control character (CR included) no line of the subset holds
     document: dict[str, Any] = {}
     table: dict[str, Any] | None = None
     match_line = _WRITTEN_LINE.fullmatch
     try:
         for line in text.split("\n"):
             if not line:
+                continue
+            # Nearly every line is a header or `key = ` a basic string, a small integer or
+            # a date-time without a fraction: read with string methods and small patterns,
+            # giving the answer the line pattern gives (no control character but tab is
+            # anywhere, as checked above). Other lines go to the line pattern.
+            key, equals, rest = line.partition(" = ")
+            if (
+                equals
+                and table is not None
+                and key not in table
+                and ((key.isascii() and key.isalnum()) or _is_bare(key))  # no call, mostly
+            ):
+                if len(rest) > 1 and rest[0] == '"' and rest[-1] == '"':
+                    string = rest[1:-1]
+                    if '"' not in string and "\\" not in string:
+                        table[key] = string
+                        continue
+                    if _WRITTEN_STR.fullmatch(string) is not None:
+                        table[key] = _written_string(string)
+                        continue
+                elif rest.isascii() and rest.isdigit() and len(rest) < 19 and rest[0] != "0":
+                    table[key] = int(rest)
+                    continue
+                elif len(rest) == 20 and _WRITTEN_DATE.fullmatch(rest) is not None:
+                    table[key] = datetime.datetime.fromisoformat(rest)
+                    continue
+            elif line[:2] == "[[" and line[-2:] == "]]" and _is_bare(line[2:-2]):
+                table = {}
+                document.setdefault(line[2:-2], []).append(table)
                 continue
             found = match_line(line)
             if found is None:
@@ -629,7 +686,8 @@ def union(notes: Sequence[Note]) -> Note:
     """Union by record identity: every entry of every note, each once, first copy kept."""
     if len(notes) == 1 and not notes[0].salvaged:
         note = notes[0]  # the common case: one note, each record once
-        if len({entry.key for entry in note.entries}) == len(note.entries):
+        first = note.entries
+        if len(first) < 2 or len({entry.key for entry in first}) == len(first):
             return note
     seen: set[tuple[str, str]] = set()
     entries: list[Entry] = []

@@ -6,7 +6,7 @@ import datetime
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from majordomus.graph import Divergence
@@ -40,6 +40,8 @@ def _escape_text(match: re.Match[str]) -> str:
 
 def safe(text: str) -> str:
     """Text from a note, fit for a terminal: the refused set shown as escapes."""
+    if text.isprintable():
+        return text  # the set is all control and format characters: none is printable
     return REFUSED.sub(_escape_text, text)
 
 
@@ -51,6 +53,8 @@ def dumps(value: Any) -> str:
         text = "".join(out)
     except _NotPlain:
         text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
+    if text.isascii() and "\x7f" not in text:
+        return text  # the encoder escaped every other character of the set (all below 0x20)
     return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -92,10 +96,22 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
             return
         inner = newline + "  "
         separator = "[" + inner
+        run: list[dict[str, Any]] = []  # consecutive flat objects (records): one encoding
         for item in value:
+            if type(item) is dict and item and _is_flat(item):
+                run.append(item)
+                continue
+            if run:
+                out.append(separator)
+                out.append(_flat_objects(run, inner))
+                separator = "," + inner
+                run = []
             out.append(separator)
             _indented(item, inner, out)
             separator = "," + inner
+        if run:
+            out.append(separator)
+            out.append(_flat_objects(run, inner))
         out.append(newline + "]")
     elif value is None:
         out.append("null")
@@ -112,25 +128,74 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         _indented(_json_default(value), newline, out)
 
 
-_SCALARS = frozenset({str, int, bool, float, type(None)})
-_flat_encoders: dict[str, json.JSONEncoder] = {}
+_PLAIN = frozenset({str, int, bool, type(None)})  # scalars whose JSON needs no check
+_TEXT = frozenset({str})
+_flat_encoders: dict[str, Callable[[Any], str]] = {}
+
+
+def _is_flat(value: dict[Any, Any]) -> bool:
+    """Whether an object has only plain keys and scalar values (most records; an empty
+    list counts as one): the json module's C encoder writes it as `_indented` does, its
+    item separator carrying the newline and the indentation (nothing inside needs
+    another)."""
+    items = value.values()
+    return _TEXT.issuperset(map(type, value)) and (
+        _PLAIN.issuperset(map(type, items))
+        or all(
+            type(item) in _PLAIN
+            or (type(item) is list and not item)
+            or (type(item) is float and math.isfinite(item))
+            for item in items
+        )
+    )
 
 
 def _flat_object(value: dict[Any, Any], newline: str) -> str | None:
-    """An object of plain keys and scalar values (most records) as `_indented` writes it,
-    by the json module's C encoder: with no container inside, its item separator can
-    carry the newline and the indentation. None for anything else."""
-    for key, item in value.items():
-        if type(key) is not str or type(item) not in _SCALARS:
-            return None
-        if type(item) is float and not math.isfinite(item):
-            return None
+    """A flat object as `_indented` writes it; None for any other object."""
+    if not _is_flat(value):
+        return None
     inner = newline + "  "
-    encoder = _flat_encoders.get(inner)
-    if encoder is None:
-        encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
-        _flat_encoders[inner] = encoder
-    return "{" + inner + encoder.encode(value)[1:-1] + newline + "}"
+    encode = _flat_encoders.get(inner) or _flat_encoder(inner)
+    return "{" + inner + encode(value)[1:-1] + newline + "}"
+
+
+def _flat_objects(run: list[dict[str, Any]], newline: str) -> str:
+    """Non-empty flat objects, items of one list, as `_indented` writes them, in one call
+    to the C encoder: a newline appears in its output only in separators (a string's
+    newline is escaped), so where one object ends and the next begins, `}` separator
+    `{`, is rewritten to the separators an indented list of them has."""
+    inner = newline + "  "
+    encode = _flat_encoders.get(inner) or _flat_encoder(inner)
+    body = encode(run)[2:-2]  # without the list's `[{` and `}]`
+    between = "}," + inner + "{"
+    return (
+        "{" + inner + body.replace(between, newline + "}," + newline + "{" + inner) + newline + "}"
+    )
+
+
+_SAMPLE = [{"a": "x\n}", "b": 1, "c": None, "d": True, "e": 1.5, "f": []}, {"g": ""}]
+
+
+def _flat_encoder(inner: str) -> Callable[[Any], str]:
+    """`JSONEncoder(ensure_ascii=False, separators=...).encode` for flat objects, without
+    the set-up that method repeats on every call (made once per indentation). The C
+    encoder is private to the json module: where it is missing, or takes other arguments,
+    or answers otherwise, that method is used."""
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
+    encode: Callable[[Any], str] = encoder.encode
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    try:
+        # (markers, default, encoder, indent, key and item separators, sort_keys,
+        # skipkeys, allow_nan): what `encode` passes it
+        chunks = make(
+            None, encoder.default, _encode_string, None, ": ", "," + inner, False, False, True
+        )
+        if "".join(chunks(_SAMPLE, 0)) == encoder.encode(_SAMPLE):
+            encode = lambda value: "".join(chunks(value, 0))  # noqa: E731
+    except TypeError:  # missing (None), or made with other arguments
+        pass
+    _flat_encoders[inner] = encode
+    return encode
 
 
 def _finite(value: Any) -> Any:
@@ -151,15 +216,15 @@ def _json_default(value: object) -> object:
 
 
 def rfc3339(when: datetime.datetime) -> str:
-    text = when.astimezone(datetime.UTC).isoformat()
+    text = (when if when.tzinfo is datetime.UTC else when.astimezone(datetime.UTC)).isoformat()
     return text.removesuffix("+00:00") + "Z"
 
 
 def record_json(loc: Located) -> dict[str, Any]:
     """Every stored field, `at` as RFC 3339, plus `kind` and `commit`."""
     out: dict[str, Any] = {"kind": loc.record.kind}
-    for key, value in loc.record.table.items():
-        out[key] = rfc3339(value) if key == "at" else value
+    out.update(loc.record.table)
+    out["at"] = rfc3339(loc.record.at)  # in its stored place: a valid record has one
     out["commit"] = loc.commit
     return out
 
@@ -199,7 +264,7 @@ def interval(seconds: int) -> str:
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line for line in safe(text).split("\n"))
+    return prefix + safe(text).replace("\n", "\n" + prefix)
 
 
 def _label(div: Divergence) -> str:
@@ -215,10 +280,10 @@ def record_block(loc: Located, suffix: str = "") -> str:
         f"{rfc3339(record.at)}  {record.kind} {safe(record.id)}  task {safe(record.task)}  "
         f"on {loc.commit[:12]}{suffix}"
     )
+    session = record.session
     lines = [
         header,
-        f"    by {safe(record.author)}"
-        + (f", session {safe(record.session)}" if record.session else ""),
+        f"    by {safe(record.author)}" + (f", session {safe(session)}" if session else ""),
     ]
     if record.kind == "task":
         lines.append(_indent(record.text("title")))

@@ -10,6 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from majordomus import __version__
@@ -469,7 +470,18 @@ def test_the_document_cache_gives_back_the_note_a_parse_gives(tmp_path: Path) ->
             (e.kind, e.record is None) for e in note.entries
         ]
         assert again.invalid == note.invalid and dict(again.other) == dict(note.other)
+        # Every value with its type and spelling (a date's zone, a list not a tuple, NaN),
+        # and the same again from a second look at the loaded file.
+        assert _shape(again) == _shape(note) == _shape(reading.get(blob))
     assert kept >= len(blobs) // 2
+
+
+def _shape(note: Note | None) -> object:
+    assert note is not None
+    return [
+        (entry.kind, [(key, repr(value)) for key, value in entry.table.items()], entry.record)
+        for entry in note.entries
+    ], [(key, repr(value)) for key, value in note.other.items()]
 
 
 def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
@@ -702,3 +714,41 @@ def test_a_resume_git_removes_or_adds_reopens_or_resolves_its_handover(
     repo.git("notes", "--ref=majordomus", "add", "-m", resume, "HEAD")
     assert peek()[1] is None  # resolved again
     assert len(carried) == 2  # both changes carried over
+
+
+def test_a_commit_with_a_flat_and_a_fanned_out_note_lists_the_records_of_both(
+    repo: Repo,
+) -> None:
+    """A notes tree damaged by hand can hold two notes for one commit (`abcd…` and
+    `ab/cd…`): every read unites them, with its caches and without, as the first notes
+    ref read and as a second one."""
+    repo.task()
+    assert repo.run("checkpoint", "in the flat note").code == 0
+    commit = repo.head()
+    first = repo.run("history", "--json").out
+    notes = repo.pygit
+    notes_commit = notes.references["refs/notes/majordomus"].peel(pygit2.Commit)
+    flat_record = json.loads(first)["records"][0]
+    flat = notes[notes_commit.tree[commit].id]
+    assert isinstance(flat, pygit2.Blob)
+    data = flat.data.replace(flat_record["id"].encode(), b"c-0000000000000ff0")
+    data = data.replace(b"in the flat note", b"in the fanned-out note")
+    inner = notes.TreeBuilder()
+    inner.insert(commit[2:], notes.create_blob(data), pygit2.enums.FileMode.BLOB)
+    root = notes.TreeBuilder(notes_commit.tree)
+    root.insert(commit[:2], inner.write(), pygit2.enums.FileMode.TREE)
+    damaged = notes.create_commit(
+        None, notes_commit.author, notes_commit.author, "damaged", root.write(), [notes_commit.id]
+    )
+    notes.references.create("refs/notes/majordomus", damaged, force=True)
+    bodies = {"in the flat note", "in the fanned-out note"}
+    for name in ("refs/notes/majordomus", "refs/notes/remotes/origin/majordomus"):
+        if name != "refs/notes/majordomus":
+            notes.references.create(name, damaged)
+            notes.references.create("refs/notes/majordomus", notes_commit.id, force=True)
+        drop_caches(repo)
+        for _ in range(2):  # without the caches, then through them
+            listed = json.loads(repo.run("history", "--json").out)["records"]
+            assert {r.get("body") for r in listed} - {None} == bodies, name
+            shown = json.loads(repo.run("show", "--json").out)["records"]
+            assert {r.get("body") for r in shown} - {None} == bodies, name

@@ -50,8 +50,8 @@ def test_what_majordomus_writes_is_read_fast_and_as_tomllib_reads_it(
 
 
 # Lines near the subset's edges: other spellings, escapes, bad dates, comments, duplicates.
-LINES = st.sampled_from(
-    [
+EDGE_LINES = (
+
         "[[checkpoint]]", "[[task]]", "[checkpoint]", "[[ checkpoint ]]", "", " ", "# note",
         'id = "c-1"', 'id = "c-2"', 'body = "a\\tb\\u00e9\\"q\\\\"', 'body = "\\ud800"',
         'body = "\\x41"', 'body = "tab\there"', 'body = "del\x7f"', "body = 'literal'",
@@ -63,11 +63,26 @@ LINES = st.sampled_from(
         'supersedes = []', 'supersedes = ["a", "b"]', 'supersedes = ["a","b"]',
         'supersedes = ["a", 1]', "k=1", "k  = 1", 'id = "c-1" # trailing', "id = \"c\"\r",
         'a.b = "dotted"', '"quoted" = "key"',
-    ]
+        # The edges of the lines read without the pattern: plain strings, small integers
+        # and headers.
+        'body = "a = b"', 'body = "tab\tinside"', 'body = ""', 'body = "\\u0085c1\\u202e"',
+        'body = "\x85raw c1\u202e"', 'body = "end\\"', 'body = "q"q"', 'body = "open',
+        'body = "x" ', ' body = "x"', 'body  = "x"', 'body = "x"\t', '= "x"', 'x-1 = "v"',
+        'A_b = "v"', '\u00e9 = "v"', 'k.k = "v"', 'v = 0', 'v = 00', 'v = 007', 'v = 10',
+        "v = 123456789012345678", "v = 1234567890123456789", "v = -12", "v = \u0661",
+        "v = \u00b2", "v = 1 ", "[[a-b]]", "[[A_1]]", "[[]]", '[["task"]]', "[[task]] ",
+        "[[task]]x", "[[t\u00e9]]", "[[task]]]", "[[[task]]",
+        # Strings with escapes, and date-times without a fraction.
+        'body = "a\\nb"', 'body = "\\u00e9\\t"', 'body = "bad \\q"', 'body = "\\"in\\""',
+        'body = "\\\\"', 'body = "x\\"', 'body = "\\u12"', 'body = "\\uD834\\uDD1E"',
+        "at = 2024-02-29T23:59:59Z", "at = 2023-02-29T23:59:59Z", "at = 2026-11-30T24:00:00Z",
+        "at = 2026-11-30T03:12:60Z", "at = 2026-1-30T03:12:09Z", "at = 9999-12-31T23:59:59Z",
+        "at = 0001-01-01T00:00:00Z", "at = 2026-11-30T03:12:09.5Z",
 )  # fmt: skip
+LINES = st.sampled_from(EDGE_LINES)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(st.lists(LINES, max_size=8))
 def test_any_note_reads_as_tomllib_reads_it(lines: list[str]) -> None:
     text = "\n".join(lines)
@@ -77,6 +92,14 @@ def test_any_note_reads_as_tomllib_reads_it(lines: list[str]) -> None:
     expected = tomllib_or_none(text)
     if expected is not None:
         assert load_document(text.encode()) == expected
+
+
+def test_every_edge_line_under_a_header_reads_as_tomllib_reads_it() -> None:
+    for first in EDGE_LINES:
+        for second in ("", *EDGE_LINES):
+            text = f"[[checkpoint]]\n{first}\n{second}\n"
+            fast = _written_document(text)
+            assert fast is None or fast == tomllib_or_none(text), text
 
 
 def test_text_outside_the_subset_goes_to_tomllib() -> None:

@@ -212,3 +212,55 @@ def test_union_is_by_id_and_keeps_first_copy() -> None:
     ]
     concatenated = parse_note((dump_note(a) + "\n" + dump_note(a)).encode())
     assert union([concatenated]).records == a.records
+
+
+@pytest.mark.parametrize(
+    ("at", "valid"),
+    [
+        ("0001-01-01T00:00:00Z", True),
+        ("0001-01-01T00:00:00+00:00", True),
+        ("0001-01-01T00:30:00+01:00", False),  # before year 1 in UTC: cannot be shown
+        ("9999-12-31T23:30:00-01:00", False),  # after year 9999 in UTC
+        ("9999-12-31T22:30:00-01:00", True),
+    ],
+)
+def test_a_record_dated_outside_what_utc_can_show_is_invalid(at: str, valid: bool) -> None:
+    note = parse_note(
+        b'[[checkpoint]]\nv = 1\nid = "c-1"\ntask = "t-1"\nhead = "' + b"a" * 40 + b'"\n'
+        b"at = " + at.encode() + b'\nauthor = "A <a@example.com>"\nbody = "b"\n'
+    )
+    assert (len(note.records), note.invalid) == ((1, 0) if valid else (0, 1))
+
+
+@pytest.mark.parametrize(
+    ("line", "valid"),
+    [
+        ('head = "' + "0123456789abcdef" * 2 + '01234567"', True),
+        ('head = "' + "A" * 40 + '"', False),
+        ('head = "' + "a" * 39 + '"', False),
+        ('head = "' + "a" * 41 + '"', False),
+        ('head = "' + "a" * 39 + 'g"', False),
+        ('head = "' + "a" * 39 + ' "', False),
+        ('head = "' + "a" * 39 + '\\n"', False),
+        ("head = 1", False),
+        ("v = true", False),
+        ("v = 1.0", False),
+        ("v = 2", False),
+        ('session = ""', False),
+        ('session = "s"', True),
+        ('body = ""', False),
+    ],
+)
+def test_each_common_field_is_checked_as_the_format_says(line: str, valid: bool) -> None:
+    fields = {
+        "v": "v = 1",
+        "id": 'id = "c-1"',
+        "task": 'task = "t-1"',
+        "head": 'head = "' + "a" * 40 + '"',
+        "at": "at = 2026-11-30T10:00:00Z",
+        "author": 'author = "A <a@example.com>"',
+        "body": 'body = "b"',
+    }
+    fields[line.partition(" = ")[0]] = line
+    note = parse_note(("[[checkpoint]]\n" + "\n".join(fields.values()) + "\n").encode())
+    assert (len(note.records), note.invalid) == ((1, 0) if valid else (0, 1))

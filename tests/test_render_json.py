@@ -6,11 +6,13 @@ import datetime
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from majordomus import render
 from majordomus.records import REFUSED
-from majordomus.render import _finite, _json_default, dumps
+from majordomus.render import _finite, _indent, _json_default, dumps, safe
 
 LEAVES = st.one_of(
     st.none(),
@@ -50,3 +52,65 @@ def test_keys_that_are_not_strings_are_written_as_the_json_module_writes_them() 
         "records": [{"1": "one", "null": [], "2.5": {}}],
         "\x1b": "\x9b",
     }
+
+
+ANY_TEXT = st.text(st.characters(codec="utf-8"), max_size=40) | st.text(
+    st.sampled_from("a\n\t\x00\x1b\x7f\x85\x9f\xa0\u200b\u202a\u202e\u2066\u2069\u2028é"),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ANY_TEXT)
+def test_safe_escapes_every_character_of_the_refused_set_and_nothing_else(text: str) -> None:
+    expected = "".join(
+        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if REFUSED.match(c) else c
+        for c in text
+    )
+    assert safe(text) == expected
+    assert _indent(text, "  ") == "\n".join("  " + line for line in expected.split("\n"))
+
+
+def test_delete_is_escaped_in_plain_ascii_output_as_in_any_other() -> None:
+    for value in ({"body": "rm\x7f"}, ["\x7f"], {"\x7f": 1}, {"a": "\x7f\u202e"}, "\x1b\x7f"):
+        assert dumps(value) == reference(value)
+        assert "\x7f" not in dumps(value)
+
+
+TRICKY = st.text(st.sampled_from('{}[],:\n "\\ab\x7f'), max_size=8)
+FLAT = st.dictionaries(
+    TRICKY,
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        TRICKY,
+        st.just([]),
+        st.lists(TRICKY, max_size=1),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(FLAT, FLAT, st.lists(FLAT, max_size=2), TRICKY), max_size=6))
+def test_lists_of_flat_objects_are_written_as_the_json_module_writes_them(
+    value: list[Any],
+) -> None:
+    """Records are written many at a time; braces, commas and newlines in their text and
+    keys never look like the boundary between two of them."""
+    assert dumps({"records": value}) == reference({"records": value})
+    assert dumps(value) == reference(value)
+
+
+def test_without_the_json_module_s_c_encoder_the_output_is_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Flat objects go through the json module's private C encoder when it is there and
+    answers as its public `encode` does; without it, through `encode`: the same text."""
+    value = {"records": [{"id": "c-1", "n": 1, "x": []}, {"id": "c-2\\n}", "ok": None}, [{}]]}
+    with_c = dumps(value)
+    monkeypatch.setattr(render, "_flat_encoders", {})
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    assert dumps(value) == with_c == reference(value)
