@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import re
-import tomllib
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -352,12 +351,15 @@ def load_document(data: bytes) -> dict[str, Any]:
         raise NoteError(f"note is {len(data)} bytes, over the 1 MiB limit; not parsed")
     try:
         text = data.decode("utf-8")
-        document = _written_document(text)
-        if document is not None:
-            return document
-        document = tomllib.loads(text)
     except UnicodeDecodeError as error:
         raise NotTomlError(f"note is not UTF-8 text ({error.reason})") from None
+    document = _written_document(text)
+    if document is not None:
+        return document
+    import tomllib  # here: only a note outside the subset majordomus writes pays for it
+
+    try:
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise NotTomlError(f"note is not valid TOML ({error})") from None
     except RecursionError:
@@ -566,6 +568,8 @@ def salvage(data: bytes) -> Note:
 def _readable_prefix(lines: Sequence[str | None]) -> tuple[dict[str, Any], int]:
     """The longest start of `lines` (found in a few parses) that is a TOML document on its
     own, and how many lines it takes."""
+    import tomllib  # here, as in load_document: only notes edited by hand pay for it
+
     count = next((i for i, line in enumerate(lines) if line is None), len(lines))
     step = 1
     for _ in range(_PREFIX_TRIES):

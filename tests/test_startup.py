@@ -56,7 +56,6 @@ OTHERS_FOR_SHOW = {
     "json",  # the --json answer
     "shlex",  # remote: quoting git's own command lines in messages
     "tomli_w",  # records: writing values
-    "tomllib",  # records: notes outside the subset majordomus writes
     "unicodedata",  # records: NFC of text being recorded
 }
 SHOW_PROBE = """
