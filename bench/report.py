@@ -437,7 +437,8 @@ all runs of a command, from {memory_source()}.
   does not move this one's ref) is shown for the record.
 - **write, after git**: the same, when another writer (`git notes append`)
   moved the ref just before: majordomus' cached per-task views then describe
-  another state, and the write reads every note to rebuild them. Held once to
+  another state, and the write carries them over: it reads the notes that changed
+  and rewrites the views of their tasks. Held once to
   the floor alone, once (*vs git write + floor*) to that same `git notes
   append`, timed, plus the floor: what the write costs git plus what any
   Python CLI using pygit2 pays to start.

@@ -309,7 +309,8 @@ def checkpoint_after_git_rows(
     setup: Setup, repo: Path, expect: Expectation, head: str, targets: Targets
 ) -> list[Row]:
     """checkpoint when another writer (here `git notes append`) moved the ref just before:
-    majordomus' cached views describe another state, so this write reads every note.
+    majordomus' cached views describe another state, so this write first carries them over
+    (the notes that changed read again, the views of their tasks rewritten).
 
     The `git notes append` that moves the ref is itself timed: one row holds the checkpoint
     to the floor alone, the other to that same git write plus the floor."""
