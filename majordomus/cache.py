@@ -364,6 +364,7 @@ class ViewCache(CacheFile):
         self.files: dict[str, str] = {}
         self.retired: dict[str, float] = {}
         self._read: dict[str, bytes] = {}  # parts read or written by this process
+        self._staged: dict[str, bytes | None] = {}  # parts the next put writes
         loaded = self.load()
         try:
             if loaded is not None:
@@ -381,7 +382,7 @@ class ViewCache(CacheFile):
         """A part's bytes; None for a part these views do not have (a task with no records);
         PartMissing when its file cannot be read whole."""
         data = self._read.get(name)
-        if data is not None:
+        if data is not None or name in self._staged:
             return data
         file = self.files.get(name)
         if file is None:
@@ -397,9 +398,23 @@ class ViewCache(CacheFile):
         self._read[name] = data
         return data
 
+    def stage(self, key: str, meta: Any, parts: dict[str, bytes | None]) -> None:
+        """The views of state `key` for this process, written by the next `put` over them
+        (a write that carries the views over twice writes them once), or never."""
+        for name, data in parts.items():
+            self._staged[name] = data
+            if data is None:
+                self._read.pop(name, None)
+            else:
+                self._read[name] = data
+        self.key, self.meta = key, meta
+
     def put(self, key: str, meta: Any, parts: dict[str, bytes | None], *, base: bool) -> None:
         """The views of state `key`: these parts (None removes one) over the parts of the
-        views read (`base`), or these alone."""
+        views read and staged (`base`), or these alone."""
+        if base:
+            parts = {**self._staged, **parts}
+        self._staged = {}
         files = dict(self.files) if base else {}
         for name, data in parts.items():
             if data is None:

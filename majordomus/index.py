@@ -283,8 +283,11 @@ class Views:
     """Per-task indexes for the current state of the notes refs, from the view cache when
     it describes exactly this state, else built from a full read and cached."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, writing: bool = False) -> None:
+        """`writing`: a record is about to be written, and `recorded` will write the views
+        of the state it makes: views carried over to the current state are only staged."""
         self._store = store
+        self._writing = writing
         self._cache = ViewCache(store.commondir / VIEWS_FILE_NAME)
         self._targets = store.ref_targets()
         self._key = _key(self._targets)
@@ -405,7 +408,10 @@ class Views:
         ids = tuple(t for t in task_ids if t not in emptied)
         ids += tuple(sorted(t for t in rows if t not in emptied and t not in ids))
         meta = (invalid, ids)
-        cache.put(self._key, meta, parts, base=True)
+        if self._writing:
+            cache.stage(self._key, meta, parts)
+        else:
+            cache.put(self._key, meta, parts, base=True)
         return meta
 
     @property

@@ -242,7 +242,7 @@ def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views,
     destroy, the views of the current state, and the task it belongs to."""
     store.head()
     store.check_writable()
-    views = Views(store)
+    views = Views(store, writing=True)
     return views, current_task(ctx, store, views, task)[0]
 
 
@@ -271,7 +271,7 @@ def task_new(
     store.check_writable()
     task = _new_id("t", 12)
     sess = session_of(ctx, session)
-    views = Views(store)
+    views = Views(store, writing=True)
     located, locks = _write(ctx, store, "task", task, {"title": text}, sess, views, task)
     store.set_current_task(task)
     return TaskCreated(located, locks)

@@ -752,3 +752,35 @@ def test_a_commit_with_a_flat_and_a_fanned_out_note_lists_the_records_of_both(
             assert {r.get("body") for r in listed} - {None} == bodies, name
             shown = json.loads(repo.run("show", "--json").out)["records"]
             assert {r.get("body") for r in shown} - {None} == bodies, name
+
+
+def test_a_write_after_another_writer_writes_the_views_once(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint right after `git notes append` carries the views over to that state
+    and then to its own: the views file and the task's view are written once, not twice;
+    a refused checkpoint writes nothing; every answer equals a fresh read's."""
+    task = repo.task()
+    repo.commit("work")
+    assert repo.run("checkpoint", "mine").code == 0
+    writes: list[str] = []
+    write = ViewCache.write
+
+    def counted(cache: ViewCache, *payload: object) -> None:
+        writes.append(str(payload[0]))
+        write(cache, *payload)
+
+    monkeypatch.setattr(ViewCache, "write", counted)
+    carried = count_carry_overs(monkeypatch)
+    repo.git("notes", "--ref=majordomus", "append", "-m", foreign(repo, 1), "HEAD~1")
+    writes.clear()
+    refused = repo.run("checkpoint", "x" * 5000)
+    assert (refused.code, writes) == (2, [])
+    repo.git("notes", "--ref=majordomus", "append", "-m", foreign(repo, 2), "HEAD~1")
+    writes.clear()
+    carried.clear()
+    assert repo.run("checkpoint", "after theirs").code == 0
+    assert len(carried) == 1 and writes == [current_key(repo)]
+    cached = repo.run("history", "--task", task, "--all", "--json").out
+    drop_caches(repo)
+    assert repo.run("history", "--task", task, "--all", "--json").out == cached
