@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from majordomus import patches
 from majordomus.errors import RefusedError
-from majordomus.index import Index
+from majordomus.index import Index, newest_copy
 from majordomus.records import Record
 from majordomus.store import Store
 from majordomus.values import (
@@ -60,22 +60,32 @@ def adopt(
     if not dry_run:
         store.check_writable()
     noteset = store.read_notes()
-    index = Index(noteset, store, rev=commit)
-    reachable = index.graph_order
-    orphaned = [item for item in index.records if item.commit not in reachable]
+    notes = noteset.commits
+    reachable = store.graph().order(commit, notes.keys())
+    # A record is orphaned when REV reaches none of its copies; it is listed, as every
+    # read lists it, by its copy on the newest commit.
+    kept = {(s.kind, s.id) for c in reachable for s in notes[c].summaries}
+    copies: dict[tuple[str, str], list[Listed]] = {}
+    for annotated_commit, annotated in notes.items():
+        if annotated_commit in reachable:
+            continue
+        for summary in annotated.summaries:
+            if (key := (summary.kind, summary.id)) not in kept:
+                copies.setdefault(key, []).append(Listed(summary, annotated_commit))
+    orphaned = [newest_copy(listed, store) for listed in copies.values()]
     horizon = (store.commit_time(commit) or 0) - days * 86400
     recent = [item for item in orphaned if item.summary.at >= horizon]
     if not recent:
         return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, noteset.invalid)
-    copies: dict[tuple[str, str], list[str]] = {}
-    for annotated_commit, annotated in noteset.commits.items():
-        if annotated_commit in reachable:
-            continue  # an orphaned record has no copy there, by definition
-        for summary in annotated.summaries:
-            copies.setdefault((summary.kind, summary.id), []).append(annotated_commit)
+    rows = [(tuple(item.summary), item.commit, notes[item.commit].blobs) for item in recent]
+    index = Index.of_view(store, rows, set(), (), noteset.invalid, rev=commit)
     index.preload(recent)
     orphans = [
-        _Orphan(item, index.locate(item).record, tuple(copies[item.summary.kind, item.summary.id]))
+        _Orphan(
+            item,
+            index.locate(item).record,
+            tuple(c.commit for c in copies[item.summary.kind, item.summary.id]),
+        )
         for item in recent
     ]
     since = int(min(item.summary.at for item in recent)) - SLACK_S

@@ -32,6 +32,14 @@ def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> lis
     )
 
 
+def newest_copy(copies: Sequence[Listed], store: Store) -> Listed:
+    """Of copies of one record on commits REV does not reach: the one a read lists, the
+    copy on the newest commit."""
+    if len(copies) == 1:
+        return copies[0]
+    return max(copies, key=lambda c: store.commit_time(c.commit) or 0)
+
+
 class Index:
     """Records, each listed once with the copy chosen as the spec says: the copy on a
     commit reachable from REV when there is one, else the copy on the newest commit."""
@@ -97,7 +105,7 @@ class Index:
         reachable = [c for c in copies if c.commit in self.graph_order]
         if reachable:
             return min(reachable, key=lambda c: self.graph_order[c.commit])
-        return max(copies, key=lambda c: self._store.commit_time(c.commit) or 0)
+        return newest_copy(copies, self._store)
 
     def locate(self, listed: Listed) -> Located:
         """The whole record, parsed from its note."""
