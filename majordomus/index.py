@@ -296,6 +296,8 @@ class Views:
         of the state it makes: views carried over to the current state are only staged."""
         self._store = store
         self._writing = writing
+        # Task views carried over and not written yet (`writing`): `recorded` packs them.
+        self._unwritten: dict[str, tuple[tuple[Row, ...], tuple[str, ...]]] = {}
         self._cache = ViewCache(store.commondir / VIEWS_FILE_NAME)
         self._targets = store.ref_targets()
         self._key = _key(self._targets)
@@ -409,7 +411,10 @@ class Views:
                 resolved = {
                     h for h in handovers if (ledger.is_resolved(h) if h in recheck else h in was)
                 }
-                parts[_task_part(task)] = _pack(task_rows, resolved)
+                if self._writing:
+                    self._unwritten[task] = (tuple(task_rows), tuple(sorted(resolved)))
+                else:
+                    parts[_task_part(task)] = _pack(task_rows, resolved)
         except (PartMissing, ValueError, TypeError, EOFError):
             return None
         emptied = {task for task, task_rows in rows.items() if not task_rows}
@@ -432,7 +437,7 @@ class Views:
         at_head = rev is None or rev == self._head
         if self.full is None and not (self.dependent_on_head and not at_head):
             try:
-                rows, resolved = _unpack(self._cache.part(_task_part(task)))
+                rows, resolved = self._view(task)
             except (PartMissing, ValueError, TypeError, EOFError):
                 self._read_everything()  # a part lost: read from the notes, and cached again
             else:
@@ -445,6 +450,10 @@ class Views:
         if self._noteset is None:
             self._noteset = self._store.read_notes()
         return Index(self._noteset, self._store, rev=rev)
+
+    def _view(self, task: str) -> tuple[tuple[Row, ...], tuple[str, ...]]:
+        unwritten = self._unwritten.get(task)
+        return unwritten or _unpack(self._cache.part(_task_part(task)))
 
     def recorded(self, report: WriteReport, record: Record, blob: str, position: int) -> None:
         """Carry the views over to the state a write of ours just made, when nothing else
@@ -460,7 +469,7 @@ class Views:
         summary = tuple(summary_of(record, position))
         ledger = Ledger(self._cache.part)
         try:
-            rows, resolved = _unpack(self._cache.part(_task_part(record.task)))
+            rows, resolved = self._view(record.task)
             ledger.add(_record_key(summary))
             for handover in _resolving(summary):
                 ledger.resolve(handover, +1)
@@ -470,6 +479,7 @@ class Views:
         if record.kind == "resume":
             resolved = (*resolved, *_resolving(summary))
         parts = ledger.changed_parts()
+        parts.update((_task_part(t), _pack(*view)) for t, view in self._unwritten.items())
         parts[_task_part(record.task)] = _pack(rows, set(resolved))
         invalid, task_ids = self._meta
         if record.task not in task_ids:
