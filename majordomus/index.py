@@ -373,21 +373,25 @@ class Views:
                 note = store.note(new[0])
                 invalid += note.invalid
                 new_rows += [(tuple(summary), commit, new[0]) for summary in summarise(note)]
+        # Only what the changes add or take away touches the ledger: a note that grew by
+        # one record (`git notes append`) still holds all the others.
+        gone_keys = {_record_key(summary) for summary in gone}
+        new_keys = {_record_key(row[0]) for row in new_rows}
+        if len(new_keys) < len(new_rows):
+            return None  # a record twice among the changes: copies
+        resolutions = collections.Counter(h for row in new_rows for h in _resolving(row[0]))
+        resolutions.subtract(h for summary in gone for h in _resolving(summary))
+        moved = {h for h, count in resolutions.items() if count}
         ledger = Ledger(cache.part)
         try:
-            for summary in gone:
-                ledger.discard(_record_key(summary))
-            for row in new_rows:
-                key = _record_key(row[0])
+            for key in gone_keys - new_keys:
+                ledger.discard(key)
+            for key in new_keys - gone_keys:
                 if ledger.has(key):
                     return None  # a copy: which one a read lists depends on the graph
                 ledger.add(key)
-            unresolved = [h for summary in gone for h in _resolving(summary)]
-            newly = [h for row in new_rows for h in _resolving(row[0])]
-            for handover in unresolved:
-                ledger.resolve(handover, -1)
-            for handover in newly:
-                ledger.resolve(handover, +1)
+            for handover in moved:
+                ledger.resolve(handover, resolutions[handover])
             touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
             views = {task: _unpack(cache.part(_task_part(task))) for task in touched}
             rows = {
@@ -396,11 +400,15 @@ class Views:
                 for task, view in views.items()
             }
             mine = {r[0][1] for rs in rows.values() for r in rs if r[0][0] == "handover"}
-            others = (h for h in {*unresolved, *newly} if h not in mine)
-            if any(ledger.has(_handover_key(h)) for h in others):
+            if any(ledger.has(_handover_key(h)) for h in moved if h not in mine):
                 return None  # a resume of another task's handover: that view changes too
-            # A handover's resolution changes only when a changed note names it.
-            recheck = {*unresolved, *newly} | {r[0][1] for r in new_rows if r[0][0] == "handover"}
+            # A handover's resolution changes only when a change resolves it or stops
+            # resolving it, or when the handover itself is new.
+            recheck = moved | {
+                r[0][1]
+                for r in new_rows
+                if r[0][0] == "handover" and _record_key(r[0]) not in gone_keys
+            }
             parts = ledger.changed_parts()
             for task, task_rows in sorted(rows.items()):
                 if not task_rows:
