@@ -24,7 +24,7 @@ from majordomus.cache import (
     DocumentCache,
     ViewCache,
 )
-from majordomus.index import Views
+from majordomus.index import Views, _shard_of
 from majordomus.index import _key as index_key
 from majordomus.ops import Context, _write
 from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
@@ -781,6 +781,30 @@ def test_a_write_after_another_writer_writes_the_views_once(
     carried.clear()
     assert repo.run("checkpoint", "after theirs").code == 0
     assert len(carried) == 1 and writes == [current_key(repo)]
+    cached = repo.run("history", "--task", task, "--all", "--json").out
+    drop_caches(repo)
+    assert repo.run("history", "--task", task, "--all", "--json").out == cached
+
+
+def test_a_record_appended_to_a_full_note_rewrites_one_shard_of_the_ledger(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git notes append` onto a note that holds many records changes one record: the views
+    carried over rewrite its task's view and the one shard of the ledger its key falls in,
+    not the shard of every record the note holds; answers equal a fresh read's."""
+    task = repo.task()
+    repo.commit("work")
+    for i in range(40):
+        assert repo.run("checkpoint", f"on one commit {i}").code == 0
+    assert repo.run("check", "--json").code == 0
+    before = dict(ViewCache(repo.path / ".git" / VIEWS_FILE_NAME).files)
+    carried = count_carry_overs(monkeypatch)
+    repo.git("notes", "--ref=majordomus", "append", "-m", foreign(repo, 7), "HEAD")
+    assert json.loads(repo.run("check", "--json").out)["task"] == task
+    after = ViewCache(repo.path / ".git" / VIEWS_FILE_NAME).files
+    rewritten = {n for n in after.keys() | before.keys() if after.get(n) != before.get(n)}
+    assert len(carried) == 1
+    assert rewritten == {f"task {task}", _shard_of(f"checkpoint {'c-' + format(7, '016x')}")}
     cached = repo.run("history", "--task", task, "--all", "--json").out
     drop_caches(repo)
     assert repo.run("history", "--task", task, "--all", "--json").out == cached
