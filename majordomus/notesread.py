@@ -308,8 +308,16 @@ def _summarised_in_workers(
     done: dict[str, BlobEntry] = {}
     try:
         for share in shares[1:]:
-            reader, writer = os.pipe()
-            pid = os.fork()
+            try:
+                reader, writer = os.pipe()
+            except OSError:  # no file descriptors left: the caller parses the rest
+                break
+            try:
+                pid = os.fork()
+            except OSError:  # no process to be had (a limit): likewise
+                os.close(reader)
+                os.close(writer)
+                break
             if pid == 0:  # pragma: no cover (the child's coverage is not collected)
                 os.close(reader)
                 _parse_share(gitdir, share, writer)

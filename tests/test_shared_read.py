@@ -1,7 +1,8 @@
 """A first read of many notes parses them in forked processes (`notesread`): what it
 answers is what one process answers, for every note of the corpus (hand edits, notes
 that are not TOML, invalid records, notes on trees and blobs), in a clone with merges
-and another branch checked out; a helper that dies costs speed, never an answer.
+and another branch checked out; a helper that dies, or a fork the system refuses, costs
+speed, never an answer.
 
 Each read runs in a process of its own (a test worker runs threads, and majordomus
 never forks a process that does), from a copy of the repository without caches.
@@ -43,6 +44,10 @@ else:
     os.fork = counted
     if mode == "dying":
         notesread._parse_share = lambda *args: os._exit(1)
+    if mode == "refused":  # a limit on processes: fork fails
+        def refused():
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        os.fork = refused
 code = cli.run(argv)
 sys.stdout.flush()
 sys.stderr.write(f"forks={len(forks)}\\n")
@@ -101,3 +106,5 @@ def test_notes_parsed_in_forked_processes_read_as_one_process_reads_them(
     assert shared == (code, alone, 3)  # four processes parsed the notes
     dying = read(planted, tmp_path / "dying", "dying", *argv)
     assert dying == (code, alone, 3)  # the shares of the helpers that died parsed here
+    refused = read(planted, tmp_path / "refused", "refused", *argv)
+    assert refused == (code, alone, 0)  # no helper to be had: every share parsed here
