@@ -35,6 +35,16 @@ _SUMMARY = ",".join(Summary._fields)  # a summary's fields change: so does every
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable
 
 
+def plain_entry(entry: BlobEntry) -> Any:
+    """A read-cache entry as marshal can write it (it knows no named tuples)."""
+    return entry if isinstance(entry, str) else (tuple(map(tuple, entry[0])), entry[1])
+
+
+def blob_entry(value: Any) -> BlobEntry:
+    """A read-cache entry back from `plain_entry`'s form."""
+    return value if isinstance(value, str) else (tuple(map(Summary._make, value[0])), value[1])
+
+
 class CacheFile:
     """One cache file: its payload loaded whole when its version is this one, written
     whole or not at all. A cache that cannot be written (read-only clone, full disk)
@@ -87,11 +97,7 @@ class ReadCache(CacheFile):
             return
         try:
             trees, blobs = loaded
-            make = Summary._make
-            self.blobs = {
-                blob: value if isinstance(value, str) else (tuple(map(make, value[0])), value[1])
-                for blob, value in blobs.items()
-            }
+            self.blobs = {blob: blob_entry(value) for blob, value in blobs.items()}
             self.trees = trees
         except (ValueError, TypeError, IndexError, KeyError, AttributeError):
             self.trees, self.blobs = {}, {}
@@ -110,9 +116,7 @@ class ReadCache(CacheFile):
             return
         keep_trees = {t: self.trees[t] for t in trees if t in self.trees}
         keep_blobs = {
-            b: value if isinstance(value, str) else (tuple(map(tuple, value[0])), value[1])
-            for b in blobs
-            if (value := self.blobs.get(b)) is not None
+            b: plain_entry(value) for b in blobs if (value := self.blobs.get(b)) is not None
         }
         self.write(keep_trees, keep_blobs)
         self.dirty = False

@@ -13,7 +13,7 @@ import signal
 import threading
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 import pygit2
 
@@ -22,7 +22,14 @@ from majordomus.blobs import NoteBlobs
 from majordomus.cache import FILE_NAME as CACHE_FILE
 from majordomus.cache import FILES as CACHE_FILES
 from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
-from majordomus.cache import VIEWS_FOLDER_NAME, BlobEntry, DocumentCache, ReadCache
+from majordomus.cache import (
+    VIEWS_FOLDER_NAME,
+    BlobEntry,
+    DocumentCache,
+    ReadCache,
+    blob_entry,
+    plain_entry,
+)
 from majordomus.errors import RepositoryError
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
@@ -304,7 +311,7 @@ def _summarised_in_workers(
     if count < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
         return {}
     shares = [blobs[k::count] for k in range(count)]
-    children: list[tuple[int, int]] = []
+    children: list[tuple[int, BinaryIO]] = []  # not yet waited for
     done: dict[str, BlobEntry] = {}
     try:
         for share in shares[1:]:
@@ -322,23 +329,24 @@ def _summarised_in_workers(
                 os.close(reader)
                 _parse_share(gitdir, share, writer)
             os.close(writer)
-            children.append((pid, reader))
+            children.append((pid, os.fdopen(reader, "rb")))
         for blob in shares[0]:
             entry = _entry(here, blob)
             if entry is not None:
                 done[blob] = entry
-        for pid, reader in children:
-            with os.fdopen(reader, "rb") as pipe:
+        while children:
+            pid, pipe = children[0]
+            with pipe:
                 data = pipe.read()
             _, status = os.waitpid(pid, 0)
-            children = [child for child in children if child[0] != pid]
+            children.pop(0)
             if status == 0:
                 with contextlib.suppress(ValueError, EOFError, TypeError):
-                    done.update(_unmarshalled(data))
+                    done.update((b, blob_entry(v)) for b, v in marshal.loads(data).items())
     finally:
-        for pid, reader in children:  # interrupted: the helpers are of no use any more
+        for pid, pipe in children:  # interrupted: the helpers are of no use any more
+            pipe.close()
             with contextlib.suppress(OSError):
-                os.close(reader)
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
     return done
@@ -351,23 +359,13 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         blobs = NoteBlobs(pygit2.Repository(gitdir))
-        entries: dict[str, object] = {}
+        entries = {}
         for blob in share:
             entry = _entry(blobs, blob)
-            if isinstance(entry, str):
-                entries[blob] = entry
-            elif entry is not None:  # plain tuples: marshal knows no named ones
-                entries[blob] = (tuple(map(tuple, entry[0])), entry[1])
+            if entry is not None:
+                entries[blob] = plain_entry(entry)
         with os.fdopen(writer, "wb") as pipe:
             pipe.write(marshal.dumps(entries))
         code = 0
     finally:
         os._exit(code)
-
-
-def _unmarshalled(data: bytes) -> dict[str, BlobEntry]:
-    entries: dict[str, BlobEntry] = {}
-    make = Summary._make
-    for blob, entry in marshal.loads(data).items():
-        entries[blob] = entry if isinstance(entry, str) else (tuple(map(make, entry[0])), entry[1])
-    return entries
