@@ -472,7 +472,7 @@ class Views:
         if self._noteset is not None and self._noteset.missing:
             return
         if self._cache.key != self._key:
-            return  # the views of this state were not written (a read-only clone, say)
+            return  # rebuilt for this HEAD since (a lost part, and copies): not carried
         targets = {**self._targets, NOTES_REF: report.notes_commit}
         summary = tuple(summary_of(record, position))
         ledger = Ledger(self._cache.part)

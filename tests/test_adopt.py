@@ -808,3 +808,44 @@ def test_patch_ids_of_thousands_of_commits_do_not_wait_on_full_pipes(repo: Repo)
     worker.join(120)
     assert not worker.is_alive(), "diff-tree | patch-id never finished"
     assert len(found) == 4000
+
+
+def test_a_record_with_copies_is_orphaned_only_when_rev_reaches_none_of_them(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """A record amended on its branch (notes.rewriteRef: a copy on each commit) is one
+    orphan after a squash merge, with both commits as its sources; a record whose note a
+    person appended with plain git to the note of a commit of main is not orphaned at all. In a second clone behind a bare remote."""
+    clock.advance(0)
+    remote, alice = seeded(tmp_path, environ, clock)
+    alice.git("config", "notes.rewriteRef", "refs/notes/majordomus")
+    alice.task("squashed later")
+    alice.git("checkout", "-q", "-b", "feature")
+    alice.commit("change", {"a.py": "x = 1\n"})
+    first = json.loads(alice.run("checkpoint", "amended later", "--json").out)["record"]
+    clock.advance(60)
+    alice.git("commit", "-q", "--amend", "-m", "change, amended")  # the note is copied
+    amended = alice.head()
+    clock.advance(60)
+    alice.git("checkout", "-q", "-b", "other", "main")
+    alice.commit("kept", {"b.py": "y = 1\n"})
+    kept = json.loads(alice.run("checkpoint", "copied onto main", "--json").out)["record"]
+    alice.git("checkout", "-q", "main")
+    alice.git("merge", "-q", "--squash", "feature")
+    alice.git("commit", "-q", "-m", "feature (squashed)")
+    squash = alice.head()
+    copied = alice.git("notes", "--ref=majordomus", "show", kept["commit"])
+    alice.git("notes", "--ref=majordomus", "append", "-m", copied, "HEAD~1")  # by hand
+    alice.git("branch", "-q", "-D", "feature", "other")
+    assert alice.run("push").code == 0
+    alice.git("push", "-q", "origin", "main")
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    both = {first["commit"], amended}
+    assert all(first["id"] in note_ids(bob, c) for c in both)
+    result = as_json(bob, "adopt", "--dry-run")
+    assert result["orphaned"] == 1  # the amended record once; the copied one not at all
+    (adoption,) = result["adopted"]
+    assert adoption["commit"] == squash and set(adoption["from"]) == both
+    assert [r["id"] for r in adoption["records"]] == [first["id"]]
+    assert adoption["records"][0]["commit"] == squash
