@@ -815,7 +815,8 @@ def test_a_record_with_copies_is_orphaned_only_when_rev_reaches_none_of_them(
 ) -> None:
     """A record amended on its branch (notes.rewriteRef: a copy on each commit) is one
     orphan after a squash merge, with both commits as its sources; a record whose note a
-    person appended with plain git to the note of a commit of main is not orphaned at all. In a second clone behind a bare remote."""
+    person appended with plain git to the note of a commit of main is not orphaned at all.
+    In a second clone behind a bare remote."""
     clock.advance(0)
     remote, alice = seeded(tmp_path, environ, clock)
     alice.git("config", "notes.rewriteRef", "refs/notes/majordomus")

@@ -86,6 +86,7 @@ def read(planted: Planted, copy: Path, mode: str, *argv: str) -> tuple[int, str,
         check=False,
     )
     assert "forks=" in result.stderr, result.stderr
+    assert result.returncode in (0, 1), result.stderr
     forks = int(result.stderr.rsplit("forks=", 1)[1])
     return result.returncode, result.stdout, forks
 
@@ -108,3 +109,37 @@ def test_notes_parsed_in_forked_processes_read_as_one_process_reads_them(
     assert dying == (code, alone, 3)  # the shares of the helpers that died parsed here
     refused = read(planted, tmp_path / "refused", "refused", *argv)
     assert refused == (code, alone, 0)  # no helper to be had: every share parsed here
+
+
+def test_a_partial_clone_read_in_forked_processes_fetches_once_and_answers_the_same(
+    planted: Planted, tmp_path: Path
+) -> None:
+    """In a partial clone (`--filter=blob:none`) the note blobs are not there: the helpers
+    find none, the read fetches them in one batch from the promisor remote and parses them
+    again, shared as before; the answer is one process's. (The corpus without its gitlink
+    entry: it names an object no remote sends, and a partial clone's read stops there.)"""
+    _, environ = planted
+    clone = make_clone(tmp_path / "clone", environ)
+    git(clone, environ, "checkout", "-q", "-b", "side")
+    plant(clone, environ, [case_of(note) for note in corpus() if note.on != "gitlink"])
+    git(clone, environ, "checkout", "-q", "main")
+    git(clone, environ, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, environ, "clone", "-q", "--bare", str(clone), str(remote))
+    git(remote, environ, "config", "uploadpack.allowFilter", "true")
+    git(
+        remote,
+        environ,
+        "update-ref",
+        "refs/notes/majordomus",
+        git(clone, environ, "rev-parse", "refs/notes/majordomus").strip(),
+    )
+    partial = tmp_path / "partial"
+    git(tmp_path, environ, "clone", "-q", "--filter=blob:none", f"file://{remote}", str(partial))
+    git(partial, environ, "fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert git(partial, environ, "config", "remote.origin.promisor").strip() == "true"
+    argv = ("history", "--all", "--json")
+    code, alone, forks = read((partial, environ), tmp_path / "one", "one", *argv)
+    assert (code, forks) == (0, 0) and json.loads(alone)["records"]
+    code, shared, forks = read((partial, environ), tmp_path / "shared", "shared", *argv)
+    assert (code, shared) == (0, alone) and forks >= 3
