@@ -334,21 +334,17 @@ def checkpoint_after_git_rows(
     write_and_floor = Command(
         "git notes append + import pygit2", (stamp.git_append(repo, shown=True), floor_argv)
     )
-    return [
-        Row(
-            "checkpoint",
-            "write, after git",
-            Series(mine, tuple(ours)),
-            Series(floor, tuple(base)),
-            targets.write,
-        ),
-        Row(
-            "checkpoint",
+    against = (
+        ("write, after git", Series(floor, tuple(base)), targets.write),
+        (
             "write, after git (vs git write + floor)",
-            Series(mine, tuple(ours)),
             Series(write_and_floor, tuple(both)),
             targets.after_git,
         ),
+    )
+    return [
+        Row("checkpoint", run, Series(mine, tuple(ours)), baseline, target)
+        for run, baseline, target in against
     ]
 
 
