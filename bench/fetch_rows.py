@@ -33,7 +33,7 @@ from typing import IO
 
 from corpus import PlannedNote, Record, Shape, commit_time, plan, render_note
 from probe import Outcome, run_chain
-from repo_cache import RECORD_KINDS, Fixture, _cat_blobs, _get_marks, run_git
+from repo_cache import RECORD_KINDS, Fixture, _cat_blobs, _get_marks, fast_import, run_git
 from report import results_table
 from suite import Command, Row, Series, Setup, Target, git, mj
 
@@ -162,30 +162,19 @@ def _advance(
     commits: int,
 ) -> None:
     """New commits on main and one notes commit on top of the cached one, in one stream."""
-    proc = subprocess.Popen(
-        ["git", "fast-import", "--quiet", "--done"],
-        cwd=remote,
-        env=dict(env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
     base = fixture.shape.commits
-    for index in range(commits):
-        _new_commit(proc.stdin, index, base, fixture.head if index == 0 else None)
-    shas = _get_marks(proc.stdin, proc.stdout, [note.index for note in notes])
     who = b"Ada Lovelace <ada@example.com> %d +0000" % int(commit_time(base + commits).timestamp())
     message = b"Notes added by 'majordomus'"
-    proc.stdin.write(b"commit %s\ncommitter %s\n" % (NOTES_REF.encode(), who))
-    proc.stdin.write(b"data %d\n%s\n" % (len(message), message))
-    proc.stdin.write(b"from %s\n" % fixture.notes_commit.encode())
-    for note in notes:
-        text = render_note(note.records, shas[note.index], note.foreign).encode()
-        proc.stdin.write(b"N inline :%d\ndata %d\n%s\n" % (note.index + 1, len(text), text))
-    proc.stdin.write(b"done\n")
-    proc.stdin.close()
-    if proc.wait() != 0:
-        raise RuntimeError(f"git fast-import failed with exit code {proc.returncode}")
+    with fast_import(remote, env) as (stream, answers):
+        for index in range(commits):
+            _new_commit(stream, index, base, fixture.head if index == 0 else None)
+        shas = _get_marks(stream, answers, [note.index for note in notes])
+        stream.write(b"commit %s\ncommitter %s\n" % (NOTES_REF.encode(), who))
+        stream.write(b"data %d\n%s\n" % (len(message), message))
+        stream.write(b"from %s\n" % fixture.notes_commit.encode())
+        for note in notes:
+            text = render_note(note.records, shas[note.index], note.foreign).encode()
+            stream.write(b"N inline :%d\ndata %d\n%s\n" % (note.index + 1, len(text), text))
 
 
 def _new_commit(stream: IO[bytes], index: int, base: int, parent: str | None) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from corpus import GENERATOR_VERSION, commit_time, plan, shape_for
 from probe import Outcome, run_chain
-from repo_cache import _get_marks, _write_notes_commit, run_git
+from repo_cache import _get_marks, _write_notes_commit, fast_import, run_git
 from suite import COLD, WARM, Command, Row, Series, Setup, Target, git_log
 
 Log = Callable[[str], None]
@@ -57,22 +57,11 @@ def merge_heavy(root: Path, commits: int, env: Mapping[str, str], log: Log) -> G
         run_git(["init", "-q", "-b", "main", str(repo)], env, building)
         log(f"building a merge-heavy history of {commits:,} commits in {building}")
         data = plan(shape)
-        proc = subprocess.Popen(
-            ["git", "fast-import", "--quiet", "--done"],
-            cwd=repo,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        for index in range(commits):
-            proc.stdin.write(_commit(index))
-        shas = _get_marks(proc.stdin, proc.stdout, [note.index for note in data.notes])
-        _write_notes_commit(proc.stdin, data.notes, shas, commits)
-        proc.stdin.write(b"done\n")
-        proc.stdin.close()
-        if proc.wait() != 0:
-            raise RuntimeError("git fast-import failed")
+        with fast_import(repo, env) as (stream, answers):
+            for index in range(commits):
+                stream.write(_commit(index))
+            shas = _get_marks(stream, answers, [note.index for note in data.notes])
+            _write_notes_commit(stream, data.notes, shas, commits)
         run_git(["commit-graph", "write", "--reachable"], env, repo)
         run_git(["reset", "-q", "--hard", "main"], env, repo)
         seconds = round(time.monotonic() - started, 1)

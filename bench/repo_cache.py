@@ -6,6 +6,7 @@ local clones (objects hard-linked) so writes and commit-graph changes stay there
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -13,7 +14,7 @@ import shutil
 import subprocess
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -122,8 +123,10 @@ def _build(shape: Shape, target: Path, env: Mapping[str, str], log: Log) -> None
     log(f"built in {manifest['build_seconds']} s")
 
 
-def _fast_import(data: Plan, repo: Path, env: Mapping[str, str], log: Log) -> dict[int, str]:
-    """One fast-import stream: the commits, then one notes commit holding every note."""
+@contextlib.contextmanager
+def fast_import(repo: Path, env: Mapping[str, str]) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """`git fast-import` in `repo`: the stream to write and where it answers (marks); the
+    stream is ended and the import checked when the block ends."""
     proc = subprocess.Popen(
         ["git", "fast-import", "--quiet", "--done"],
         cwd=repo,
@@ -132,15 +135,20 @@ def _fast_import(data: Plan, repo: Path, env: Mapping[str, str], log: Log) -> di
         stdout=subprocess.PIPE,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    _write_commits(proc.stdin, data.shape.commits, log)
-    noted = [note.index for note in data.notes]
-    shas = _get_marks(proc.stdin, proc.stdout, noted)
-    log(f"writing {len(data.notes):,} notes")
-    _write_notes_commit(proc.stdin, data.notes, shas, data.shape.commits)
+    yield proc.stdin, proc.stdout
     proc.stdin.write(b"done\n")
     proc.stdin.close()
     if proc.wait() != 0:
         raise RuntimeError(f"git fast-import failed with exit code {proc.returncode}")
+
+
+def _fast_import(data: Plan, repo: Path, env: Mapping[str, str], log: Log) -> dict[int, str]:
+    """One fast-import stream: the commits, then one notes commit holding every note."""
+    with fast_import(repo, env) as (stream, answers):
+        _write_commits(stream, data.shape.commits, log)
+        shas = _get_marks(stream, answers, [note.index for note in data.notes])
+        log(f"writing {len(data.notes):,} notes")
+        _write_notes_commit(stream, data.notes, shas, data.shape.commits)
     return shas
 
 
