@@ -6,12 +6,15 @@ not in this clone is never remembered, because a fetch can bring it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import pygit2
-
+from majordomus.gitfiles import Objects
 from majordomus.notestree import MissingObjectError
 from majordomus.records import Note, NoteError, parse_note, union
+
+if TYPE_CHECKING:
+    import pygit2
 
 PARSED_KEEP = 12_000  # parsed notes kept for a second look (a few KiB each)
 
@@ -21,13 +24,36 @@ class NoteBlobs:
     (a read that summarises every note of a large repository then shows a few of them
     parses those again, rather than hold every note at once)."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
-        self.repo = repo
+    def __init__(
+        self,
+        repo: Callable[[], pygit2.Repository],
+        by_git: Callable[[Sequence[str]], Objects | None] | None = None,
+    ) -> None:
+        """`repo` opens the repository with libgit2 on first use; until then `by_git`, when
+        given, reads the few notes a command shows through one git process."""
+        self._repo = repo
+        self._by_git = by_git
+        self._read: Objects = {}  # read by git, not parsed yet
         self._parsed: dict[str, Note | NoteError] = {}
+
+    @property
+    def repo(self) -> pygit2.Repository:
+        return self._repo()
 
     def data(self, blob_id: str) -> bytes:
         """A note's bytes; NoteError when the notes tree names anything but a blob we have
         (a pushed tree can hold a submodule entry, or point at an object never sent)."""
+        if blob_id not in self._read and self._by_git is not None:
+            self._read.update(self._by_git([blob_id]) or {})
+        if blob_id in self._read:
+            found = self._read.pop(blob_id)
+            if found is None:
+                raise MissingObjectError(blob_id)
+            if found[0] != "blob":
+                raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
+            return found[1]
+        import pygit2
+
         try:
             # Straight from the object database: no object to make, no prefix lookup.
             kind, data = self.repo.odb.read(blob_id)
@@ -62,6 +88,9 @@ class NoteBlobs:
 
     def note(self, blob_ids: Sequence[str]) -> Note:
         """The united note of the readable blobs among these."""
+        unread = [b for b in blob_ids if b not in self._parsed and b not in self._read]
+        if len(unread) > 1 and self._by_git is not None:
+            self._read.update(self._by_git(unread) or {})
         if len(blob_ids) == 1:  # the usual commit: one note
             one = self.parse(blob_ids[0])
             return union([] if isinstance(one, NoteError) else [one])

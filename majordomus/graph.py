@@ -386,6 +386,11 @@ class CommitGraph:
             return None
         if self._walked is not None and self._walked.rev == rev:
             return None
+        exact = self.memory.reach(rev)
+        if exact is not None:  # `rev` itself: no chain to follow (no parent to read)
+            reach = self._moved(rev, Meeting([], [], rev), exact, candidates)
+            if reach is not None:
+                return reach
         for meeting in self._meetings(rev):
             kept = self.memory.reach(meeting.kept)
             reach = None if kept is None else self._moved(rev, meeting, kept, candidates)

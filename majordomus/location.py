@@ -1,17 +1,21 @@
 """Which repository a command works on: found as git finds it (the environment's GIT_DIR,
-GIT_WORK_TREE and GIT_COMMON_DIR included), and opened with libgit2."""
+GIT_WORK_TREE and GIT_COMMON_DIR included), and opened with libgit2 when a command first
+needs more than its refs (a plain layout is found without libgit2: see `gitfiles`)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import pygit2
-
+from majordomus import gitfiles
 from majordomus.errors import RepositoryError
+
+if TYPE_CHECKING:
+    import pygit2
 
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 
@@ -79,6 +83,8 @@ def _common_dir(gitdir: Path) -> Path:
 
 
 def _discover(path: str) -> str:
+    import pygit2
+
     try:
         found = pygit2.discover_repository(path)
     except pygit2.GitError:
@@ -113,21 +119,53 @@ def _unopenable(found: str, error: Exception) -> str:
     return f"cannot open the repository at {gitdir}: {str(error).rstrip('.')}."
 
 
-class Opened(NamedTuple):
+class Opened:
     """A repository, where its git directory, work tree and shared refs are, and the
-    environment git subprocesses get so that they read what libgit2 reads."""
+    environment git subprocesses get so that they read what libgit2 reads. libgit2 opens
+    it on first use of `repo`; `refs` reads a plain layout's refs without it."""
 
-    repo: pygit2.Repository
-    gitdir: Path
-    workdir: Path | None
-    commondir: Path
-    environ: Mapping[str, str]
+    def __init__(
+        self,
+        gitdir: Path,
+        workdir: Path | None,
+        commondir: Path,
+        environ: Mapping[str, str],
+        refs: gitfiles.Refs | None,
+    ) -> None:
+        self.gitdir, self.workdir, self.commondir = gitdir, workdir, commondir
+        self.environ = environ
+        self.refs = refs
+
+    def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
+        """A few objects read by git, while libgit2 is not loaded and the layout is plain
+        (None: read them with libgit2)."""
+        if self.refs is None or "repo" in self.__dict__:
+            return None
+        return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
+
+    @cached_property
+    def repo(self) -> pygit2.Repository:
+        import pygit2
+
+        try:
+            return pygit2.Repository(str(self.gitdir))
+        except pygit2.GitError as error:
+            raise RepositoryError(_unopenable(str(self.gitdir), error)) from None
 
 
 def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     """The repository at (or above) `path`; RepositoryError naming the fix when there is none."""
     if not os.path.isdir(path):
         raise RepositoryError(f"cannot change to '{path}': no such directory.")
+    plain = gitfiles.discover(path, environ)
+    if plain is not None:
+        return Opened(
+            Path(plain.gitdir),
+            Path(plain.workdir),
+            Path(plain.commondir),
+            environ,
+            gitfiles.Refs(plain),
+        )
     located = _located_by_environment(path, environ)
     found = located.gitdir if located is not None else _discover(path)
     common = _common_dir(Path(found))
@@ -137,6 +175,8 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
             f"{located.gitdir} keeps its refs elsewhere and majordomus reads them from there; "
             "unset GIT_COMMON_DIR."
         )
+    import pygit2
+
     try:
         repo = pygit2.Repository(found)
     except pygit2.GitError as error:
@@ -146,4 +186,6 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     work = Path(workdir) if workdir else None
     # The git subprocesses run elsewhere than `path`: what the environment names
     # reaches them as absolute paths, so they read what this object reads.
-    return Opened(repo, gitdir, work, common, _absolute_locations(environ, gitdir, work))
+    opened = Opened(gitdir, work, common, _absolute_locations(environ, gitdir, work), None)
+    opened.repo = repo
+    return opened

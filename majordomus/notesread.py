@@ -13,9 +13,7 @@ import signal
 import threading
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import BinaryIO, NoReturn
-
-import pygit2
+from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs
@@ -31,6 +29,7 @@ from majordomus.cache import (
     plain_entry,
 )
 from majordomus.errors import RepositoryError
+from majordomus.gitfiles import REMOTE_NOTES_PREFIX
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -44,7 +43,9 @@ from majordomus.records import (
 )
 from majordomus.values import NoteSet, NotesOn, UnreadableNote
 
-REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
+if TYPE_CHECKING:
+    import pygit2
+
 REMOTE_NOTES_SUFFIX = "/majordomus"
 # Fetches note objects a partial clone left out, in one batch; returns the remote it
 # asked and why it failed (or None).
@@ -54,13 +55,20 @@ Fetcher = Callable[[Sequence[str]], tuple[str, str | None]]
 class NotesReader:
     """The notes of one repository, for reading."""
 
-    def __init__(self, repo: pygit2.Repository, commondir: Path, blobs: NoteBlobs) -> None:
-        self.repo = repo
+    def __init__(
+        self, repo: Callable[[], pygit2.Repository], commondir: Path, blobs: NoteBlobs
+    ) -> None:
+        """`repo` opens the repository with libgit2 on first use."""
+        self._repo = repo
         self.commondir = commondir
         self.blobs = blobs
         self.fetch_missing: Fetcher | None = None
         self._disk_cache: ReadCache | None = None
         self._current_blobs: set[str] = set()
+
+    @property
+    def repo(self) -> pygit2.Repository:
+        return self._repo()
 
     def notes_refs(self) -> list[str]:
         names = [NOTES_REF] if NOTES_REF in self.repo.references else []
@@ -83,6 +91,8 @@ class NotesReader:
 
     def notes_commit(self, name: str, target: str) -> pygit2.Commit:
         """The commit a notes ref points at; a ref at anything else stops every command."""
+        import pygit2
+
         obj = self.repo.get(target)
         if isinstance(obj, pygit2.Commit):
             return obj
@@ -191,6 +201,8 @@ class NotesReader:
 
     def is_partial(self) -> bool:
         """Whether git may have left objects out of this clone (a promisor remote is set)."""
+        import pygit2
+
         config = self.repo.config
         for entry in config:
             name = entry.name.lower()
@@ -238,6 +250,8 @@ class NotesReader:
 
     def notes_commits(self) -> list[str]:
         """The commit each notes ref points at (what holds every object the notes need)."""
+        import pygit2
+
         targets = [str(self.repo.references[name].resolve().target) for name in self.notes_refs()]
         return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
@@ -354,11 +368,14 @@ def _summarised_in_workers(
 
 def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
     """In a forked child: parse a share of the blobs, write the entries, exit."""
+    import pygit2
+
     code = 1
     try:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
-        blobs = NoteBlobs(pygit2.Repository(gitdir))
+        repo = pygit2.Repository(gitdir)
+        blobs = NoteBlobs(lambda: repo)
         entries = {}
         for blob in share:
             entry = _entry(blobs, blob)

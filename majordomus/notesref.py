@@ -11,14 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pygit2
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from majordomus import interrupt
 from majordomus.errors import RepositoryError
 from majordomus.notestree import MissingObjectError, tree
 from majordomus.values import StaleLock, Swap
+
+if TYPE_CHECKING:
+    import pygit2
 
 NOTES_REF = "refs/notes/majordomus"
 DEFAULT_WRITE_TIMEOUT_S = 10.0
@@ -27,7 +28,7 @@ STALE_LOCK_S = 10.0
 T = TypeVar("T")
 # What a write makes of the ref's current tree and parents: the notes commit to move the
 # ref to (None: nothing to move), and what the write has to say about it.
-Build = Callable[[pygit2.Tree | None, list[pygit2.Oid]], tuple[pygit2.Oid | None, T]]
+Build = Callable[["pygit2.Tree | None", "list[pygit2.Oid]"], "tuple[pygit2.Oid | None, T]"]
 
 
 def not_a_commit(target: str) -> str:
@@ -63,6 +64,8 @@ class NotesRef:
         retry with jittered back-off until the budget runs out. A lock a killed writer
         left is reported, also when it did not block us; it is never removed.
         """
+        import pygit2
+
         budget = timeout_s if timeout_s is not None else self._write_timeout()
         deadline = monotonic() + budget
         attempts = 0
@@ -150,6 +153,8 @@ class NotesRef:
         return found
 
     def _write_base(self, ref: Any) -> tuple[pygit2.Tree | None, list[pygit2.Oid]]:
+        import pygit2
+
         if ref is None:
             return None, []
         target = ref.resolve().target

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
-
-import pygit2
+from typing import TYPE_CHECKING, Any
 
 from majordomus.records import NoteError
 
-TREE = int(pygit2.enums.FileMode.TREE)
-BLOB = int(pygit2.enums.FileMode.BLOB)
+if TYPE_CHECKING:
+    import pygit2
+
+TREE = 0o040000  # pygit2.enums.FileMode.TREE: git's modes, fixed by its tree format
+BLOB = 0o100644  # pygit2.enums.FileMode.BLOB
 _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
@@ -40,6 +41,8 @@ def is_note_path(name: str) -> bool:
 
 def tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
     """The tree `oid` names; MissingObjectError when this clone does not have it."""
+    import pygit2
+
     try:
         found = repo[oid]
     except KeyError:
@@ -56,6 +59,8 @@ def walk(
     With `missing`, the ids of subtrees not in this clone are added to it and skipped;
     without, the first one stops the walk (MissingObjectError).
     """
+    import pygit2
+
     for entry in root:
         name = entry.name or ""
         if isinstance(entry, pygit2.Tree):
@@ -82,6 +87,8 @@ def changed(
     that differ are opened (one note changed among 100,000 opens three trees a side),
     at any fan-out, either side fanned out or not; MissingObjectError for a subtree that
     is not here."""
+    import pygit2
+
     found: set[str] = set()
     before = {entry.name or "": entry for entry in old} if old is not None else {}
     after = {entry.name or "": entry for entry in new} if new is not None else {}
@@ -107,6 +114,8 @@ def walk_present(
     repo: pygit2.Repository, tree_id: str, missing: set[str]
 ) -> Iterator[tuple[str, str]]:
     """`walk` over the trees that are here; the ids of those that are not go to `missing`."""
+    import pygit2
+
     try:
         root = tree(repo, pygit2.Oid(hex=tree_id))
     except MissingObjectError:
@@ -117,6 +126,8 @@ def walk_present(
 
 def find(repo: pygit2.Repository, root: pygit2.Tree, rest: str) -> Iterator[pygit2.Oid]:
     """Every copy of the note for `rest`, at any fan-out depth."""
+    import pygit2
+
     flat = _entry(root, rest)
     if flat is not None and not isinstance(flat, pygit2.Tree):
         yield flat.id
@@ -143,6 +154,8 @@ def insert_many(
     Into the subtrees where a level is fanned out, else flat, then fanned out if
     the level is crowded: the same layout as inserting them one by one.
     """
+    import pygit2
+
     builder = repo.TreeBuilder(root) if root is not None else repo.TreeBuilder()
     for rest in notes:
         if builder.get(rest) is not None:
@@ -179,6 +192,8 @@ def _fan_out(repo: pygit2.Repository, level: pygit2.Tree, width: int) -> pygit2.
     values of the next hex digit is shared by at least two notes (notes.c,
     determine_fanout); the same test is then applied inside each subtree.
     """
+    import pygit2
+
     notes = [
         entry
         for entry in level

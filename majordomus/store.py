@@ -15,10 +15,9 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import pygit2
 
 from majordomus import interrupt, notestree
 from majordomus.blobs import NoteBlobs
@@ -27,7 +26,7 @@ from majordomus.cache import GraphCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.location import open_repository
-from majordomus.notesread import Fetcher, NotesReader
+from majordomus.notesread import REMOTE_NOTES_SUFFIX, Fetcher, NotesReader
 from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -47,6 +46,8 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
+    import pygit2
+
     from majordomus.merge import Merged, Merger
 
 __all__ = ["NOTES_REF", "MissingObjectError", "Store"]
@@ -58,16 +59,33 @@ class Store:
     """One repository, opened once per command."""
 
     def __init__(self, path: str, environ: Mapping[str, str]) -> None:
-        opened = open_repository(path, environ)
-        self.repo = opened.repo
+        self._opened = opened = open_repository(path, environ)
         self.gitdir, self.workdir, self.commondir = opened.gitdir, opened.workdir, opened.commondir
         self.environ: Mapping[str, str] = opened.environ
-        self.blobs = NoteBlobs(self.repo)
-        self.ref = NotesRef(self.repo, self.commondir, self.environ)
-        self.reader = NotesReader(self.repo, self.commondir, self.blobs)
         self._graph: CommitGraph | None = None
         self._identity: str | None = None
         self._remotes: list[str] | None = None
+        self._fetch_missing: Fetcher | None = None
+
+    # libgit2 is loaded and the repository opened when a command first needs more than
+    # its refs: a read the caches answer never pays for it.
+    @cached_property
+    def repo(self) -> pygit2.Repository:
+        return self._opened.repo
+
+    @cached_property
+    def blobs(self) -> NoteBlobs:
+        return NoteBlobs(lambda: self.repo, self._opened.objects_by_git)
+
+    @cached_property
+    def ref(self) -> NotesRef:
+        return NotesRef(self.repo, self.commondir, self.environ)
+
+    @cached_property
+    def reader(self) -> NotesReader:
+        reader = NotesReader(lambda: self.repo, self.commondir, self.blobs)
+        reader.fetch_missing = self._fetch_missing
+        return reader
 
     # ---- git subprocesses ------------------------------------------------
 
@@ -94,6 +112,12 @@ class Store:
     # ---- commits ----------------------------------------------------------
 
     def head(self) -> str:
+        refs = self._opened.refs
+        found = refs.head() if refs is not None else None
+        if found is not None:
+            return found
+        import pygit2
+
         try:
             if self.repo.head_is_unborn:
                 raise RepositoryError(
@@ -106,6 +130,8 @@ class Store:
     def resolve(self, rev: str | None) -> str:
         if rev is None:
             return self.head()
+        import pygit2
+
         try:
             obj = self.repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
@@ -122,6 +148,8 @@ class Store:
         return str(commit.id)
 
     def has_commit(self, hex_id: str) -> bool:
+        import pygit2
+
         try:
             obj = self.repo.get(hex_id)
         except (ValueError, pygit2.GitError):
@@ -129,6 +157,8 @@ class Store:
         return isinstance(obj, pygit2.Commit)
 
     def commit_time(self, hex_id: str) -> int | None:
+        import pygit2
+
         try:
             obj = self.repo.get(hex_id)
         except (ValueError, pygit2.GitError):
@@ -136,6 +166,10 @@ class Store:
         return obj.commit_time if isinstance(obj, pygit2.Commit) else None
 
     def is_shallow(self) -> bool:
+        if self._opened.refs is not None:  # libgit2's test: a `shallow` file, not empty
+            with contextlib.suppress(OSError):
+                return (self.commondir / "shallow").stat().st_size > 0
+            return False
         return bool(self.repo.is_shallow)
 
     # ---- the commit graph (graph.Source) -----------------------------------
@@ -194,6 +228,8 @@ class Store:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
+        import pygit2
+
         try:
             obj = self.repo.get(commit)
         except (ValueError, pygit2.GitError):
@@ -203,6 +239,8 @@ class Store:
         return tuple(str(parent) for parent in obj.parent_ids)
 
     def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        import pygit2
+
         try:
             kind, data = self.repo.odb.read(commit)
         except (KeyError, ValueError, pygit2.GitError):
@@ -215,7 +253,7 @@ class Store:
         )
 
     def shallow_boundary(self) -> frozenset[str]:
-        if not self.repo.is_shallow:
+        if not self.is_shallow():
             return frozenset()
         try:
             text = (self.commondir / "shallow").read_text(encoding="ascii")
@@ -234,6 +272,8 @@ class Store:
 
     def current_branch(self) -> str | None:
         """The short name of the branch HEAD is on, or None when detached or unborn."""
+        import pygit2
+
         try:
             if self.repo.head_is_detached or self.repo.head_is_unborn:
                 return None
@@ -242,6 +282,8 @@ class Store:
             return None
 
     def config_value(self, name: str) -> str | None:
+        import pygit2
+
         try:
             value = self.repo.config[name]
         except (KeyError, pygit2.GitError, ValueError):
@@ -250,6 +292,8 @@ class Store:
 
     def symbolic_target(self, name: str) -> str | None:
         """Where a symbolic ref such as refs/remotes/origin/HEAD points, when it does."""
+        import pygit2
+
         ref = self.repo.references.get(name)
         if ref is None or ref.type != pygit2.enums.ReferenceType.SYMBOLIC:
             return None
@@ -322,17 +366,26 @@ class Store:
     def fetch_missing(self) -> Fetcher | None:
         """Set by the caller that knows the remotes: fetches note objects a partial clone
         left out, in one batch; returns the remote it asked and why it failed (or None)."""
-        return self.reader.fetch_missing
+        return self._fetch_missing
 
     @fetch_missing.setter
     def fetch_missing(self, fetcher: Fetcher | None) -> None:
-        self.reader.fetch_missing = fetcher
+        self._fetch_missing = fetcher
+        if "reader" in self.__dict__:  # made already: else it takes the fetcher when made
+            self.reader.fetch_missing = fetcher
 
     def notes_refs(self) -> list[str]:
         return self.reader.notes_refs()
 
     def ref_targets(self) -> dict[str, str]:
-        """Each notes ref and its target: cheap, for noticing that something was written."""
+        """Each notes ref and its target: cheap, for noticing that something was written.
+        Read from the ref files when the layout is plain; a target that is not a commit is
+        then refused by the read that follows, which opens it."""
+        refs = self._opened.refs
+        if refs is not None:
+            found = refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
+            if found is not None:
+                return found
         return self.reader.ref_targets()
 
     def read_notes(self) -> NoteSet:
@@ -354,6 +407,8 @@ class Store:
         notes commits `targets` names, in that order), and how many of its notes are
         unreadable, found without walking the notes trees; None when an object on the way
         is missing (`read_notes` fetches it, or says why it cannot)."""
+        import pygit2
+
         blobs: dict[str, None] = {}
         try:
             if targets is None:
@@ -381,6 +436,8 @@ class Store:
     def changed_notes(self, old: str, new: str) -> set[str] | None:
         """The commits whose notes differ between two notes commits, from a comparison of
         their trees that skips every subtree the two share; None when either is not here."""
+        import pygit2
+
         try:
             old_tree, new_tree = (self.repo[target].peel(pygit2.Tree) for target in (old, new))
             return notestree.changed(self.repo, old_tree, new_tree)
@@ -414,6 +471,8 @@ class Store:
         author: str | None = None,
     ) -> WriteReport:
         """Append records to the note on `commit`, all or nothing, by compare-and-swap."""
+        import pygit2
+
         author = author or self.identity()
         name, _, email = author.rpartition(" <")
 
@@ -504,6 +563,8 @@ class Store:
 
     def delete_refs(self, prefix: str) -> None:
         """Remove every ref under `prefix` (a private namespace of fetched records)."""
+        import pygit2
+
         for name in [n for n in self.repo.references if n.startswith(prefix)]:
             with contextlib.suppress(KeyError, pygit2.GitError):
                 self.repo.references.delete(name)
@@ -523,6 +584,8 @@ class Store:
         is, a note on both sides becomes the union of their records in canonical
         form, and a note that is not valid TOML keeps its text, byte for byte.
         """
+        import pygit2
+
         their_commit = self.repo.get(theirs)
         if not isinstance(their_commit, pygit2.Commit):
             raise RepositoryError(
@@ -558,6 +621,8 @@ class Store:
     def _merge_signature(self) -> pygit2.Signature:
         # The notes commit's author is bookkeeping, not part of any record: a CI
         # job without a git identity must still be able to merge what it fetched.
+        import pygit2
+
         try:
             name, _, email = self.identity().rpartition(" <")
         except RepositoryError:

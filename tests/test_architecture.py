@@ -19,8 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
-# The store layer (location, notestree, blobs, notesread, notesref, merge, behind `store`)
-# is the only one that touches the repository through libgit2.
+# The store layer (location, gitfiles, notestree, blobs, notesread, notesref, merge, behind
+# `store`) is the only one that touches the repository: through libgit2, or its files.
 ALLOWED = {
     "errors": set(),
     "interrupt": set(),
@@ -30,12 +30,22 @@ ALLOWED = {
     "profile": {"errors", "records"},
     "values": {"graph", "records"},
     "cache": {"records"},
-    "location": {"errors"},
+    "gitfiles": set(),
+    "location": {"errors", "gitfiles"},
     "notestree": {"records"},
-    "blobs": {"notestree", "records"},
+    "blobs": {"gitfiles", "notestree", "records"},
     "notesref": {"errors", "interrupt", "notestree", "values"},
     "merge": {"blobs", "notestree", "records"},
-    "notesread": {"blobs", "cache", "errors", "notesref", "notestree", "records", "values"},
+    "notesread": {
+        "blobs",
+        "cache",
+        "errors",
+        "gitfiles",
+        "notesref",
+        "notestree",
+        "records",
+        "values",
+    },
     "store": {
         "blobs",
         "cache",
@@ -99,13 +109,15 @@ ALLOWED = {
     "__main__": {"cli", "hooks", "interrupt"},
     "__init__": set(),
 }
-STORE_LAYER = {"store", "location", "notestree", "blobs", "notesread", "notesref", "merge"}
+STORE_LAYER = {
+    "store", "location", "gitfiles", "notestree", "blobs", "notesread", "notesref", "merge"
+}  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"store", "location", "remote", "patches"},
+    "subprocess": {"store", "location", "gitfiles", "remote", "patches"},
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }

@@ -1,0 +1,241 @@
+"""A repository's own files read directly, without libgit2: where the repository is, what
+HEAD and the notes refs point at, and a few objects read by one git process. Loading
+libgit2 costs more than a warm read answered from the caches, so those reads start here.
+
+Only the plain layouts are read this way: a work tree with a `.git` directory or file,
+loose and packed refs, a config that names no partial clone, reftable, include,
+worktree or object format. Anything else is `None`, and the caller asks libgit2,
+which reads every layout: these functions never guess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+# Variables that change where git looks: with any of them set, discovery is libgit2's.
+_DISCOVERY_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+)
+# Config that makes a repository other than plain: its refs, objects or work tree live
+# elsewhere or in another format, or objects may be missing (a partial clone).
+_UNPLAIN = re.compile(
+    rb"partialclone|promisor|refstorage|objectformat|worktree|include"
+    rb"|^[ \t]*bare[ \t]*(?:$|=(?![ \t]*false[ \t]*$))",
+    re.IGNORECASE | re.MULTILINE,
+)
+_OID = re.compile(r"[0-9a-f]{40}")
+_SYMREF_DEPTH = 5  # git follows at most five symbolic refs
+REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
+Objects = dict[str, tuple[str, bytes] | None]  # id -> (type, content), None: not here
+
+
+class Found(NamedTuple):
+    gitdir: str  # real paths, as libgit2 reports them
+    workdir: str
+    commondir: str
+
+
+def discover(path: str, environ: Mapping[str, str]) -> Found | None:
+    """The repository whose work tree holds `path`, found as git finds it; None when the
+    layout is not a plain one (then libgit2 discovers)."""
+    if any(environ.get(name) for name in _DISCOVERY_VARIABLES):
+        return None
+    here = os.path.realpath(path)
+    try:
+        device = os.stat(here).st_dev
+    except OSError:
+        return None
+    while True:
+        stop, found = _at(here, device)
+        if stop:
+            return found
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _at(directory: str, device: int) -> tuple[bool, Found | None]:
+    """Whether discovery stops at one directory, and the repository found there."""
+    try:
+        info = os.stat(directory)
+    except OSError:
+        return True, None
+    if info.st_dev != device:
+        return True, None  # git stops at a file-system boundary
+    if os.path.exists(os.path.join(directory, "HEAD")):
+        return True, None  # maybe a bare repository or a git directory: libgit2 decides
+    dotgit = os.path.join(directory, ".git")
+    try:
+        mode = os.stat(dotgit).st_mode
+    except OSError:
+        return False, None
+    gitdir = dotgit if stat.S_ISDIR(mode) else None
+    if stat.S_ISREG(mode):
+        gitdir = _gitfile_target(dotgit)
+    if gitdir is None:
+        return True, None
+    return True, _plain(os.path.realpath(gitdir), directory)
+
+
+def _gitfile_target(dotgit: str) -> str | None:
+    try:
+        with open(dotgit, encoding="utf-8") as file:
+            text = file.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    return os.path.join(os.path.dirname(dotgit), text.removeprefix("gitdir: "))
+
+
+def _plain(gitdir: str, workdir: str) -> Found | None:
+    """`gitdir` when it is a repository of the plain layout, owned by this user."""
+    try:
+        if os.stat(gitdir).st_uid != os.geteuid():
+            return None  # libgit2 checks safe.directory
+        commondir = gitdir
+        pointer = os.path.join(gitdir, "commondir")
+        if os.path.exists(pointer):
+            with open(pointer, encoding="utf-8") as file:
+                commondir = os.path.realpath(os.path.join(gitdir, file.read().strip()))
+        # The shared config; a linked work tree's own (config.worktree) needs the
+        # worktreeConfig extension, which the shared one would name.
+        with open(os.path.join(commondir, "config"), "rb") as file:
+            if _UNPLAIN.search(file.read()):
+                return None
+        if not os.path.isfile(os.path.join(gitdir, "HEAD")):
+            return None
+        if not os.path.isdir(os.path.join(commondir, "objects")):
+            return None
+        if os.path.exists(os.path.join(commondir, "reftable")):
+            return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Found(gitdir, workdir, commondir)
+
+
+class Refs:
+    """Loose and packed refs of one plain repository, read once per command."""
+
+    def __init__(self, found: Found) -> None:
+        self.found = found
+        self._packed: dict[str, str] | None = None
+
+    def head(self) -> str | None:
+        """The commit id HEAD names; None when it names none (or in a way not read here)."""
+        return self._resolve("HEAD", 0)
+
+    def target(self, name: str) -> str | None:
+        return self._resolve(name, 0)
+
+    def notes_targets(self, local: str, suffix: str) -> dict[str, str] | None:
+        """`local` and every `refs/notes/remotes/*<suffix>` ref with their targets, the local
+        one first and the rest by name; None when one of them cannot be read here."""
+        names = set(self._loose_under(REMOTE_NOTES_PREFIX))
+        names.update(n for n in self._packed_refs() if n.startswith(REMOTE_NOTES_PREFIX))
+        ordered = [local, *sorted(n for n in names if n.endswith(suffix))]
+        targets: dict[str, str] = {}
+        for name in ordered:
+            target = self._resolve(name, 0)
+            if target is None:
+                if name != local or self._exists(name):
+                    return None
+                continue
+            targets[name] = target
+        return targets
+
+    def _exists(self, name: str) -> bool:
+        return os.path.lexists(self._loose_path(name)) or name in self._packed_refs()
+
+    def _loose_path(self, name: str) -> str:
+        # HEAD and the refs of one work tree live in its git directory, the rest are shared.
+        per_worktree = name == "HEAD" or name.startswith(("refs/bisect/", "refs/worktree/"))
+        base = self.found.gitdir if per_worktree else self.found.commondir
+        return os.path.join(base, *name.split("/"))
+
+    def _resolve(self, name: str, depth: int) -> str | None:
+        if depth > _SYMREF_DEPTH:
+            return None
+        try:
+            with open(self._loose_path(name), encoding="ascii") as file:
+                text = file.read().strip()
+        except FileNotFoundError:
+            text = self._packed_refs().get(name, "")
+            return text if _OID.fullmatch(text) else None
+        except (OSError, UnicodeDecodeError):
+            return None
+        if text.startswith("ref: "):
+            return self._resolve(text.removeprefix("ref: "), depth + 1)
+        return text if _OID.fullmatch(text) else None
+
+    def _loose_under(self, prefix: str) -> list[str]:
+        top = os.path.join(self.found.commondir, *prefix.rstrip("/").split("/"))
+        names = []
+        for directory, _dirs, files in os.walk(top):
+            relative = os.path.relpath(directory, self.found.commondir).replace(os.sep, "/")
+            names += [f"{relative}/{f}" for f in files if not f.endswith(".lock")]
+        return names
+
+    def _packed_refs(self) -> dict[str, str]:
+        if self._packed is None:
+            self._packed = {}
+            try:
+                with open(os.path.join(self.found.commondir, "packed-refs"), "rb") as file:
+                    lines = file.read().decode("utf-8", "replace").splitlines()
+            except FileNotFoundError:
+                lines = []
+            for line in lines:
+                if line and line[0] not in "#^":
+                    oid, _, name = line.partition(" ")
+                    self._packed[name] = oid
+        return self._packed
+
+
+def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Objects | None:
+    """Objects by id, read by one `git cat-file --batch`: cheaper than loading libgit2 for
+    a few note blobs. Each is (type, content), or None when it is not in the repository;
+    None for all when git cannot run. Only for a plain layout (see `discover`): in a
+    partial clone git would fetch what is missing, one object at a time."""
+    import subprocess
+
+    try:
+        result = subprocess.run(
+            ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
+            input="".join(f"{oid}\n" for oid in ids).encode("ascii"),
+            capture_output=True,
+            env=dict(environ),
+            check=False,
+        )
+    except (OSError, UnicodeEncodeError):
+        return None
+    if result.returncode != 0:
+        return None
+    out = result.stdout
+    found: Objects = {}
+    at = 0
+    for oid in ids:
+        end = out.find(b"\n", at)
+        if end < 0:
+            return None
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[0].decode() == oid and header[2].isdigit():
+            size = int(header[2])
+            found[oid] = (header[1].decode(), out[at : at + size])
+            at += size + 1
+        elif header[-1:] == [b"missing"]:
+            found[oid] = None
+        else:
+            return None
+    return found

@@ -1,0 +1,188 @@
+"""Reading a plain repository's files without libgit2 gives libgit2's answers, or none:
+discovery, HEAD, the notes refs (loose, packed, remote-tracking) and objects read by git.
+Every layout that is not plain is left to libgit2, and warm reads then load no libgit2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from majordomus import gitfiles
+from majordomus.notesread import REMOTE_NOTES_SUFFIX
+from majordomus.notesref import NOTES_REF
+from tests.conftest import Repo
+from tests.support.git import bare
+from tests.support.repo import clone
+
+
+def _libgit2(path: Path) -> tuple[str, str]:
+    """Where libgit2 finds the repository of `path`: its git directory and work tree."""
+    repo = pygit2.Repository(pygit2.discover_repository(str(path)))
+    return os.path.realpath(repo.path), os.path.realpath(repo.workdir)
+
+
+def _found(path: Path, environ: dict[str, str]) -> tuple[str, str] | None:
+    found = gitfiles.discover(str(path), environ)
+    return None if found is None else (found.gitdir, found.workdir)
+
+
+def _git_targets(repo: Repo) -> dict[str, str]:
+    """The notes refs majordomus reads, with their targets, as git lists them."""
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/notes/")
+    refs = dict(line.split(" ") for line in out.splitlines())
+    local = {NOTES_REF: refs[NOTES_REF]} if NOTES_REF in refs else {}
+    remote = {
+        name: refs[name]
+        for name in sorted(refs)
+        if name.startswith(gitfiles.REMOTE_NOTES_PREFIX) and name.endswith(REMOTE_NOTES_SUFFIX)
+    }
+    return local | remote
+
+
+def test_discovery_finds_what_libgit2_finds_in_a_work_tree_and_its_linked_work_trees(
+    repo: Repo, tmp_path: Path
+) -> None:
+    (repo.path / "src" / "deep").mkdir(parents=True)
+    repo.git("worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"))
+    (tmp_path / "alias").symlink_to(repo.path / "src")
+    for path in (repo.path, repo.path / "src" / "deep", tmp_path / "linked", tmp_path / "alias"):
+        assert _found(path, repo.environ) == _libgit2(path), path
+    linked = gitfiles.discover(str(tmp_path / "linked"), repo.environ)
+    assert linked is not None
+    assert linked.commondir == os.path.realpath(repo.path / ".git")
+
+
+def test_discovery_leaves_every_other_layout_to_libgit2(repo: Repo, tmp_path: Path) -> None:
+    environ = repo.environ
+    assert _found(repo.path / ".git", environ) is None  # inside the git directory
+    assert _found(repo.path / ".git" / "refs", environ) is None
+    assert _found(bare(tmp_path / "bare.git", environ), environ) is None
+    assert _found(tmp_path, environ) is None  # no repository at all
+    for variable in ("GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES"):
+        assert _found(repo.path, {**environ, variable: str(repo.path)}) is None
+    for setting in (
+        ("extensions.partialClone", "origin"),
+        ("remote.origin.promisor", "true"),
+        ("core.worktree", str(tmp_path)),
+        ("include.path", "elsewhere"),
+    ):
+        repo.git("config", *setting)
+        assert _found(repo.path, environ) is None, setting
+        repo.git("config", "--unset", setting[0])
+    assert _found(repo.path, environ) == _libgit2(repo.path)
+    repo.git("config", "core.bare", "true")
+    assert _found(repo.path, environ) is None
+
+
+def test_head_and_the_notes_refs_read_as_libgit2_reads_them(repo: Repo, tmp_path: Path) -> None:
+    repo.task()
+    assert repo.run("checkpoint", "first").code == 0
+    remote = bare(tmp_path / "remote.git", repo.environ)
+    repo.git("remote", "add", "origin", str(remote))
+    repo.git("push", "-q", "origin", "main", f"{NOTES_REF}:{NOTES_REF}")
+    for name in ("origin", "team/two"):  # a remote named with a slash, too
+        repo.git("update-ref", f"refs/notes/remotes/{name}/majordomus", repo.notes_ref() or "")
+    repo.git("update-ref", "refs/notes/remotes/origin/other", repo.head())  # not a notes ref
+
+    def check() -> None:
+        found = gitfiles.discover(str(repo.path), repo.environ)
+        assert found is not None
+        refs = gitfiles.Refs(found)
+        assert refs.head() == str(repo.pygit.head.target) == repo.head()
+        assert refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX) == _git_targets(repo)
+        assert next(iter(_git_targets(repo))) == NOTES_REF
+
+    check()  # loose
+    repo.git("pack-refs", "--all")
+    check()  # packed
+    assert repo.run("checkpoint", "second").code == 0
+    check()  # the notes ref loose again, over its packed value
+    repo.git("checkout", "-q", "--detach", "HEAD")
+    check()
+    repo.git("checkout", "-q", "-b", "fix")
+    repo.git("symbolic-ref", "HEAD", "refs/heads/alias")
+    repo.git("symbolic-ref", "refs/heads/alias", "refs/heads/fix")  # a chain of two
+    check()
+
+
+def test_what_is_not_there_is_said_or_left_to_libgit2(repo: Repo) -> None:
+    found = gitfiles.discover(str(repo.path), repo.environ)
+    assert found is not None
+    refs = gitfiles.Refs(found)
+    assert refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX) == {}  # no notes yet
+    (repo.path / ".git" / "refs" / "notes").mkdir(exist_ok=True)
+    (repo.path / ".git" / "refs" / "notes" / "majordomus").write_text("not an id\n")
+    assert refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX) is None
+    repo.git("symbolic-ref", "HEAD", "refs/heads/unborn")
+    assert refs.head() is None
+
+
+def test_objects_read_by_git_are_the_objects_libgit2_reads(repo: Repo) -> None:
+    repo.task()
+    assert repo.run("checkpoint", "a note to read").code == 0
+    pygit = repo.pygit
+    blob = repo.git("rev-parse", f"{NOTES_REF}:{repo.head()}").strip()
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    read = gitfiles.cat_file(str(repo.path / ".git"), repo.environ, [blob, tree, absent, blob])
+    assert read == {
+        blob: ("blob", pygit.odb.read(blob)[1]),
+        tree: ("tree", pygit.odb.read(tree)[1]),
+        absent: None,
+    }
+
+
+# A command in a fresh process: its answer and whether it loaded libgit2.
+PROBE = """
+import io, json, sys
+from majordomus.cli import run
+out, err = io.StringIO(), io.StringIO()
+code = run(sys.argv[1:], stdout=out, stderr=err)
+print(json.dumps([code, out.getvalue(), err.getvalue(), "pygit2" in sys.modules]))
+"""
+WARM_READS = [
+    ["check", "--json"],
+    ["resume", "--peek", "--json"],
+    ["history", "--task", "TASK", "--json"],
+    ["context", "--json"],
+]  # `show` finds one commit's note by walking the notes tree, which libgit2 does
+
+
+def _probe(repo: Repo, argv: list[str], environ: dict[str, str]) -> list[object]:
+    command = [sys.executable, "-c", PROBE, "-C", str(repo.path), *argv]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=environ)
+    answer: list[object] = json.loads(done.stdout)
+    return answer
+
+
+@pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])
+def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
+    tmp_path: Path, environ: dict[str, str], clock: object, argv: list[str]
+) -> None:
+    origin = Repo.init(tmp_path / "origin", environ, clock)  # type: ignore[arg-type]
+    task = origin.task()
+    origin.commit("side start")
+    origin.git("checkout", "-q", "-b", "side", "HEAD~1")
+    origin.commit("on the side", {"side.txt": "x"})
+    assert origin.run("checkpoint", "seen on the side").code == 0
+    origin.git("checkout", "-q", "main")
+    origin.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    assert origin.run("handover", "-o", "find it", "-s", "seen", "-n", "bisect").code == 0
+    here = clone(str(origin.path), tmp_path / "here", environ, clock)  # type: ignore[arg-type]
+    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    here.git("checkout", "-q", "-b", "fix", "HEAD~1")  # another branch, an older commit
+    here.git("pack-refs", "--all")
+    assert here.run("task", "use", task).code == 0
+    argv = [task if a == "TASK" else a for a in argv]
+    _probe(here, argv, here.environ)  # builds the caches
+    warm = _probe(here, argv, here.environ)
+    by_libgit2 = _probe(here, argv, {**here.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert warm[:3] == by_libgit2[:3]
+    assert warm[0] in (0, 1) and warm[2] == ""
+    assert (warm[3], by_libgit2[3]) == (False, True)
