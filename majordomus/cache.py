@@ -263,9 +263,11 @@ def _unflat(flat: tuple[Any, ...]) -> Entry:
 class DocumentCache(CacheFile):
     """Notes by blob id, as read and validated, for commands that show many records
     whole: rebuilding a note from its flat form is several times cheaper than parsing
-    its TOML and checking every field again (this release's checks made the form)."""
+    its TOML and checking every field again (this release's checks made the form).
+    Each note is kept marshalled on its own: loading the file makes one bytes object per
+    note, and only the notes a command shows are decoded."""
 
-    FORMAT = "documents:blob->(entries(kind,table,dates,nested,valid),plain,invalid-plain)"
+    FORMAT = "documents:blob->marshal(entries(kind,table,dates,nested,valid),plain,invalid-plain)"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -283,21 +285,19 @@ class DocumentCache(CacheFile):
         if raw is None:
             return None
         try:
-            entries, other, invalid_plain = raw
+            entries, other, invalid_plain = marshal.loads(raw)
             return Note(
                 tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain
             )
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        except (EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None  # not this layout after all: read the blob again
 
     def put(self, blob: str, note: Note) -> None:
         """A note read whole from TOML (a salvaged note is not kept: it is read again)."""
         if note.salvaged or note.unreadable:
             return
-        self.documents[blob] = (
-            tuple(map(_flat, note.entries)),
-            _encode(dict(note.other)),
-            note.invalid_plain,
+        self.documents[blob] = marshal.dumps(
+            (tuple(map(_flat, note.entries)), _encode(dict(note.other)), note.invalid_plain)
         )
         self.dirty = True
 
