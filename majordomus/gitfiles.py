@@ -27,9 +27,10 @@ _DISCOVERY_VARIABLES = (
     "GIT_NAMESPACE",
 )
 # Config that makes a repository other than plain: its refs, objects or work tree live
-# elsewhere or in another format, or objects may be missing (a partial clone).
+# elsewhere or in another format, objects may be missing (a partial clone), or an
+# extension libgit2 may refuse to open is named.
 _UNPLAIN = re.compile(
-    rb"partialclone|promisor|refstorage|objectformat|worktree|include"
+    rb"partialclone|promisor|refstorage|objectformat|worktree|include|\[[ \t]*extensions"
     rb"|^[ \t]*bare[ \t]*(?:$|=(?![ \t]*false[ \t]*$))",
     re.IGNORECASE | re.MULTILINE,
 )

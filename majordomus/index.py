@@ -320,6 +320,10 @@ class Views:
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
         noteset = self._noteset = self._store.read_notes()
+        if noteset.refs != self._targets:
+            # A write landed since the refs were read: these views are of the state read.
+            self._targets = dict(noteset.refs)
+            self._key = _key(self._targets)
         full = self.full = Index(noteset, self._store)
         meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
         if not noteset.missing:  # objects still to arrive: nothing to remember

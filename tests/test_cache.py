@@ -327,6 +327,35 @@ def test_our_writes_carry_the_views_over(repo: Repo) -> None:
     assert json.loads(repo.run("check", "--json").out)["task"] == task
 
 
+def test_views_read_after_a_write_slipped_in_are_kept_under_the_state_read(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refs are read first, every note next: a write landing between the two makes
+    views of the newer state, which are kept under that state's key, never under the
+    older one (where a later read of that older state would find them)."""
+    task = repo.task()
+    text = foreign(repo, 1)
+    assert Store(str(repo.path), repo.environ).drop_cache()
+    before = repo.notes_ref()
+    store = Store(str(repo.path), repo.environ)
+    read_notes = store.read_notes
+
+    def after_a_foreign_write() -> object:
+        repo.git("notes", "--ref=majordomus", "append", "-m", text, "HEAD")
+        return read_notes()
+
+    monkeypatch.setattr(store, "read_notes", after_a_foreign_write)
+    Views(store)
+    after = repo.notes_ref()
+    assert before != after
+    assert views_key(repo) == index_key({"refs/notes/majordomus": after or ""})
+    assert views_key(repo) == current_key(repo)
+    cached = json.loads(repo.run("history", "--task", task, "--json").out)
+    assert Store(str(repo.path), repo.environ).drop_cache()
+    assert json.loads(repo.run("history", "--task", task, "--json").out) == cached
+    assert cached["records"][0]["id"] == "c-0000000000000001"
+
+
 def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) -> None:
     task = repo.task()
     repo.run("checkpoint", "mine")

@@ -71,6 +71,7 @@ def test_discovery_leaves_every_other_layout_to_libgit2(repo: Repo, tmp_path: Pa
         ("remote.origin.promisor", "true"),
         ("core.worktree", str(tmp_path)),
         ("include.path", "elsewhere"),
+        ("extensions.noop", "true"),
     ):
         repo.git("config", *setting)
         assert _found(repo.path, environ) is None, setting
