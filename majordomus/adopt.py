@@ -89,7 +89,7 @@ def adopt(
         for item in recent
     ]
     since = int(min(item.summary.at for item in recent)) - SLACK_S
-    existing = sorted({c for orphan in orphans for c in orphan.commits if store.has_commit(c)})
+    existing = sorted(store.commits_here({c for orphan in orphans for c in orphan.commits}))
     cut = store.shallow_boundary()  # their diffs cannot be known: never compared
     # Two chains of git processes, run side by side: the branches of the orphaned
     # commits and their whole changes; the commits of REV compared and every change.

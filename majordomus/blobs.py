@@ -65,6 +65,13 @@ class NoteBlobs:
             raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
         return data
 
+    def prefetch(self, blob_ids: Sequence[str]) -> None:
+        """Read these blobs in one git process while libgit2 is not loaded (else nothing:
+        libgit2 reads each when it is parsed)."""
+        unread = [b for b in blob_ids if b not in self._parsed and b not in self._read]
+        if unread and self._by_git is not None:
+            self._read.update(self._by_git(unread) or {})
+
     def parse(self, blob_id: str) -> Note | NoteError:
         """The note a blob holds, or why it cannot be read."""
         cached = self._parsed.get(blob_id)
@@ -88,9 +95,8 @@ class NoteBlobs:
 
     def note(self, blob_ids: Sequence[str]) -> Note:
         """The united note of the readable blobs among these."""
-        unread = [b for b in blob_ids if b not in self._parsed and b not in self._read]
-        if len(unread) > 1 and self._by_git is not None:
-            self._read.update(self._by_git(unread) or {})
+        if len(blob_ids) > 1:
+            self.prefetch(blob_ids)
         if len(blob_ids) == 1:  # the usual commit: one note
             one = self.parse(blob_ids[0])
             return union([] if isinstance(one, NoteError) else [one])

@@ -208,6 +208,8 @@ def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Obj
     a few note blobs. Each is (type, content), or None when it is not in the repository;
     None for all when git cannot run. Only for a plain layout (see `discover`): in a
     partial clone git would fetch what is missing, one object at a time."""
+    if not all(_OID.fullmatch(oid) for oid in ids):
+        return None  # git would read anything else as a revision to resolve
     import subprocess
 
     try:
@@ -240,3 +242,14 @@ def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Obj
         else:
             return None
     return found
+
+
+def committer_time(commit: bytes) -> int | None:
+    """The committer's time a commit object's headers hold (libgit2's `commit_time`)."""
+    for line in commit.split(b"\n"):
+        if not line:
+            return None  # the headers end: the message follows
+        if line.startswith(b"committer "):
+            parts = line.rsplit(b" ", 2)
+            return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+    return None

@@ -13,7 +13,7 @@ import signal
 import threading
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, NoReturn
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs
@@ -29,7 +29,7 @@ from majordomus.cache import (
     plain_entry,
 )
 from majordomus.errors import RepositoryError
-from majordomus.gitfiles import REMOTE_NOTES_PREFIX
+from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -56,10 +56,16 @@ class NotesReader:
     """The notes of one repository, for reading."""
 
     def __init__(
-        self, repo: Callable[[], pygit2.Repository], commondir: Path, blobs: NoteBlobs
+        self,
+        repo: Callable[[], pygit2.Repository],
+        commondir: Path,
+        blobs: NoteBlobs,
+        plain: Plain | None = None,
     ) -> None:
-        """`repo` opens the repository with libgit2 on first use."""
+        """`repo` opens the repository with libgit2 on first use; until then `plain`, when
+        given, reads the refs and the few objects a read the cache answers needs."""
         self._repo = repo
+        self._plain = plain
         self.commondir = commondir
         self.blobs = blobs
         self.fetch_missing: Fetcher | None = None
@@ -142,8 +148,7 @@ class NotesReader:
         targets: dict[str, str] = {}
         trees: list[str] = []
         missing: set[str] = set()
-        for name in self.notes_refs():
-            target, tree_id = self.notes_tree_id(name)
+        for name, target, tree_id in self._trees():
             targets[name] = target
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
@@ -169,6 +174,8 @@ class NotesReader:
             shared = _summarised_in_workers(str(self.repo.path), unread, self.blobs)
             for blob, parsed in shared.items():
                 cache.put_blob(blob, parsed)
+        elif unread:
+            self.blobs.prefetch(unread)
         commits: dict[str, NotesOn] = {}
         known = cache.blobs
         for commit, blobs in found.items():
@@ -242,6 +249,31 @@ class NotesReader:
                 cache.put_blob(blob, entry)
         return entry
 
+    def _trees(self) -> list[tuple[str, str, str]]:
+        """Each notes ref, its target and the id of that commit's tree."""
+        plain = self._plain_trees()
+        if plain is not None:
+            return plain
+        return [(name, *self.notes_tree_id(name)) for name in self.notes_refs()]
+
+    def _plain_trees(self) -> list[tuple[str, str, str]] | None:
+        """The same from the ref files and one git process, while libgit2 is not loaded
+        (the read cache may then answer the rest); None: ask libgit2."""
+        if self._plain is None or (targets := self._plain.targets()) is None:
+            return None
+        if not targets:
+            return []
+        found = self._plain.objects(list(targets.values()))
+        if found is None:
+            return None
+        trees = []
+        for name, target in targets.items():
+            tree = _tree_of(found.get(target))
+            if tree is None:
+                return None  # not a commit, or not here: libgit2 says which
+            trees.append((name, target, tree))
+        return trees
+
     def notes_tree_id(self, name: str) -> tuple[str, str]:
         """A notes ref's target and the id of its tree, which may be missing from a partial
         clone; a ref at anything but a commit stops every command."""
@@ -289,6 +321,22 @@ class NotesReader:
         for commit, blob_id in notestree.walk(self.repo, tree) if pairs is None else pairs:
             copies.setdefault(commit, []).append(blob_id)
         return copies
+
+
+class Plain(NamedTuple):
+    """A plain repository read without libgit2 (see `gitfiles`): its notes refs and their
+    targets, and objects read by git; either answers None when libgit2 must."""
+
+    targets: Callable[[], dict[str, str] | None]
+    objects: Callable[[Sequence[str]], Objects | None]
+
+
+def _tree_of(found: tuple[str, bytes] | None) -> str | None:
+    """The tree id a commit object names first."""
+    if found is None or found[0] != "commit" or not found[1].startswith(b"tree "):
+        return None
+    tree = found[1][5:45].decode("ascii", "replace")
+    return tree if len(tree) == 40 else None
 
 
 def _entry(blobs: NoteBlobs, blob: str) -> BlobEntry | None:

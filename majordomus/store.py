@@ -19,14 +19,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from majordomus import interrupt, notestree
+from majordomus import gitfiles, interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.cache import GraphCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.location import open_repository
-from majordomus.notesread import REMOTE_NOTES_SUFFIX, Fetcher, NotesReader
+from majordomus.notesread import REMOTE_NOTES_SUFFIX, Fetcher, NotesReader, Plain
 from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -83,7 +83,10 @@ class Store:
 
     @cached_property
     def reader(self) -> NotesReader:
-        reader = NotesReader(lambda: self.repo, self.commondir, self.blobs)
+        plain = None
+        if self._opened.refs is not None:
+            plain = Plain(self._plain_targets, self._opened.objects_by_git)
+        reader = NotesReader(lambda: self.repo, self.commondir, self.blobs, plain)
         reader.fetch_missing = self._fetch_missing
         return reader
 
@@ -156,7 +159,18 @@ class Store:
             return False
         return isinstance(obj, pygit2.Commit)
 
+    def commits_here(self, ids: Collection[str]) -> set[str]:
+        """Which of these ids name a commit in this repository."""
+        found = self._opened.objects_by_git(list(ids)) if ids else {}
+        if found is None:
+            return {hex_id for hex_id in ids if self.has_commit(hex_id)}
+        return {hex_id for hex_id, obj in found.items() if obj is not None and obj[0] == "commit"}
+
     def commit_time(self, hex_id: str) -> int | None:
+        found = self._opened.objects_by_git([hex_id])
+        if found is not None:
+            read = found.get(hex_id)
+            return gitfiles.committer_time(read[1]) if read and read[0] == "commit" else None
         import pygit2
 
         try:
@@ -381,12 +395,12 @@ class Store:
         """Each notes ref and its target: cheap, for noticing that something was written.
         Read from the ref files when the layout is plain; a target that is not a commit is
         then refused by the read that follows, which opens it."""
+        found = self._plain_targets()
+        return found if found is not None else self.reader.ref_targets()
+
+    def _plain_targets(self) -> dict[str, str] | None:
         refs = self._opened.refs
-        if refs is not None:
-            found = refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
-            if found is not None:
-                return found
-        return self.reader.ref_targets()
+        return None if refs is None else refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
 
     def read_notes(self) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache)."""

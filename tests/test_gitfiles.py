@@ -16,6 +16,7 @@ import pytest
 from majordomus import gitfiles
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
+from majordomus.store import Store
 from tests.conftest import Repo
 from tests.support.git import bare
 from tests.support.repo import clone
@@ -139,6 +140,23 @@ def test_objects_read_by_git_are_the_objects_libgit2_reads(repo: Repo) -> None:
     }
 
 
+def test_commits_and_their_times_read_by_git_are_libgit2s(repo: Repo) -> None:
+    first = repo.head()
+    repo.clock.advance(3600)
+    second = repo.commit("second")
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    by_git = Store(str(repo.path), repo.environ)
+    by_libgit2 = Store(str(repo.path), repo.environ)
+    assert by_libgit2.repo is not None  # opened: every read from here on is libgit2's
+    ids = {first, second, tree, absent}
+    assert by_git.commits_here(ids) == by_libgit2.commits_here(ids) == {first, second}
+    for hex_id in ids:
+        assert by_git.commit_time(hex_id) == by_libgit2.commit_time(hex_id)
+    assert by_git.commit_time(second) == int(repo.git("log", "-1", "--format=%ct").strip())
+    assert "repo" not in by_git.__dict__  # all of it answered without libgit2
+
+
 # A command in a fresh process: its answer and whether it loaded libgit2.
 PROBE = """
 import io, json, sys
@@ -152,6 +170,8 @@ WARM_READS = [
     ["resume", "--peek", "--json"],
     ["history", "--task", "TASK", "--json"],
     ["context", "--json"],
+    ["history", "--json"],
+    ["adopt", "--dry-run", "--json"],
 ]  # `show` finds one commit's note by walking the notes tree, which libgit2 does
 
 
