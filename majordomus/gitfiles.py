@@ -51,8 +51,8 @@ def discover(path: str, environ: Mapping[str, str]) -> Found | None:
     layout is not a plain one (then libgit2 discovers)."""
     if any(environ.get(name) for name in _DISCOVERY_VARIABLES):
         return None
-    here = os.path.realpath(path)
     try:
+        here = os.path.realpath(path)  # needs the working directory: it may be gone
         device = os.stat(here).st_dev
     except OSError:
         return None

@@ -155,6 +155,13 @@ class Opened:
 
 def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     """The repository at (or above) `path`; RepositoryError naming the fix when there is none."""
+    if not os.path.isabs(path):
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise RepositoryError(
+                "the current directory no longer exists; cd into a clone, or pass -C PATH."
+            ) from None
     if not os.path.isdir(path):
         raise RepositoryError(f"cannot change to '{path}': no such directory.")
     plain = gitfiles.discover(path, environ)

@@ -119,7 +119,11 @@ class Git:
         self._monotonic = monotonic
         self._deadline = None if budget_s is None else monotonic() + budget_s
 
-    def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, input: str | None = None, meanwhile: Callable[[], object] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """git with these arguments; `meanwhile` runs while git does (it writes no more
+        than a pipe holds before `meanwhile` returns, or waits for it)."""
         env = dict(self.store.environ)
         env[HOOK_GUARD] = "1"
         if self.detached:
@@ -147,6 +151,8 @@ class Git:
         except FileNotFoundError:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
         try:
+            if meanwhile is not None:
+                meanwhile()
             out, err = process.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill(process, group=self.detached)
@@ -214,6 +220,8 @@ def fetch(
             "--",
             remote,
             f"+{NOTES_REF}*:{dest}*",
+            # What follows needs libgit2: loaded while git fetches, on the other CPU.
+            meanwhile=lambda: store.repo,
         )
         if result.returncode != 0:
             raise RemoteError(

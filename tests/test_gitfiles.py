@@ -159,10 +159,11 @@ def test_commits_and_their_times_read_by_git_are_libgit2s(repo: Repo) -> None:
 
 # A command in a fresh process: its answer and whether it loaded libgit2.
 PROBE = """
-import io, json, sys
+import datetime, io, json, sys
 from majordomus.cli import run
 out, err = io.StringIO(), io.StringIO()
-code = run(sys.argv[1:], stdout=out, stderr=err)
+now = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)  # ages equal on both paths
+code = run(sys.argv[1:], stdout=out, stderr=err, now=lambda: now)
 print(json.dumps([code, out.getvalue(), err.getvalue(), "pygit2" in sys.modules]))
 """
 WARM_READS = [
@@ -207,3 +208,23 @@ def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
     assert warm[:3] == by_libgit2[:3]
     assert warm[0] in (0, 1) and warm[2] == ""
     assert (warm[3], by_libgit2[3]) == (False, True)
+
+
+def test_a_working_directory_that_is_gone_is_said_in_one_line(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = 'cd "$1" && rmdir "$1" && exec "$2" -m majordomus check'
+    done = subprocess.run(
+        ["sh", "-c", script, "sh", str(gone), sys.executable],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=tmp_path,
+    )
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == (
+        "majordomus: the current directory no longer exists; cd into a clone, or pass -C PATH.\n"
+    )
