@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     import pygit2
 
 PARSED_KEEP = 12_000  # parsed notes kept for a second look (a few KiB each)
+# Reads through git (while libgit2 is not loaded) are for the few notes a warm read
+# shows: past this many git processes, or this many blobs in one, libgit2 reads.
+BY_GIT_CALLS = 4
+BY_GIT_BLOBS = 2_000
 
 
 class NoteBlobs:
@@ -33,6 +37,7 @@ class NoteBlobs:
         given, reads the few notes a command shows through one git process."""
         self._repo = repo
         self._by_git = by_git
+        self._git_calls = 0
         self._read: Objects = {}  # read by git, not parsed yet
         self._parsed: dict[str, Note | NoteError] = {}
 
@@ -43,8 +48,8 @@ class NoteBlobs:
     def data(self, blob_id: str) -> bytes:
         """A note's bytes; NoteError when the notes tree names anything but a blob we have
         (a pushed tree can hold a submodule entry, or point at an object never sent)."""
-        if blob_id not in self._read and self._by_git is not None:
-            self._read.update(self._by_git([blob_id]) or {})
+        if blob_id not in self._read:
+            self._read_by_git([blob_id])
         if blob_id in self._read:
             found = self._read.pop(blob_id)
             if found is None:
@@ -69,8 +74,16 @@ class NoteBlobs:
         """Read these blobs in one git process while libgit2 is not loaded (else nothing:
         libgit2 reads each when it is parsed)."""
         unread = [b for b in blob_ids if b not in self._parsed and b not in self._read]
-        if unread and self._by_git is not None:
-            self._read.update(self._by_git(unread) or {})
+        if unread:
+            self._read_by_git(unread)
+
+    def _read_by_git(self, blob_ids: Sequence[str]) -> None:
+        if self._by_git is None or self._git_calls >= BY_GIT_CALLS:
+            return
+        if len(blob_ids) > BY_GIT_BLOBS:
+            return
+        self._git_calls += 1
+        self._read.update(self._by_git(blob_ids) or {})
 
     def parse(self, blob_id: str) -> Note | NoteError:
         """The note a blob holds, or why it cannot be read."""

@@ -8,12 +8,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pygit2
 import pytest
 
 from majordomus import gitfiles
+from majordomus.blobs import BY_GIT_CALLS
+from majordomus.cache import RECORDS_FILE_NAME
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
 from majordomus.store import Store
@@ -228,3 +231,26 @@ def test_a_working_directory_that_is_gone_is_said_in_one_line(
     assert done.stderr == (
         "majordomus: the current directory no longer exists; cd into a clone, or pass -C PATH.\n"
     )
+
+
+def test_a_read_of_many_notes_runs_few_git_processes(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading notes through git is for the few a warm read shows: a read that needs many
+    (its document cache gone) hands over to libgit2 after BY_GIT_CALLS processes."""
+    repo.task()
+    for n in range(12):
+        repo.commit(f"step {n}")
+        assert repo.run("checkpoint", f"seen {n}").code == 0
+    expected = repo.run("history", "--json").out
+    (repo.path / ".git" / RECORDS_FILE_NAME).unlink(missing_ok=True)
+    calls: list[int] = []
+    cat_file = gitfiles.cat_file
+
+    def counted(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> object:
+        calls.append(len(ids))
+        return cat_file(gitdir, environ, ids)
+
+    monkeypatch.setattr(gitfiles, "cat_file", counted)
+    assert repo.run("history", "--json").out == expected
+    assert 0 < len(calls) <= BY_GIT_CALLS + 1  # and one for the notes commits' trees
