@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 PARSED_KEEP = 12_000  # parsed notes kept for a second look (a few KiB each)
 # Reads through git (while libgit2 is not loaded) are for the few notes a warm read
-# shows: past this many git processes, or this many blobs in one, libgit2 reads.
-BY_GIT_CALLS = 4
+# shows: past this many blobs in one process (or too many processes), libgit2 reads.
 BY_GIT_BLOBS = 2_000
 
 
@@ -37,7 +36,6 @@ class NoteBlobs:
         given, reads the few notes a command shows through one git process."""
         self._repo = repo
         self._by_git = by_git
-        self._git_calls = 0
         self._read: Objects = {}  # read by git, not parsed yet
         self._parsed: dict[str, Note | NoteError] = {}
 
@@ -78,12 +76,8 @@ class NoteBlobs:
             self._read_by_git(unread)
 
     def _read_by_git(self, blob_ids: Sequence[str]) -> None:
-        if self._by_git is None or self._git_calls >= BY_GIT_CALLS:
-            return
-        if len(blob_ids) > BY_GIT_BLOBS:
-            return
-        self._git_calls += 1
-        self._read.update(self._by_git(blob_ids) or {})
+        if self._by_git is not None and len(blob_ids) <= BY_GIT_BLOBS:
+            self._read.update(self._by_git(blob_ids) or {})
 
     def parse(self, blob_id: str) -> Note | NoteError:
         """The note a blob holds, or why it cannot be read."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pygit2
 
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
+GIT_READS = 6  # `git cat-file` processes a command may run before libgit2 reads instead
 
 
 class _Located(NamedTuple):
@@ -135,12 +136,15 @@ class Opened:
         self.gitdir, self.workdir, self.commondir = gitdir, workdir, commondir
         self.environ = environ
         self.refs = refs
+        self._git_reads = 0
 
     def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
-        """A few objects read by git, while libgit2 is not loaded and the layout is plain
-        (None: read them with libgit2)."""
-        if self.refs is None or "repo" in self.__dict__:
+        """A few objects read by git, while libgit2 is not loaded and the layout is plain;
+        None: read them with libgit2 (also once GIT_READS processes ran: a command that
+        reads more than a warm read does is better served by libgit2)."""
+        if self.refs is None or "repo" in self.__dict__ or self._git_reads >= GIT_READS:
             return None
+        self._git_reads += 1
         return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
 
     @cached_property

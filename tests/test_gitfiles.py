@@ -15,8 +15,8 @@ import pygit2
 import pytest
 
 from majordomus import gitfiles
-from majordomus.blobs import BY_GIT_CALLS
 from majordomus.cache import RECORDS_FILE_NAME
+from majordomus.location import GIT_READS
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
 from majordomus.store import Store
@@ -237,7 +237,7 @@ def test_a_read_of_many_notes_runs_few_git_processes(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading notes through git is for the few a warm read shows: a read that needs many
-    (its document cache gone) hands over to libgit2 after BY_GIT_CALLS processes."""
+    (its document cache gone) hands over to libgit2 after GIT_READS processes."""
     repo.task()
     for n in range(12):
         repo.commit(f"step {n}")
@@ -253,4 +253,4 @@ def test_a_read_of_many_notes_runs_few_git_processes(
 
     monkeypatch.setattr(gitfiles, "cat_file", counted)
     assert repo.run("history", "--json").out == expected
-    assert 0 < len(calls) <= BY_GIT_CALLS + 1  # and one for the notes commits' trees
+    assert 0 < len(calls) <= GIT_READS
