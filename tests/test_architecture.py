@@ -50,6 +50,7 @@ ALLOWED = {
         "blobs",
         "cache",
         "errors",
+        "gitfiles",
         "graph",
         "interrupt",
         "location",
