@@ -394,3 +394,20 @@ def test_cat_file_batch_check_cannot_tell_a_gitlink_from_an_absent_note(repo: Re
     assert checked == [f"{notes}:{head} missing", f"{notes}:{head[:2]}/{head[2:]} missing"]
     assert repo.git("ls-tree", notes) == f"160000 commit {absent}\t{head}\n"
     assert gitfiles.tree_entries(repo.pygit.odb.read(tree)[1]) == {head: ("commit", absent)}
+
+
+def test_a_replaced_note_is_read_as_libgit2_reads_it(repo: Repo, tmp_path: Path) -> None:
+    """libgit2 honours no `git replace`: neither do the reads made by git for it."""
+    task = repo.task()
+    assert repo.run("checkpoint", "the stored note").code == 0
+    head = repo.head()
+    stored = repo.git("rev-parse", f"{NOTES_REF}:{head}").strip()
+    repo.git("replace", stored, _blob(repo, _note_text(0, head, "a replacement")))
+    assert repo.run("history", "--task", task).code == 0  # builds the caches a warm read uses
+    plain, _ = _answers(
+        repo,
+        tmp_path / "elsewhere",
+        [["show", "--json"], ["show", head, "--json"], ["history", "--task", task, "--json"]],
+    )
+    assert [a[3] for a in plain] == [False, False, False]
+    assert "a replacement" not in str(plain[0][1]) and "the stored note" in str(plain[0][1])
