@@ -1,5 +1,6 @@
 """A repository's own files read directly, without libgit2: where the repository is, what
-HEAD and the notes refs point at, and a few objects read by one git process. Loading
+HEAD and the notes refs point at, and a few objects read by one git process (the notes
+attached to one commit among them, found through the trees on the way to them). Loading
 libgit2 costs more than a warm read answered from the caches, so those reads start here.
 
 Only the plain layouts are read this way: a work tree with a `.git` directory or file,
