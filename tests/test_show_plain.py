@@ -149,6 +149,11 @@ def test_a_fresh_clone_with_merges_as_ci_runs_it(
     here.git("pack-refs", "--all")
     answers = _shows(here, tmp_path / "elsewhere")
     assert _ids(answers[0]) == _git_ids(here, side)
+    # A linked work tree (a .git file) at the merge: its own HEAD, the shared notes.
+    here.git("worktree", "add", "-q", "--detach", str(tmp_path / "linked"), head)
+    linked = Repo(tmp_path / "linked", environ, clock)
+    answers = _shows(linked, tmp_path / "elsewhere")
+    assert _ids(answers[0]) == _git_ids(here, head)
 
 
 def _many_commits(repo: Repo, count: int) -> list[str]:
