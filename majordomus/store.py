@@ -417,8 +417,9 @@ class Store:
         with self._opened.git_batch() as batch:
             if batch is not None:
                 refs = self._opened.refs
-                named = refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX) if refs else None
-                chosen = targets if targets is not None else named
+                chosen = targets
+                if chosen is None and refs is not None:
+                    chosen = refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
                 try:
                     if chosen is not None:
                         attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
