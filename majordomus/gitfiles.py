@@ -1,5 +1,6 @@
 """A repository's own files read directly, without libgit2: where the repository is, what
-HEAD and the notes refs point at, and a few objects read by one git process. Loading
+HEAD and the notes refs point at, and a few objects read by one git process (the notes
+attached to one commit among them, found through the trees on the way to them). Loading
 libgit2 costs more than a warm read answered from the caches, so those reads start here.
 
 Only the plain layouts are read this way: a work tree with a `.git` directory or file,
@@ -10,6 +11,7 @@ which reads every layout: these functions never guess.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -24,6 +26,7 @@ _DISCOVERY_VARIABLES = (
     "GIT_CEILING_DIRECTORIES",
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
     "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_NAMESPACE",
 )
 # Config that makes a repository other than plain: its refs, objects or work tree live
@@ -217,7 +220,7 @@ def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Obj
             ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
             input="".join(f"{oid}\n" for oid in ids).encode("ascii"),
             capture_output=True,
-            env=dict(environ),
+            env={**environ, "GIT_NO_REPLACE_OBJECTS": "1"},  # libgit2 honours no replacement
             check=False,
         )
     except (OSError, UnicodeEncodeError):
@@ -253,3 +256,145 @@ def committer_time(commit: bytes) -> int | None:
             parts = line.rsplit(b" ", 2)
             return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
     return None
+
+
+class UnsureError(Exception):
+    """git answered with something these functions do not read (an object of another type
+    than expected, a tree not in git's order, an unusual mode, a reply cut short): ask
+    libgit2, which reads it or refuses it with its own message."""
+
+
+# The modes git writes, and the kind of object each names (a gitlink names a commit).
+_MODES = {b"40000": "tree", b"100644": "blob", b"100755": "blob", b"120000": "blob"}
+_MODES[b"160000"] = "commit"
+_OID_BYTES = 20
+
+
+class Batch:
+    """One `git cat-file --batch`, asked one object at a time: what a read learns from one
+    object (a tree) names the next. Replacement refs are not honoured, as libgit2 does
+    not honour them. Only for a plain layout (see `cat_file`)."""
+
+    def __init__(self, gitdir: str, environ: Mapping[str, str]) -> None:
+        """OSError when git cannot run."""
+        import subprocess
+
+        self._process = subprocess.Popen(
+            ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**environ, "GIT_NO_REPLACE_OBJECTS": "1"},
+        )
+
+    def read(self, oid: str) -> tuple[str, bytes] | None:
+        """(type, content) of one object; None when it is not in the repository."""
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        if _OID.fullmatch(oid) is None:
+            raise UnsureError(oid)
+        try:
+            stdin.write(f"{oid}\n".encode("ascii"))
+            stdin.flush()
+        except OSError:  # git stopped (a broken pipe)
+            raise UnsureError(oid) from None
+        header = stdout.readline().split()
+        if header == [oid.encode("ascii"), b"missing"]:
+            return None
+        if len(header) != 3 or header[0] != oid.encode("ascii") or not header[2].isdigit():
+            raise UnsureError(oid)
+        size = int(header[2])
+        data = stdout.read(size + 1)
+        if len(data) != size + 1 or data[-1:] != b"\n":
+            raise UnsureError(oid)
+        return header[1].decode("ascii", "replace"), data[:-1]
+
+    def objects(self, ids: Sequence[str]) -> Objects | None:
+        """Objects by id, as `cat_file` reads them; None when git did not answer."""
+        try:
+            return {oid: self.read(oid) for oid in ids}
+        except UnsureError:
+            return None
+
+    def close(self) -> None:
+        """Ends git, waiting for it: no process outlives the read."""
+        process = self._process
+        # At the end of its input git exits; a git still writing meets a closed pipe.
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        process.wait()
+
+
+def attached_notes(batch: Batch, targets: Sequence[str], commit: str) -> list[str] | None:
+    """The ids of every note (every entry but a tree) attached to `commit` in the notes
+    commits `targets`, at every fan-out depth, in the order of `notestree.find`, each once;
+    None when an object on the way is not in the repository. UnsureError when a target
+    is not a commit here, or git's answer is not one read here."""
+    trees = []
+    for target in targets:  # every target checked before any tree is read, as libgit2 does
+        found = batch.read(target)
+        if found is None or found[0] != "commit":
+            raise UnsureError(target)
+        first = found[1].split(b"\n", 1)[0]
+        if not (first.startswith(b"tree ") and _OID.fullmatch(first[5:].decode("latin-1"))):
+            raise UnsureError(target)
+        trees.append(first[5:].decode("ascii"))
+    notes: dict[str, None] = {}
+    for tree_id in trees:
+        copies = _copies(batch, tree_id, commit)
+        if copies is None:
+            return None
+        notes.update(dict.fromkeys(copies))
+    return list(notes)
+
+
+def _copies(batch: Batch, tree_id: str, rest: str) -> list[str] | None:
+    """The note for `rest` in the tree `tree_id`: the entry named `rest` unless it is a
+    tree, then the same in the subtree named by its next two digits, and so on."""
+    copies = []
+    while True:
+        found = batch.read(tree_id)
+        if found is None:
+            return None
+        if found[0] != "tree":
+            raise UnsureError(tree_id)
+        entries = tree_entries(found[1])
+        flat = entries.get(rest)
+        if flat is not None and flat[0] != "tree":
+            copies.append(flat[1])
+        sub = entries.get(rest[:2]) if len(rest) > 2 else None
+        if sub is None or sub[0] != "tree":
+            return copies
+        tree_id, rest = sub[1], rest[2:]
+
+
+def tree_entries(data: bytes) -> dict[str, tuple[str, str]]:
+    """A tree object's entries: name -> (kind, id). UnsureError for a tree git would not
+    write (an unknown mode, a name twice, entries out of git's order), where a lookup by
+    name could answer otherwise than libgit2's."""
+    entries: dict[str, tuple[str, str]] = {}
+    previous = b""
+    at, end = 0, len(data)
+    while at < end:
+        space = data.find(b" ", at)
+        nul = data.find(b"\0", space + 1)
+        if space < 0 or nul < 0 or nul + 1 + _OID_BYTES > end:
+            raise UnsureError("a tree cut short")
+        kind = _MODES.get(data[at:space])
+        name = data[space + 1 : nul]
+        key = name + b"/" if kind == "tree" else name
+        if kind is None or not name or key <= previous:
+            raise UnsureError("a tree git would not write")
+        try:
+            text = name.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""  # never a note's name: it is only kept from matching
+        if text in entries:
+            raise UnsureError("a tree git would not write")
+        if text:
+            entries[text] = (kind, data[nul + 1 : nul + 1 + _OID_BYTES].hex())
+        previous = key
+        at = nul + 1 + _OID_BYTES
+    return entries

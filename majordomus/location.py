@@ -4,9 +4,10 @@ needs more than its refs (a plain layout is found without libgit2: see `gitfiles
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -137,15 +138,40 @@ class Opened:
         self.environ = environ
         self.refs = refs
         self._git_reads = 0
+        self._batch: gitfiles.Batch | None = None
 
     def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
         """A few objects read by git, while libgit2 is not loaded and the layout is plain;
         None: read them with libgit2 (also once GIT_READS processes ran: a command that
         reads more than a warm read does is better served by libgit2)."""
-        if self.refs is None or "repo" in self.__dict__ or self._git_reads >= GIT_READS:
+        if self.refs is None or "repo" in self.__dict__:
+            return None
+        if self._batch is not None:  # one process, running already
+            return self._batch.objects(ids)
+        if self._git_reads >= GIT_READS:
             return None
         self._git_reads += 1
         return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
+
+    @contextlib.contextmanager
+    def git_batch(self) -> Iterator[gitfiles.Batch | None]:
+        """One git process that reads objects one by one while the block lasts (what
+        `objects_by_git` reads included); None when libgit2 is loaded, the layout is not
+        plain or git cannot run."""
+        if self.refs is None or "repo" in self.__dict__ or self._batch is not None:
+            yield None
+            return
+        try:
+            batch = gitfiles.Batch(str(self.gitdir), self.environ)
+        except OSError:
+            yield None
+            return
+        self._batch = batch
+        try:
+            yield batch
+        finally:
+            self._batch = None
+            batch.close()
 
     @cached_property
     def repo(self) -> pygit2.Repository:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["NOTES_REF", "MissingObjectError", "Store"]
 
 TASK_FILE = "majordomus-task"
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}")
 
 
 class Store:
@@ -133,6 +135,10 @@ class Store:
     def resolve(self, rev: str | None) -> str:
         if rev is None:
             return self.head()
+        # A commit's full id (what CI passes) is checked by git while libgit2 is not loaded.
+        read = self._opened.objects_by_git([rev]) if _COMMIT_ID.fullmatch(rev) else None
+        if read is not None and (read.get(rev) or ("",))[0] == "commit":
+            return rev
         import pygit2
 
         try:
@@ -421,6 +427,19 @@ class Store:
         notes commits `targets` names, in that order), and how many of its notes are
         unreadable, found without walking the notes trees; None when an object on the way
         is missing (`read_notes` fetches it, or says why it cannot)."""
+        # While libgit2 is not loaded, one git process finds the notes and reads them.
+        with self._opened.git_batch() as batch:
+            if batch is not None:
+                refs = self._opened.refs
+                chosen = targets
+                if chosen is None and refs is not None:
+                    chosen = refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
+                try:
+                    if chosen is not None:
+                        attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
+                        return None if attached is None else self._readable(attached)
+                except gitfiles.UnsureError:
+                    pass  # libgit2 reads it, or refuses it with its own message
         import pygit2
 
         blobs: dict[str, None] = {}
@@ -435,6 +454,11 @@ class Store:
                 blobs.update(dict.fromkeys(str(oid) for oid in found))
         except MissingObjectError:
             return None
+        return self._readable(list(blobs))
+
+    def _readable(self, blobs: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
+        """The readable ones of a commit's note blobs, and how many are not; None when one
+        is missing."""
         readable: list[str] = []
         unreadable = 0
         for blob in blobs:

@@ -176,7 +176,8 @@ WARM_READS = [
     ["context", "--json"],
     ["history", "--json"],
     ["adopt", "--dry-run", "--json"],
-]  # `show` finds one commit's note by walking the notes tree, which libgit2 does
+    ["show", "--json"],
+]
 
 
 def _probe(repo: Repo, argv: list[str], environ: dict[str, str]) -> list[object]:
