@@ -104,7 +104,6 @@ def adopt(
     locks: tuple[StaleLock, ...] = ()
     if adopted and not dry_run:
         locks = _write(store, adopted, sleep)
-    store.flush()
     return AdoptResult(
         commit,
         dry_run,

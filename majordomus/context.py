@@ -108,7 +108,6 @@ def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> 
     found = index.newest_first(index.of_kind("checkpoint", task_id))
     shown = found[:checkpoints]
     index.preload(shown)
-    store.flush()
     return Status(
         task=task_id,
         title=opened.check.title,

@@ -73,6 +73,10 @@ class Memory(Protocol):
         """The revisions answers are kept for, most recently used first."""
         ...
 
+    def save(self) -> None:
+        """Keep what was put since the last save (nothing to do when nothing was)."""
+        ...
+
 
 class Meeting(NamedTuple):
     """Two single-parent chains that meet (see `CommitGraph._meetings`)."""
@@ -328,6 +332,23 @@ class CommitGraph:
 
     def order(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
         """Which candidates `rev` reaches, each with its rank in `git rev-list REV`."""
+        ranks = self._order(rev, candidates)
+        self._keep()
+        return ranks
+
+    def labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
+        """The label of each handover commit read from `rev`."""
+        found = self._labels(rev, handovers)
+        self._keep()
+        return found
+
+    def _keep(self) -> None:
+        """What an answer added to memory, kept for the next command at once: no caller
+        has to remember to (a command may stop right after it asked)."""
+        if self.memory is not None:
+            self.memory.save()
+
+    def _order(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
         reach = self._kept_reach(rev, candidates)
         if reach is None:
             if self.boundary or (self._walked is not None and self._walked.rev == rev):
@@ -463,8 +484,7 @@ class CommitGraph:
 
     # ---- divergence labels ------------------------------------------------
 
-    def labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
-        """The label of each handover commit read from `rev`."""
+    def _labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
         found: dict[str, Divergence] = {}
         wanted = []
         for commit in dict.fromkeys(handovers):

@@ -121,7 +121,6 @@ def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
     if not pending:
         return []
     reach = store.graph().order(store.head(), set().union(*pending.values()))
-    store.flush()  # kept at once: the command may stop next (no task, several), or not
     return sorted(task for task, commits in pending.items() if commits & reach.keys())
 
 
@@ -422,7 +421,6 @@ def resume(
         return ResumeResult(task_id, None, None, None, 0, (), (), since, implied)
     newest, older = index.locate(pending[0]), pending[1:]
     div = store.graph().labels(head, [newest.commit])[newest.commit]
-    store.flush()
     superseded = tuple(h.summary.id for h in older)
     if peek:
         return ResumeResult(task_id, newest, div, None, len(pending), superseded, (), (), implied)
@@ -481,7 +479,6 @@ def history(
                 resolved=(item.summary.id in resolved) if is_handover else None,
             )
         )
-    store.flush()
     return HistoryResult(
         rev=commit,
         task=task_id,

@@ -287,7 +287,9 @@ class Store:
 
     def ahead_behind(self, commit: str, base: str) -> tuple[int, int]:
         """(commits in `commit` not in `base`, commits in `base` not in `commit`)."""
-        out = self.git("rev-list", "--left-right", "--count", f"{commit}...{base}").stdout.split()
+        result = self.git("rev-list", "--left-right", "--count", f"{commit}...{base}", check=False)
+        _check_exit("rev-list", result.returncode, result.stderr)  # a walk, as every other
+        out = result.stdout.split()
         return int(out[0]), int(out[1])
 
     def current_branch(self) -> str | None:
@@ -325,11 +327,6 @@ class Store:
         if self._graph is None:
             self._graph = CommitGraph(self, GraphCache(self.commondir / GRAPH_FILE))
         return self._graph
-
-    def flush(self) -> None:
-        """Write what the graph answered this time, for the next command."""
-        if self._graph is not None and isinstance(self._graph.memory, GraphCache):
-            self._graph.memory.save()
 
     def is_dirty(self) -> bool:
         if self.workdir is None:

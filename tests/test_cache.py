@@ -22,6 +22,7 @@ from majordomus.cache import (
     VIEWS_FILE_NAME,
     VIEWS_FOLDER_NAME,
     DocumentCache,
+    GraphCache,
     ViewCache,
 )
 from majordomus.index import Views, _shard_of
@@ -844,3 +845,20 @@ def test_a_record_appended_to_a_full_note_rewrites_one_shard_of_the_ledger(
     cached = repo.run("history", "--task", task, "--all", "--json").out
     drop_caches(repo)
     assert repo.run("history", "--task", task, "--all", "--json").out == cached
+
+
+def test_a_command_that_stops_after_asking_the_graph_keeps_its_answer(repo: Repo) -> None:
+    """The graph keeps each answer as it gives it: `resume` that stops because two tasks
+    have an open handover has walked from HEAD, and the next command does not walk again."""
+    for title in ("first", "second"):
+        repo.task(title)
+        assert repo.run("handover", "-o", "o", "-s", f"s {title}", "-n", "n").code == 0
+    (repo.path / ".git" / "majordomus-task").unlink()  # no current task
+    (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+    stopped = repo.run("resume", "--peek")
+    assert stopped.code == 2 and "2 tasks have an open handover" in stopped.err
+    kept = GraphCache(repo.path / ".git" / GRAPH_FILE_NAME)
+    assert kept.revs == [repo.head()]
+    reach = kept.reach(repo.head())
+    assert reach is not None
+    assert set(reach[0]) == {repo.head()}  # both handovers are on HEAD

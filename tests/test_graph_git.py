@@ -93,7 +93,6 @@ def check_against_git(repo: Repo, rng: random.Random, commits: list[str]) -> Non
     store = store_of(repo)
     order = store.graph().order(rev, candidates)
     labels = store.graph().labels(rev, handovers)
-    store.flush()
     expected = git_order(repo, rev)
     assert order == {c: expected[c] for c in candidates if c in expected}
     assert labels == {h: git_label(repo, h, rev) for h in handovers}
@@ -176,7 +175,6 @@ def test_a_shallow_clone_answers_as_the_full_one_or_unknown(
             if got[handover] != UNKNOWN:
                 assert got[handover] == git_label(repo, handover, rev)
                 exact += 1
-        store.flush()
         if cut:  # a cut graph is never kept
             assert not (clone.path / ".git" / GRAPH_FILE_NAME).exists()
     assert exact > 0 and cuts > 0
@@ -316,7 +314,6 @@ def test_a_branch_switch_near_a_kept_revision_is_answered_without_a_walk(
         graph = store.graph()
         order = graph.order(rev, commits)
         labels = graph.labels(rev, handovers)
-        store.flush()
         expected = git_order(repo, rev)
         assert order == {c: expected[c] for c in commits if c in expected}
         assert labels == {h: git_label(repo, h, rev) for h in handovers}
