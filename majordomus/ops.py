@@ -240,9 +240,14 @@ def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views,
     """Before a record is built: a commit to attach it to, a notes ref a write will not
     destroy, the views of the current state, and the task it belongs to."""
     store.head()
-    store.check_writable()
-    views = Views(store, writing=True)
-    return views, current_task(ctx, store, views, task)[0]
+    store.ask_identity()  # git answers while libgit2 loads
+    try:
+        store.check_writable()
+        views = Views(store, writing=True)
+        return views, current_task(ctx, store, views, task)[0]
+    except BaseException:
+        store.settle()  # refused before the record was built: no git left unwaited
+        raise
 
 
 def _counted_checkpoint(

@@ -66,6 +66,7 @@ class Store:
         self.environ: Mapping[str, str] = opened.environ
         self._graph: CommitGraph | None = None
         self._identity: str | None = None
+        self._asked: subprocess.Popen[str] | None = None  # git asked for the identity
         self._remotes: list[str] | None = None
         self._fetch_missing: Fetcher | None = None
 
@@ -340,11 +341,26 @@ class Store:
         )
         return result.returncode != 0 or bool(result.stdout.strip())
 
+    def ask_identity(self) -> None:
+        """Start asking git for `identity` now: a write asks it while libgit2 loads."""
+        if self._identity is None and self._asked is None:
+            self._asked = self._buffered_git(["var", "GIT_COMMITTER_IDENT"], stdin=False)
+
+    def settle(self) -> None:
+        """Wait for what was asked early (a command stopping before it needed the answer)."""
+        asked, self._asked = self._asked, None
+        if asked is not None:
+            asked.communicate()
+
     def identity(self) -> str:
         """`Name <email>` as git itself would sign a commit, or git's own refusal; asked of
         git once per command (a write that retries signs every attempt)."""
         if self._identity is None:
-            result = self.git("var", "GIT_COMMITTER_IDENT", check=False)
+            self.ask_identity()
+            asked, self._asked = self._asked, None
+            assert asked is not None
+            out, err = asked.communicate()
+            result = subprocess.CompletedProcess(asked.args, asked.returncode, out, err)
             if result.returncode != 0:
                 lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
                 why = lines[-1].removeprefix("fatal: ") if lines else "no identity"

@@ -240,3 +240,23 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
         assert notestree.changed(store.repo, old, new) == expected
         assert notestree.changed(store.repo, new, old) == expected
         assert notestree.changed(store.repo, old, old) == set()
+
+
+def test_a_write_asks_git_for_the_identity_early_and_waits_for_it_when_refused(
+    repo: Repo,
+) -> None:
+    """The identity is asked of git while libgit2 loads; a write refused before the record
+    is built (no current task) waits for that git, leaving no process unwaited."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        refused = repo.run("checkpoint", "no task yet")
+        gc.collect()
+    assert refused.code == 2 and "no current task" in refused.err
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    repo.task()
+    assert repo.run("checkpoint", "with a task").code == 0
+    author = tomllib.loads(repo.git("notes", "--ref=majordomus", "show", "HEAD"))
+    assert author["checkpoint"][0]["author"] == AUTHOR
