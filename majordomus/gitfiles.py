@@ -134,7 +134,7 @@ class Refs:
 
     def __init__(self, found: Found) -> None:
         self.found = found
-        self._packed: dict[str, str] | None = None
+        self._packed: bytes | None = None
 
     def head(self) -> str | None:
         """The commit id HEAD names; None when it names none (or in a way not read here)."""
@@ -147,7 +147,7 @@ class Refs:
         """`local` and every `refs/notes/remotes/*<suffix>` ref with their targets, the local
         one first and the rest by name; None when one of them cannot be read here."""
         names = set(self._loose_under(REMOTE_NOTES_PREFIX))
-        names.update(n for n in self._packed_refs() if n.startswith(REMOTE_NOTES_PREFIX))
+        names.update(self._packed_names(REMOTE_NOTES_PREFIX))
         ordered = [local, *sorted(n for n in names if n.endswith(suffix))]
         targets: dict[str, str] = {}
         for name in ordered:
@@ -160,7 +160,7 @@ class Refs:
         return targets
 
     def _exists(self, name: str) -> bool:
-        return os.path.lexists(self._loose_path(name)) or name in self._packed_refs()
+        return os.path.lexists(self._loose_path(name)) or self._packed_target(name) is not None
 
     def _loose_path(self, name: str) -> str:
         # HEAD and the refs of one work tree live in its git directory, the rest are shared.
@@ -175,7 +175,7 @@ class Refs:
             with open(self._loose_path(name), encoding="ascii") as file:
                 text = file.read().strip()
         except FileNotFoundError:
-            text = self._packed_refs().get(name, "")
+            text = self._packed_target(name) or ""
             return text if _OID.fullmatch(text) else None
         except (OSError, UnicodeDecodeError):
             return None
@@ -191,19 +191,42 @@ class Refs:
             names += [f"{relative}/{f}" for f in files if not f.endswith(".lock")]
         return names
 
-    def _packed_refs(self) -> dict[str, str]:
+    # packed-refs is searched, not parsed: after `git gc` it holds every tag and branch,
+    # and a ref or two is all a command asks of it.
+    def _packed_lines(self) -> bytes:
+        """packed-refs with a newline before its first line and after its last."""
         if self._packed is None:
-            self._packed = {}
             try:
                 with open(os.path.join(self.found.commondir, "packed-refs"), "rb") as file:
-                    lines = file.read().decode("utf-8", "replace").splitlines()
+                    self._packed = b"\n" + file.read() + b"\n"
             except FileNotFoundError:
-                lines = []
-            for line in lines:
-                if line and line[0] not in "#^":
-                    oid, _, name = line.partition(" ")
-                    self._packed[name] = oid
+                self._packed = b"\n"
         return self._packed
+
+    def _packed_target(self, name: str) -> str | None:
+        """What a line `<id> <name>` says (or an id that is not one: the caller checks)."""
+        data = self._packed_lines()
+        needle = b" " + name.encode("utf-8", "replace") + b"\n"
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            if data[start : start + 1] not in (b"#", b"^"):
+                return data[start:at].decode("ascii", "replace")
+            at = data.find(needle, at + 1)
+        return None
+
+    def _packed_names(self, prefix: str) -> list[str]:
+        data = self._packed_lines()
+        needle = b" " + prefix.encode("utf-8")
+        names = []
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            if data[start : start + 1] not in (b"#", b"^"):
+                names.append(data[at + 1 : end].decode("utf-8", "replace"))
+            at = data.find(needle, end)
+        return names
 
 
 def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Objects | None:

@@ -104,7 +104,10 @@ def test_head_and_the_notes_refs_read_as_libgit2_reads_them(repo: Repo, tmp_path
         assert next(iter(_git_targets(repo))) == NOTES_REF
 
     check()  # loose
+    for n in range(50):  # annotated tags: packed with peeled lines between the refs
+        repo.git("tag", "-a", "-m", f"v{n}", f"v{n}")
     repo.git("pack-refs", "--all")
+    assert "^" in (repo.path / ".git" / "packed-refs").read_text()
     check()  # packed
     assert repo.run("checkpoint", "second").code == 0
     check()  # the notes ref loose again, over its packed value
