@@ -72,8 +72,9 @@ class NoteBlobs:
         if unread and self._by_git is not None:
             self._read.update(self._by_git(unread) or {})
 
-    def parse(self, blob_id: str) -> Note | NoteError:
-        """The note a blob holds, or why it cannot be read."""
+    def parse(self, blob_id: str, *, keep: bool = True) -> Note | NoteError:
+        """The note a blob holds, or why it cannot be read; `keep`: remembered for a second
+        look (while fewer than PARSED_KEEP are)."""
         cached = self._parsed.get(blob_id)
         if cached is None:
             try:
@@ -82,7 +83,7 @@ class NoteBlobs:
                 return error  # not remembered: it may arrive with a fetch
             except NoteError as error:
                 cached = error
-            if len(self._parsed) < PARSED_KEEP:
+            if keep and len(self._parsed) < PARSED_KEEP:
                 self._parsed[blob_id] = cached
         return cached
 

@@ -14,9 +14,10 @@ import contextlib
 import datetime
 import marshal
 import os
+import struct
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -71,13 +72,69 @@ class CacheFile:
 
     def write(self, *payload: Any) -> None:
         """Concurrent readers see the old file or the new one."""
-        data = marshal.dumps((self.version(), *payload))
+        self._replace([marshal.dumps((self.version(), *payload))])
+
+    def _replace(self, chunks: Iterable[bytes]) -> None:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
-            tmp.write_bytes(data)
+            with tmp.open("wb") as file:
+                for chunk in chunks:
+                    file.write(chunk)
             os.replace(tmp, self.path)
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+    # A large payload is written and read in frames (a length, then one marshalled value),
+    # so that its plain form and its bytes are never all held at once: the first frame is
+    # the version and the head of the payload, each further frame one piece of the rest.
+
+    def load_frames(self) -> tuple[tuple[Any, ...], Iterator[Any]] | None:
+        """The head this release wrote and an iterator over the other frames' values, or
+        None (no file, another version, garbage); a frame cut short ends the iterator
+        with ValueError."""
+        try:
+            data = memoryview(self.path.read_bytes())
+            head, offset = _frame(data, 0)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        if not (isinstance(head, tuple) and head and head[0] == self.version()):
+            return None
+
+        def rest(offset: int) -> Iterator[Any]:
+            while offset < len(data):
+                value, offset = _frame(data, offset)
+                yield value
+
+        return head[1:], rest(offset)
+
+    def write_frames(self, head: tuple[Any, ...], frames: Iterable[Any]) -> None:
+        """The head, then each frame, marshalled one at a time."""
+
+        def chunks() -> Iterator[bytes]:
+            yield from _framed((self.version(), *head))
+            for value in frames:
+                yield from _framed(value)
+
+        self._replace(chunks())
+
+
+_LENGTH = struct.Struct("<Q")
+
+
+def _framed(value: Any) -> tuple[bytes, bytes]:
+    data = marshal.dumps(value)
+    return _LENGTH.pack(len(data)), data
+
+
+def _frame(data: memoryview, offset: int) -> tuple[Any, int]:
+    """The value of the frame at `offset`, and where the next one starts."""
+    end = offset + _LENGTH.size
+    if end > len(data):
+        raise ValueError("cut frame")
+    (length,) = _LENGTH.unpack(data[offset:end])
+    if end + length > len(data):
+        raise ValueError("cut frame")
+    return marshal.loads(data[end : end + length]), end + length
 
 
 class ReadCache(CacheFile):
@@ -85,21 +142,23 @@ class ReadCache(CacheFile):
     records and how many are invalid, or why it is unreadable. A missing object is
     never an entry: a fetch can bring it."""
 
-    FORMAT = f"trees:(commit,blob)* blobs:(({_SUMMARY})*,invalid)|reason"
+    FORMAT = f"frames:trees:(commit,blob)*;blobs:(({_SUMMARY})*,invalid)|reason*"
+    FRAME_ENTRIES = 4096  # blob entries per frame
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.trees: dict[str, tuple[tuple[str, str], ...]] = {}
         self.blobs: dict[str, BlobEntry] = {}
         self.dirty = False
-        loaded = self.load()
+        loaded = self.load_frames()
         if loaded is None:
             return
         try:
-            trees, blobs = loaded
-            self.blobs = {blob: blob_entry(value) for blob, value in blobs.items()}
+            (trees,), frames = loaded
+            for frame in frames:
+                self.blobs.update((blob, blob_entry(value)) for blob, value in frame.items())
             self.trees = trees
-        except (ValueError, TypeError, IndexError, KeyError, AttributeError):
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError):
             self.trees, self.blobs = {}, {}
 
     def put_tree(self, tree: str, pairs: tuple[tuple[str, str], ...]) -> None:
@@ -115,11 +174,20 @@ class ReadCache(CacheFile):
         if not self.dirty:
             return
         keep_trees = {t: self.trees[t] for t in trees if t in self.trees}
-        keep_blobs = {
-            b: plain_entry(value) for b in blobs if (value := self.blobs.get(b)) is not None
-        }
-        self.write(keep_trees, keep_blobs)
+        self.write_frames((keep_trees,), self._blob_frames(blobs))
         self.dirty = False
+
+    def _blob_frames(self, blobs: Iterable[str]) -> Iterator[dict[str, Any]]:
+        frame: dict[str, Any] = {}
+        for blob in blobs:
+            value = self.blobs.get(blob)
+            if value is not None:
+                frame[blob] = plain_entry(value)
+                if len(frame) == self.FRAME_ENTRIES:
+                    yield frame
+                    frame = {}
+        if frame:
+            yield frame
 
 
 Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
@@ -413,20 +481,26 @@ class ViewCache(CacheFile):
                 self._read[name] = data
         self.key, self.meta = key, meta
 
-    def put(self, key: str, meta: Any, parts: dict[str, bytes | None], *, base: bool) -> None:
+    def put(
+        self, key: str, meta: Any, parts: Iterable[tuple[str, bytes | None]], *, base: bool
+    ) -> None:
         """The views of state `key`: these parts (None removes one) over the parts of the
-        views read and staged (`base`), or these alone."""
+        views read and staged (`base`), or these alone. The parts of views written whole
+        are taken one at a time and not kept: a later look reads its part's file."""
         if base:
-            parts = {**self._staged, **parts}
+            parts = {**self._staged, **dict(parts)}.items()
+        else:
+            self._read = {}
         self._staged = {}
         files = dict(self.files) if base else {}
-        for name, data in parts.items():
+        for name, data in parts:
             if data is None:
                 files.pop(name, None)
                 self._read.pop(name, None)
                 continue
             file = files[name] = _content_name(data)
-            self._read[name] = data
+            if base:
+                self._read[name] = data
             target = self.folder / file
             if target.exists():
                 continue
@@ -435,8 +509,6 @@ class ViewCache(CacheFile):
                 self.folder.mkdir(exist_ok=True)
                 tmp.write_bytes(data)
                 os.replace(tmp, target)
-        if not base:
-            self._read = {name: self._read[name] for name in files if name in self._read}
         kept = set(files.values())
         now = time.time()
         retired = {file: when for file, when in self.retired.items() if file not in kept}

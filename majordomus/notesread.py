@@ -10,8 +10,9 @@ import marshal
 import os
 import shutil
 import signal
+import struct
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
@@ -143,7 +144,10 @@ class NotesReader:
         A missing object is never cached: it can arrive with the next fetch.
         """
         cache = self._read_cache()
-        found: dict[str, dict[str, str]] = {}  # commit -> blob -> first ref holding it
+        # Commit -> its note blob on the first ref read (the usual case, kept as the bare
+        # id), or blob -> first ref holding it when another ref holds another note on it.
+        found: dict[str, str | dict[str, str]] = {}
+        first = ""
         unreadable: list[UnreadableNote] = []
         targets: dict[str, str] = {}
         trees: list[str] = []
@@ -154,7 +158,8 @@ class NotesReader:
             pairs = cache.trees.get(tree_id)
             if pairs is None:
                 lacking: set[str] = set()
-                pairs = tuple(notestree.walk_present(self.repo, tree_id, lacking))
+                with _uncached():
+                    pairs = tuple(notestree.walk_present(self.repo, tree_id, lacking))
                 if lacking:
                     missing |= lacking
                     for object_id in sorted(lacking):
@@ -163,29 +168,40 @@ class NotesReader:
                 else:
                     cache.put_tree(tree_id, pairs)
             if not found:  # the first ref: one note per commit, unless its tree is damaged
-                found = {commit: {blob: name} for commit, blob in pairs}
+                found, first = dict(pairs), name
                 if len(found) == len(pairs):
                     continue
                 found = {}
             for commit, blob in pairs:
-                found.setdefault(commit, {}).setdefault(blob, name)
-        unread = [blob for blobs in found.values() for blob in blobs if blob not in cache.blobs]
+                held = found.get(commit)
+                if held is None:
+                    found[commit] = blob if name == first else {blob: name}
+                elif isinstance(held, str):
+                    if held != blob:
+                        found[commit] = {held: first, blob: name}
+                else:
+                    held.setdefault(blob, name)
+        unread = [
+            blob
+            for held in found.values()
+            for blob in ((held,) if isinstance(held, str) else held)
+            if blob not in cache.blobs
+        ]
         if len(unread) >= SHARED_READ_MIN:
-            shared = _summarised_in_workers(str(self.repo.path), unread, self.blobs)
-            for blob, parsed in shared.items():
-                cache.put_blob(blob, parsed)
+            _summarised_in_workers(str(self.repo.path), unread, self.blobs, cache.put_blob)
         elif unread:
             self.blobs.prefetch(unread)
+        del unread
         commits: dict[str, NotesOn] = {}
         known = cache.blobs
-        for commit, blobs in found.items():
-            if len(blobs) == 1:  # the usual commit: one note, its summary cached
-                entry = known.get(next(iter(blobs)))
+        for commit, held in found.items():
+            if isinstance(held, str):  # the usual commit: one note, its summary cached
+                entry = known.get(held)
                 if entry is not None and not isinstance(entry, str):
-                    commits[commit] = NotesOn(tuple(blobs), entry[0], entry[1])
+                    commits[commit] = NotesOn((held,), entry[0], entry[1])
                     continue
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
-            for blob, name in blobs.items():
+            for blob, name in {held: first}.items() if isinstance(held, str) else held.items():
                 entry = self._blob_entry(blob, cache)
                 if entry is None:
                     missing.add(blob)
@@ -202,7 +218,10 @@ class NotesReader:
                 ids = tuple(blob for blob, _ in readable)
                 note = self.blobs.note(ids)
                 commits[commit] = NotesOn(ids, summarise(note), note.invalid)
-        self._current_blobs = {blob for blobs in found.values() for blob in blobs}
+        self._current_blobs = {
+            blob for held in found.values() for blob in ((held,) if isinstance(held, str) else held)
+        }
+        del found
         cache.save(trees, self._current_blobs)
         return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing
 
@@ -339,9 +358,24 @@ def _tree_of(found: tuple[str, bytes] | None) -> str | None:
     return tree if len(tree) == 40 else None
 
 
-def _entry(blobs: NoteBlobs, blob: str) -> BlobEntry | None:
-    """What the read cache keeps of a note blob; None when the blob is not here."""
-    parsed = blobs.parse(blob)
+@contextlib.contextmanager
+def _uncached() -> Iterator[None]:
+    """libgit2 without its object cache: a walk of every notes tree reads each tree once,
+    and at 100,000 notes (65,536 small fanned-out trees) the cache would keep ~40 MiB of
+    them for nothing."""
+    import pygit2
+
+    pygit2.settings.enable_caching(False)
+    try:
+        yield
+    finally:
+        pygit2.settings.enable_caching(True)
+
+
+def _entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> BlobEntry | None:
+    """What the read cache keeps of a note blob; None when the blob is not here. `keep`:
+    `blobs` keeps the parse for a second look (see `NoteBlobs.parse`)."""
+    parsed = blobs.parse(blob, keep=keep)
     if isinstance(parsed, MissingObjectError):
         return None
     if isinstance(parsed, NoteError):
@@ -352,31 +386,32 @@ def _entry(blobs: NoteBlobs, blob: str) -> BlobEntry | None:
 
 # A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
 # process forks helpers that each open the repository, parse a share of the blobs and send
-# back what the read cache keeps, marshalled through a pipe. Below this many, one process
-# is quicker than forking.
+# back what the read cache keeps, marshalled through a pipe in frames of FRAME_ENTRIES (so
+# that neither side holds the whole share twice). Below this many, one process is quicker
+# than forking.
 SHARED_READ_MIN = 2000
 SHARED_READ_MAX = 8  # processes
+FRAME_ENTRIES = 2000
+_FRAME_LENGTH = struct.Struct("<Q")
 
 
 def _summarised_in_workers(
-    gitdir: str, blobs: Sequence[str], here: NoteBlobs
-) -> dict[str, BlobEntry]:
-    """Blob -> entry for the blobs parsed: a share by this process (through `here`, which
-    keeps what it parsed), the others by forked processes; what a process did not send
-    the caller parses. Nothing when only one CPU is there, when this process runs threads
-    (forking one is unsafe), or where fork is not."""
+    gitdir: str, blobs: Sequence[str], here: NoteBlobs, put: Callable[[str, BlobEntry], None]
+) -> None:
+    """`put` the entry of each blob parsed: a share by this process (through `here`), the
+    others by forked processes; what a process did not send the caller parses. Nothing
+    when only one CPU is there, when this process runs threads (forking one is unsafe),
+    or where fork is not. Parses are not kept: the notes a command then shows are few."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
     count = min(cpus, SHARED_READ_MAX, len(blobs) // (SHARED_READ_MIN // 2))
     if count < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
-        return {}
-    shares = [blobs[k::count] for k in range(count)]
+        return
     children: list[tuple[int, BinaryIO]] = []  # not yet waited for
-    done: dict[str, BlobEntry] = {}
     try:
-        for share in shares[1:]:
+        for k in range(1, count):
             try:
                 reader, writer = os.pipe()
             except OSError:  # no file descriptors left: the caller parses the rest
@@ -389,33 +424,43 @@ def _summarised_in_workers(
                 break
             if pid == 0:  # pragma: no cover (the child's coverage is not collected)
                 os.close(reader)
-                _parse_share(gitdir, share, writer)
+                _parse_share(gitdir, blobs[k::count], writer)
             os.close(writer)
             children.append((pid, os.fdopen(reader, "rb")))
-        for blob in shares[0]:
-            entry = _entry(here, blob)
+        for blob in blobs[0::count]:
+            entry = _entry(here, blob, keep=False)
             if entry is not None:
-                done[blob] = entry
+                put(blob, entry)
         while children:
             pid, pipe = children[0]
-            with pipe:
-                data = pipe.read()
-            _, status = os.waitpid(pid, 0)
+            with pipe, contextlib.suppress(ValueError, EOFError, TypeError):
+                for frame in _frames(pipe):  # each whole frame holds entries as parsed
+                    for blob, value in marshal.loads(frame).items():
+                        put(blob, blob_entry(value))
+            os.waitpid(pid, 0)
             children.pop(0)
-            if status == 0:
-                with contextlib.suppress(ValueError, EOFError, TypeError):
-                    done.update((b, blob_entry(v)) for b, v in marshal.loads(data).items())
     finally:
         for pid, pipe in children:  # interrupted: the helpers are of no use any more
             pipe.close()
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-    return done
+
+
+def _frames(pipe: BinaryIO) -> Iterator[bytes]:
+    """The frames a helper wrote, up to the end of its pipe (a cut frame is dropped)."""
+    while len(head := pipe.read(_FRAME_LENGTH.size)) == _FRAME_LENGTH.size:
+        frame = pipe.read(_FRAME_LENGTH.unpack(head)[0])
+        if len(frame) != _FRAME_LENGTH.unpack(head)[0]:
+            return
+        yield frame
 
 
 def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
-    """In a forked child: parse a share of the blobs, write the entries, exit."""
+    """In a forked child: parse a share of the blobs, write the entries in frames, exit.
+    The frames are written at the end, so the helper never waits on a parent still
+    parsing its own share; until then each is kept marshalled (a fraction of the size of
+    the objects)."""
     import pygit2
 
     code = 1
@@ -424,13 +469,21 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
             signal.signal(signum, signal.SIG_DFL)
         repo = pygit2.Repository(gitdir)
         blobs = NoteBlobs(lambda: repo)
+        frames: list[bytes] = []
         entries = {}
         for blob in share:
-            entry = _entry(blobs, blob)
+            entry = _entry(blobs, blob, keep=False)
             if entry is not None:
                 entries[blob] = plain_entry(entry)
+            if len(entries) == FRAME_ENTRIES:
+                frames.append(marshal.dumps(entries))
+                entries = {}
+        if entries:
+            frames.append(marshal.dumps(entries))
         with os.fdopen(writer, "wb") as pipe:
-            pipe.write(marshal.dumps(entries))
+            for frame in frames:
+                pipe.write(_FRAME_LENGTH.pack(len(frame)))
+                pipe.write(frame)
         code = 0
     finally:
         os._exit(code)

@@ -7,8 +7,11 @@ import marshal
 import os
 import random
 import shutil
+import struct
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -22,6 +25,7 @@ from majordomus.cache import (
     VIEWS_FILE_NAME,
     VIEWS_FOLDER_NAME,
     DocumentCache,
+    ReadCache,
     ViewCache,
 )
 from majordomus.index import Views, _shard_of
@@ -381,6 +385,20 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]
 
 
+def head_of(path: Path) -> tuple[Any, ...]:
+    """A cache file's version and payload; of a framed one (the read cache), its first frame."""
+    data = path.read_bytes()
+    value = marshal.loads(data[8:] if path.name == FILE_NAME else data)
+    assert isinstance(value, tuple)
+    return tuple(value)
+
+
+def framed(*values: Any) -> bytes:
+    """Values as the read cache frames them: each one's length, then its marshalled bytes."""
+    chunks = [marshal.dumps(value) for value in values]
+    return b"".join(struct.pack("<Q", len(chunk)) + chunk for chunk in chunks)
+
+
 def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo) -> None:
     task = repo.task()
     for i in range(30):
@@ -390,14 +408,17 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     mine = repo.run("history", "--task", task, "--all", "--json").out
     every = repo.run("history", "--json").out
     git_dir = repo.path / ".git"
-    versions = {name: marshal.loads((git_dir / name).read_bytes())[0] for name in CACHES}
+    versions = {name: head_of(git_dir / name)[0] for name in CACHES}
     assert all(str(v).startswith(f"majordomus {__version__} ") for v in versions.values())
     assert len(set(versions.values())) == len(CACHES), "each file names its own format"
     # Files another release wrote, whose entries would change every answer if read.
     another = {name: str(v).replace(__version__, "0.0.0-another") for name, v in versions.items()}
-    _, trees, blobs = marshal.loads((git_dir / FILE_NAME).read_bytes())
-    poisoned = dict.fromkeys(blobs, "poisoned")
-    (git_dir / FILE_NAME).write_bytes(marshal.dumps((another[FILE_NAME], trees, poisoned)))
+    loaded = ReadCache(git_dir / FILE_NAME).load_frames()
+    assert loaded is not None
+    (trees,), frames = loaded
+    poisoned = {blob: "poisoned" for frame in frames for blob in frame}
+    assert poisoned
+    (git_dir / FILE_NAME).write_bytes(framed((another[FILE_NAME], trees), poisoned))
     _, key, meta, _, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
     (git_dir / VIEWS_FILE_NAME).write_bytes(
         marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}, {}))
@@ -410,7 +431,7 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     (git_dir / PATCH_FILE_NAME).write_bytes(marshal.dumps((another[PATCH_FILE_NAME], wrong)))
     assert repo.run("history", "HEAD~1", "--task", task, "--all", "--json").out == mine
     assert repo.run("history", "HEAD~1", "--json").out == every
-    assert marshal.loads((git_dir / FILE_NAME).read_bytes())[0] == versions[FILE_NAME]
+    assert head_of(git_dir / FILE_NAME)[0] == versions[FILE_NAME]
     record = json.loads(repo.run("checkpoint", "after the poison", "--json").out)["record"]
     diff = repo.git("diff-tree", "-p", "--root", head)
     assert record["patch"] == repo.git("patch-id", "--stable", input=diff).split()[0]
@@ -832,9 +853,15 @@ def test_a_record_appended_to_a_full_note_rewrites_one_shard_of_the_ledger(
     written: list[set[str]] = []
 
     def counted(
-        cache: ViewCache, key: str, meta: object, parts: dict[str, bytes | None], *, base: bool
+        cache: ViewCache,
+        key: str,
+        meta: object,
+        parts: Iterable[tuple[str, bytes | None]],
+        *,
+        base: bool,
     ) -> None:
-        written.append(set(parts))
+        parts = list(parts)
+        written.append({name for name, _ in parts})
         put(cache, key, meta, parts, base=base)
 
     monkeypatch.setattr(ViewCache, "put", counted)
