@@ -17,7 +17,7 @@ import os
 import struct
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -70,19 +70,22 @@ class CacheFile:
             pass
         return None
 
-    def write(self, *payload: Any) -> None:
-        """Concurrent readers see the old file or the new one."""
-        self._replace([marshal.dumps((self.version(), *payload))])
+    def write(self, *payload: Any) -> bool:
+        """Concurrent readers see the old file or the new one. Whether it was written."""
+        return self._replace([marshal.dumps((self.version(), *payload))])
 
-    def _replace(self, chunks: Iterable[bytes]) -> None:
+    def _replace(self, chunks: Iterable[bytes]) -> bool:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        written = False
         with contextlib.suppress(OSError):
             with tmp.open("wb") as file:
                 for chunk in chunks:
                     file.write(chunk)
             os.replace(tmp, self.path)
+            written = True
         with contextlib.suppress(OSError):
             tmp.unlink()
+        return written
 
     # A large payload is written and read in frames (a length, then one marshalled value),
     # so that its plain form and its bytes are never all held at once: the first frame is
@@ -107,15 +110,15 @@ class CacheFile:
 
         return head[1:], rest(offset)
 
-    def write_frames(self, head: tuple[Any, ...], frames: Iterable[Any]) -> None:
-        """The head, then each frame, marshalled one at a time."""
+    def write_frames(self, head: tuple[Any, ...], frames: Iterable[Any]) -> bool:
+        """The head, then each frame, marshalled one at a time. Whether it was written."""
 
         def chunks() -> Iterator[bytes]:
             yield from _framed((self.version(), *head))
             for value in frames:
                 yield from _framed(value)
 
-        self._replace(chunks())
+        return self._replace(chunks())
 
 
 _LENGTH = struct.Struct("<Q")
@@ -169,13 +172,14 @@ class ReadCache(CacheFile):
         self.blobs[blob] = entry
         self.dirty = True
 
-    def save(self, trees: Iterable[str], blobs: Iterable[str]) -> None:
-        """Keep only what the current refs use, and write it if anything changed."""
+    def save(self, trees: Iterable[str], blobs: Iterable[str]) -> bool:
+        """Keep only what the current refs use, and write it if anything changed. Whether
+        the file holds it (so that it can be loaded again rather than read afresh)."""
         if not self.dirty:
-            return
+            return True
         keep_trees = {t: self.trees[t] for t in trees if t in self.trees}
-        self.write_frames((keep_trees,), self._blob_frames(blobs))
         self.dirty = False
+        return self.write_frames((keep_trees,), self._blob_frames(blobs))
 
     def _blob_frames(self, blobs: Iterable[str]) -> Iterator[dict[str, Any]]:
         frame: dict[str, Any] = {}
@@ -369,10 +373,10 @@ class DocumentCache(CacheFile):
         )
         self.dirty = True
 
-    def save(self, blobs: Iterable[str]) -> None:
+    def save(self, blobs: Collection[str]) -> None:
         if not self.dirty:
             return
-        keep = {b: self.documents[b] for b in blobs if b in self.documents}
+        keep = {b: document for b, document in self.documents.items() if b in blobs}
         self.write(keep)
         self.dirty = False
 
@@ -483,10 +487,12 @@ class ViewCache(CacheFile):
 
     def put(
         self, key: str, meta: Any, parts: Iterable[tuple[str, bytes | None]], *, base: bool
-    ) -> None:
+    ) -> bool:
         """The views of state `key`: these parts (None removes one) over the parts of the
         views read and staged (`base`), or these alone. The parts of views written whole
-        are taken one at a time and not kept: a later look reads its part's file."""
+        are taken one at a time and not kept: a later look reads its part's file. Whether
+        the views file and every part were written."""
+        written = True
         if base:
             parts = {**self._staged, **dict(parts)}.items()
         else:
@@ -505,10 +511,12 @@ class ViewCache(CacheFile):
             if target.exists():
                 continue
             tmp = self.folder / f"{file}.{os.getpid()}.tmp"
-            with contextlib.suppress(OSError):
+            try:
                 self.folder.mkdir(exist_ok=True)
                 tmp.write_bytes(data)
                 os.replace(tmp, target)
+            except OSError:
+                written = False
         kept = set(files.values())
         now = time.time()
         retired = {file: when for file, when in self.retired.items() if file not in kept}
@@ -520,8 +528,9 @@ class ViewCache(CacheFile):
                     os.unlink(self.folder / file)
                 del retired[file]
         self.key, self.meta, self.files, self.retired = key, meta, files, retired
-        self.write(key, meta, files, retired)
+        written = self.write(key, meta, files, retired) and written
         self._sweep(kept | retired.keys(), now)
+        return written
 
     def _sweep(self, known: set[str], now: float) -> None:
         """Delete the files no views file named, once they are RETIRE_S old."""

@@ -12,7 +12,7 @@ import shutil
 import signal
 import struct
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
@@ -71,7 +71,7 @@ class NotesReader:
         self.blobs = blobs
         self.fetch_missing: Fetcher | None = None
         self._disk_cache: ReadCache | None = None
-        self._current_blobs: set[str] = set()
+        self._current_blobs: Collection[str] = ()
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -148,6 +148,7 @@ class NotesReader:
         # id), or blob -> first ref holding it when another ref holds another note on it.
         found: dict[str, str | dict[str, str]] = {}
         first = ""
+        walked = False
         unreadable: list[UnreadableNote] = []
         targets: dict[str, str] = {}
         trees: list[str] = []
@@ -157,6 +158,7 @@ class NotesReader:
             trees.append(tree_id)
             pairs = cache.trees.get(tree_id)
             if pairs is None:
+                walked = True
                 lacking: set[str] = set()
                 with _uncached():
                     pairs = tuple(notestree.walk_present(self.repo, tree_id, lacking))
@@ -188,7 +190,16 @@ class NotesReader:
             if blob not in cache.blobs
         ]
         if len(unread) >= SHARED_READ_MIN:
-            _summarised_in_workers(str(self.repo.path), unread, self.blobs, cache.put_blob)
+            if walked:
+                # The walk mapped the pack index (~130 MiB resident at 1,000,000 commits):
+                # unmapped before the helpers are forked, it is in none of the processes
+                # at once with what each of them builds.
+                self.repo.free()
+            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob)
+            # What no helper sent (none could be had, or one died), read in batches here.
+            unread = [blob for blob in unread if blob not in cache.blobs]
+            for blob, parsed in _entries(self.blobs, unread):
+                cache.put_blob(blob, parsed)
         elif unread:
             self.blobs.prefetch(unread)
         del unread
@@ -218,11 +229,16 @@ class NotesReader:
                 ids = tuple(blob for blob, _ in readable)
                 note = self.blobs.note(ids)
                 commits[commit] = NotesOn(ids, summarise(note), note.invalid)
-        self._current_blobs = {
+        self._current_blobs = BlobIds(
             blob for held in found.values() for blob in ((held,) if isinstance(held, str) else held)
-        }
+        )
+        saved = cache.save(trees, self._current_blobs)
+        if len(found) >= SHARED_READ_MIN:
+            if walked:
+                self.repo.free()  # mapped again by what the helpers did not send, if any
+            if saved and not missing:
+                self._disk_cache = None  # loaded again if this command reads once more
         del found
-        cache.save(trees, self._current_blobs)
         return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing
 
     def is_partial(self) -> bool:
@@ -311,6 +327,10 @@ class NotesReader:
         this command parsed already (a read without its read cache) go into the document
         cache as they are, for the next command."""
         documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
+        # Read by one git process while libgit2 is not loaded (else libgit2 reads each).
+        self.blobs.prefetch(
+            [b for b in blobs if not self.blobs.is_parsed(b) and not documents.has(b)]
+        )
         for blob in blobs:
             if self.blobs.is_parsed(blob):
                 parsed = self.blobs.parse(blob)
@@ -340,6 +360,36 @@ class NotesReader:
         for commit, blob_id in notestree.walk(self.repo, tree) if pairs is None else pairs:
             copies.setdefault(commit, []).append(blob_id)
         return copies
+
+
+class BlobIds(Collection[str]):
+    """Object ids held as one sorted string: 100,000 of them in 4 MB and one allocation,
+    not 100,000 small objects kept alive among everything a read builds and lets go."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        self._ids = "".join(sorted(set(ids)))
+
+    def __len__(self) -> int:
+        return len(self._ids) // 40
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self._ids
+        return (ids[at : at + 40] for at in range(0, len(ids), 40))
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, str) or len(item) != 40:
+            return False
+        ids, low, high = self._ids, 0, len(self._ids) // 40
+        while low < high:
+            middle = (low + high) // 2
+            found = ids[middle * 40 : middle * 40 + 40]
+            if found == item:
+                return True
+            if found < item:
+                low = middle + 1
+            else:
+                high = middle
+        return False
 
 
 class Plain(NamedTuple):
@@ -396,12 +446,12 @@ _FRAME_LENGTH = struct.Struct("<Q")
 
 
 def _summarised_in_workers(
-    gitdir: str, blobs: Sequence[str], here: NoteBlobs, put: Callable[[str, BlobEntry], None]
+    gitdir: str, blobs: Sequence[str], put: Callable[[str, BlobEntry], None]
 ) -> None:
-    """`put` the entry of each blob parsed: a share by this process (through `here`), the
-    others by forked processes; what a process did not send the caller parses. Nothing
-    when only one CPU is there, when this process runs threads (forking one is unsafe),
-    or where fork is not. Parses are not kept: the notes a command then shows are few."""
+    """`put` the entry of each blob parsed by forked processes, one share each; what they
+    did not send the caller parses. This process only gathers: what it holds then never
+    meets the pack index and parses the helpers map. Nothing when only one CPU is there,
+    when this process runs threads (forking one is unsafe), or where fork is not."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -411,7 +461,7 @@ def _summarised_in_workers(
         return
     children: list[tuple[int, BinaryIO]] = []  # not yet waited for
     try:
-        for k in range(1, count):
+        for k in range(count):
             try:
                 reader, writer = os.pipe()
             except OSError:  # no file descriptors left: the caller parses the rest
@@ -427,10 +477,6 @@ def _summarised_in_workers(
                 _parse_share(gitdir, blobs[k::count], writer)
             os.close(writer)
             children.append((pid, os.fdopen(reader, "rb")))
-        for blob in blobs[0::count]:
-            entry = _entry(here, blob, keep=False)
-            if entry is not None:
-                put(blob, entry)
         while children:
             pid, pipe = children[0]
             with pipe, contextlib.suppress(ValueError, EOFError, TypeError):
@@ -456,6 +502,18 @@ def _frames(pipe: BinaryIO) -> Iterator[bytes]:
         yield frame
 
 
+def _entries(blobs: NoteBlobs, share: Sequence[str]) -> Iterator[tuple[str, BlobEntry]]:
+    """The entry of each blob of a share that is here (read by one git process a batch at a
+    time while libgit2 is not loaded, else by libgit2 one by one)."""
+    for start in range(0, len(share), FRAME_ENTRIES):
+        batch = share[start : start + FRAME_ENTRIES]
+        blobs.prefetch(batch)
+        for blob in batch:
+            entry = _entry(blobs, blob, keep=False)
+            if entry is not None:
+                yield blob, entry
+
+
 def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
     """In a forked child: parse a share of the blobs, write the entries in frames, exit.
     The frames are written at the end, so the helper never waits on a parent still
@@ -468,13 +526,10 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         repo = pygit2.Repository(gitdir)
-        blobs = NoteBlobs(lambda: repo)
         frames: list[bytes] = []
         entries = {}
-        for blob in share:
-            entry = _entry(blobs, blob, keep=False)
-            if entry is not None:
-                entries[blob] = plain_entry(entry)
+        for blob, entry in _entries(NoteBlobs(lambda: repo), share):
+            entries[blob] = plain_entry(entry)
             if len(entries) == FRAME_ENTRIES:
                 frames.append(marshal.dumps(entries))
                 entries = {}

@@ -228,7 +228,7 @@ def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
     repo.git("notes", "--ref=majordomus", "add", "-f", "-m", foreign(repo, 4), "HEAD~4")
     repo.git("notes", "--ref=majordomus", "remove", "HEAD~1")
     views = Views(Store(str(repo.path), repo.environ))
-    assert views.full is None  # carried over from the cached state, no full read
+    assert not views.full_read  # carried over from the cached state, no full read
     assert views_key(repo) == current_key(repo)
     cached = answers(repo)
     drop_caches(repo)
@@ -470,7 +470,7 @@ def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
     assert alice.run("push").code == 0
     assert bob.run("fetch").code == 0  # moves the remote-tracking ref and the local one
     views = Views(Store(str(bob.path), bob.environ))
-    assert views.full is None  # carried over from the notes the fetch changed
+    assert not views.full_read  # carried over from the notes the fetch changed
     cached = json.loads(bob.run("history", "--task", task, "--json").out)
     drop_caches(bob)
     assert json.loads(bob.run("history", "--task", task, "--json").out) == cached
@@ -588,7 +588,7 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
         "HEAD",  # its note holds the second task's records only
     )
     views = Views(Store(str(repo.path), repo.environ))
-    assert views.full is None  # carried over
+    assert not views.full_read  # carried over
     after = packed()
     mine, theirs = f"task {first}", f"task {second}"
     assert after[mine] == before[mine] and after[theirs] != before[theirs]
@@ -607,12 +607,12 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
         note("resume", "c-" + "2" * 16, second, **fields),
         "HEAD",
     )
-    assert Views(Store(str(repo.path), repo.environ)).full is not None  # read again
+    assert Views(Store(str(repo.path), repo.environ)).full_read  # read again
     same_as_fresh()
     # A copy of the first task's handover on another commit.
     copy = repo.git("notes", "--ref=majordomus", "show", handover["commit"])
     repo.git("notes", "--ref=majordomus", "append", "-m", copy, "HEAD~2")
-    assert Views(Store(str(repo.path), repo.environ)).full is not None
+    assert Views(Store(str(repo.path), repo.environ)).full_read
     same_as_fresh()
 
 
