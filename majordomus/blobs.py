@@ -65,9 +65,12 @@ class NoteBlobs:
             raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
         return data
 
-    def prefetch(self, blob_ids: Sequence[str]) -> None:
+    def prefetch(self, blob_ids: Sequence[str], read: Objects | None = None) -> None:
         """Read these blobs in one git process while libgit2 is not loaded (else nothing:
-        libgit2 reads each when it is parsed)."""
+        libgit2 reads each when it is parsed), or take them as `read` (by git) holds them."""
+        if read is not None:
+            self._read.update((b, read[b]) for b in blob_ids if b in read)
+            return
         unread = [b for b in blob_ids if b not in self._parsed and b not in self._read]
         if unread and self._by_git is not None:
             self._read.update(self._by_git(unread) or {})

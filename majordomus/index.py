@@ -128,7 +128,7 @@ class Index:
         """Before showing many records whole: parse their notes in one go."""
         blobs = {b for item in items for b in self._blobs_of(item)}
         if len(blobs) > PRELOAD_THRESHOLD:
-            self._store.preload(blobs)
+            self._store.reader.preload(blobs, self._store.environ)
 
     def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
         if not self._row_blobs:  # an index of every note: its commit's notes

@@ -12,6 +12,7 @@ never forks a process that does), from a copy of the repository without caches.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,59 @@ def test_a_partial_clone_read_in_forked_processes_fetches_once_and_answers_the_s
     assert (code, forks) == (0, 0) and json.loads(alone)["records"]
     code, shared, forks = read((partial, environ), tmp_path / "shared", "shared", *argv)
     assert (code, shared) == (0, alone) and forks >= 4
+
+
+def run_in(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
+    """The output of a command in a copy as it stands (its caches kept), and how many forks."""
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return result.stdout, int(result.stderr.rsplit("forks=", 1)[1])
+
+
+def test_a_first_read_in_forked_processes_answers_each_task_as_every_later_read_does(
+    planted: Planted, tmp_path: Path
+) -> None:
+    """A first `history --task` in a clone without caches reads every note in forked
+    processes and answers from the views it wrote (its notes let go once they are
+    written): the same answer as one process reading afresh, as the cached views give
+    the next command, and as a fresh read after a note is edited by hand
+    (`git notes append`) and after another branch, with the merge, is checked out."""
+    clone, environ = planted
+    every = json.loads(read(planted, tmp_path / "every", "one", "history", "--all", "--json")[1])
+    named = {record["task"] for record in every["records"]}
+    tasks = sorted(task for task in named if re.fullmatch(r"t-[0-9a-f]{12}", task))[:2]
+    assert tasks
+    copy = tmp_path / "copy"
+    shutil.copytree(clone, copy)
+
+    def fresh(*argv: str) -> str:
+        """One process's answer in a copy of `copy` without caches."""
+        shutil.rmtree(tmp_path / "fresh", ignore_errors=True)
+        shutil.copytree(copy, tmp_path / "fresh")
+        for cache in (tmp_path / "fresh" / ".git").glob("majordomus-*"):
+            shutil.rmtree(cache) if cache.is_dir() else cache.unlink()
+        return run_in(tmp_path / "fresh", environ, "one", *argv)[0]
+
+    for number, task in enumerate(tasks):
+        argv = ("history", "--task", task, "--all", "--json")
+        expected = fresh(*argv)
+        assert json.loads(expected)["records"]
+        first, forks = run_in(copy, environ, "shared", *argv)
+        assert (first, forks) == (expected, 4 if number == 0 else 0)  # read once, shared
+        assert run_in(copy, environ, "shared", *argv) == (expected, 0)  # the cached views
+    commit = git(copy, environ, "rev-parse", "HEAD~1").strip()
+    appended = f'[[checkpoint]]\nv = 1\nid = "c-0000000000abcdef"\ntask = "{tasks[0]}"\n'
+    appended += f'head = "{commit}"\nat = 2026-11-30T03:12:09Z\nauthor = "A <a@example.com>"\n'
+    appended += 'body = "appended by hand"\n'
+    git(copy, environ, "notes", "--ref=majordomus", "append", "-m", appended, commit)
+    git(copy, environ, "checkout", "-q", "main")  # the branch with the merge
+    for later in (("history", "--task", tasks[0], "--json"), ("history", "--all", "--json")):
+        expected = fresh(*later)
+        assert "appended by hand" in expected
+        assert run_in(copy, environ, "shared", *later)[0] == expected
