@@ -153,28 +153,61 @@ class NotesReader:
         targets: dict[str, str] = {}
         trees: list[str] = []
         missing: set[str] = set()
+        held_trees: list[tuple[str, str]] = []  # each ref, its notes as `cache.trees` has them
         for name, target, tree_id in self._trees():
             targets[name] = target
             trees.append(tree_id)
-            pairs = cache.trees.get(tree_id)
-            if pairs is None:
+            flat = cache.trees.get(tree_id)
+            if flat is None:
                 walked = True
                 lacking: set[str] = set()
                 with _uncached():
-                    pairs = tuple(notestree.walk_present(self.repo, tree_id, lacking))
+                    walk = notestree.walk_present(self.repo, tree_id, lacking)
+                    flat = "".join(commit + blob for commit, blob in walk)
                 if lacking:
                     missing |= lacking
                     for object_id in sorted(lacking):
                         reason = f"notes tree {object_id[:12]} is missing; not read"
                         unreadable.append(UnreadableNote("", name, reason))
                 else:
-                    cache.put_tree(tree_id, pairs)
+                    cache.put_tree(tree_id, flat)
+            held_trees.append((name, flat))
+        # The blobs to parse, each once, in order, as one string: the helpers forked to
+        # parse them start from this process as it is now, so it holds no object per note
+        # yet; and a helper given a run of ids in order reads only its part of the pack
+        # index (it is ordered by id), not all of it.
+        unread = "".join(
+            sorted(
+                {
+                    blob
+                    for _, flat in held_trees
+                    for _, blob in _pairs(flat)
+                    if blob not in cache.blobs
+                }
+            )
+        )
+        if len(unread) // 40 >= SHARED_READ_MIN:
+            if walked:
+                # The walk mapped the pack index (~130 MiB resident at 1,000,000 commits):
+                # unmapped before the helpers are forked, it is in none of the processes
+                # at once with what each of them builds.
+                self.repo.free()
+            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob)
+            # What no helper sent (none could be had, or one died), read in batches here.
+            left = [blob for blob in _ids(unread) if blob not in cache.blobs]
+            for blob, parsed in _entries(self.blobs, left):
+                cache.put_blob(blob, parsed)
+            del left
+        elif unread:
+            self.blobs.prefetch(list(_ids(unread)))
+        del unread
+        for name, flat in held_trees:
             if not found:  # the first ref: one note per commit, unless its tree is damaged
-                found, first = dict(pairs), name
-                if len(found) == len(pairs):
+                found, first = dict(_pairs(flat)), name
+                if len(found) == len(flat) // 80:
                     continue
                 found = {}
-            for commit, blob in pairs:
+            for commit, blob in _pairs(flat):
                 held = found.get(commit)
                 if held is None:
                     found[commit] = blob if name == first else {blob: name}
@@ -183,26 +216,7 @@ class NotesReader:
                         found[commit] = {held: first, blob: name}
                 else:
                     held.setdefault(blob, name)
-        unread = [
-            blob
-            for held in found.values()
-            for blob in ((held,) if isinstance(held, str) else held)
-            if blob not in cache.blobs
-        ]
-        if len(unread) >= SHARED_READ_MIN:
-            if walked:
-                # The walk mapped the pack index (~130 MiB resident at 1,000,000 commits):
-                # unmapped before the helpers are forked, it is in none of the processes
-                # at once with what each of them builds.
-                self.repo.free()
-            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob)
-            # What no helper sent (none could be had, or one died), read in batches here.
-            unread = [blob for blob in unread if blob not in cache.blobs]
-            for blob, parsed in _entries(self.blobs, unread):
-                cache.put_blob(blob, parsed)
-        elif unread:
-            self.blobs.prefetch(unread)
-        del unread
+        del held_trees
         commits: dict[str, NotesOn] = {}
         known = cache.blobs
         for commit, held in found.items():
@@ -362,8 +376,8 @@ class NotesReader:
         copies: dict[str, list[str]] = {}
         if tree is None:
             return copies
-        pairs = self._read_cache().trees.get(str(tree.id))
-        for commit, blob_id in notestree.walk(self.repo, tree) if pairs is None else pairs:
+        flat = self._read_cache().trees.get(str(tree.id))
+        for commit, blob_id in notestree.walk(self.repo, tree) if flat is None else _pairs(flat):
             copies.setdefault(commit, []).append(blob_id)
         return copies
 
@@ -414,6 +428,23 @@ def _tree_of(found: tuple[str, bytes] | None) -> str | None:
     return tree if len(tree) == 40 else None
 
 
+def _pairs(flat: str) -> Iterator[tuple[str, str]]:
+    """(annotated object, note blob) from the notes of a tree as `ReadCache.trees` keeps them."""
+    return ((flat[at : at + 40], flat[at + 40 : at + 80]) for at in range(0, len(flat), 80))
+
+
+def _run(joined: str, count: int, k: int) -> list[str]:
+    """The k-th of `count` runs, as even as can be, of the object ids of a string of them."""
+    total = len(joined) // 40
+    start, end = total * k // count, total * (k + 1) // count
+    return [joined[at : at + 40] for at in range(start * 40, end * 40, 40)]
+
+
+def _ids(joined: str) -> Iterator[str]:
+    """The object ids of a string of them end to end."""
+    return (joined[at : at + 40] for at in range(0, len(joined), 40))
+
+
 @contextlib.contextmanager
 def _uncached() -> Iterator[None]:
     """libgit2 without its object cache: a walk of every notes tree reads each tree once,
@@ -451,18 +482,16 @@ FRAME_ENTRIES = 2000
 _FRAME_LENGTH = struct.Struct("<Q")
 
 
-def _summarised_in_workers(
-    gitdir: str, blobs: Sequence[str], put: Callable[[str, BlobEntry], None]
-) -> None:
-    """`put` the entry of each blob parsed by forked processes, one share each; what they
-    did not send the caller parses. This process only gathers: what it holds then never
+def _summarised_in_workers(gitdir: str, ids: str, put: Callable[[str, BlobEntry], None]) -> None:
+    """`put` the entry of each blob parsed by forked processes, one run of the ids each;
+    what they did not send the caller parses. This process only gathers: what it holds then never
     meets the pack index and parses the helpers map. Nothing when only one CPU is there,
     when this process runs threads (forking one is unsafe), or where fork is not."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    count = min(cpus, SHARED_READ_MAX, len(blobs) // (SHARED_READ_MIN // 2))
+    count = min(cpus, SHARED_READ_MAX, len(ids) // 40 // (SHARED_READ_MIN // 2))
     if count < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
         return
     children: list[tuple[int, BinaryIO]] = []  # not yet waited for
@@ -480,7 +509,7 @@ def _summarised_in_workers(
                 break
             if pid == 0:  # pragma: no cover (the child's coverage is not collected)
                 os.close(reader)
-                _parse_share(gitdir, blobs[k::count], writer)
+                _parse_share(gitdir, _run(ids, count, k), writer)
             os.close(writer)
             children.append((pid, os.fdopen(reader, "rb")))
         while children:
