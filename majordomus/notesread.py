@@ -472,7 +472,7 @@ def _entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> BlobEntry | Non
 
 
 # A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
-# process forks helpers that each open the repository, parse a share of the blobs and send
+# process forks helpers that each open the repository, parse a run of the blobs and send
 # back what the read cache keeps, marshalled through a pipe in frames of FRAME_ENTRIES (so
 # that neither side holds the whole share twice). Below this many, one process is quicker
 # than forking.
@@ -484,9 +484,10 @@ _FRAME_LENGTH = struct.Struct("<Q")
 
 def _summarised_in_workers(gitdir: str, ids: str, put: Callable[[str, BlobEntry], None]) -> None:
     """`put` the entry of each blob parsed by forked processes, one run of the ids each;
-    what they did not send the caller parses. This process only gathers: what it holds then never
-    meets the pack index and parses the helpers map. Nothing when only one CPU is there,
-    when this process runs threads (forking one is unsafe), or where fork is not."""
+    what they did not send the caller parses. This process parses nothing meanwhile, so
+    the pack index and the parses are only ever in the helpers, never beside what it
+    gathers. Nothing when only one CPU is there, when this process runs threads (forking
+    one is unsafe), or where fork is not."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -551,9 +552,9 @@ def _entries(blobs: NoteBlobs, share: Sequence[str]) -> Iterator[tuple[str, Blob
 
 def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
     """In a forked child: parse a share of the blobs, write the entries in frames, exit.
-    The frames are written at the end, so the helper never waits on a parent still
-    parsing its own share; until then each is kept marshalled (a fraction of the size of
-    the objects)."""
+    The frames are written at the end, so a helper never stops parsing to wait while the
+    parent reads another helper's pipe; until then each is kept marshalled (a fraction of
+    the size of the objects)."""
     import pygit2
 
     code = 1
