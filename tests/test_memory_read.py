@@ -8,7 +8,7 @@ import json
 import random
 
 from majordomus.cache import FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME, ReadCache
-from majordomus.notesread import BlobIds
+from majordomus.notesread import BlobIds, _run
 from tests.conftest import Repo
 
 
@@ -48,3 +48,14 @@ def test_a_read_cache_cut_short_is_read_afresh(repo: Repo) -> None:
         assert repo.run("history", "--all", "--json").out == expected
         history = json.loads(repo.run("history", "--task", task, "--json").out)
         assert len(history["records"]) == 14
+
+
+def test_each_helper_gets_a_run_of_ids_in_order_and_together_every_id_once() -> None:
+    rng = random.Random(3)
+    for total in (0, 1, 7, 2000, 2001):
+        ids = sorted(f"{rng.getrandbits(160):040x}" for _ in range(total))
+        joined = "".join(ids)
+        for count in (1, 2, 3, 8):
+            runs = [_run(joined, count, k) for k in range(count)]
+            assert [blob for run in runs for blob in run] == ids
+            assert max(map(len, runs)) - min(map(len, runs)) <= 1
