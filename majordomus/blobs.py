@@ -68,9 +68,12 @@ class NoteBlobs:
             raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
         return data
 
-    def prefetch(self, blob_ids: Sequence[str]) -> None:
+    def prefetch(self, blob_ids: Sequence[str], read: Objects | None = None) -> None:
         """Read these blobs in one git process while libgit2 is not loaded (else nothing:
-        libgit2 reads each when it is parsed)."""
+        libgit2 reads each when it is parsed), or take them as `read` (by git) holds them."""
+        if read is not None:
+            self._read.update((b, read[b]) for b in blob_ids if b in read)
+            return
         unread = [b for b in blob_ids if b not in self._parsed and b not in self._read]
         if unread:
             self._read_by_git(unread)
@@ -79,8 +82,9 @@ class NoteBlobs:
         if self._by_git is not None and len(blob_ids) <= BY_GIT_BLOBS:
             self._read.update(self._by_git(blob_ids) or {})
 
-    def parse(self, blob_id: str) -> Note | NoteError:
-        """The note a blob holds, or why it cannot be read."""
+    def parse(self, blob_id: str, *, keep: bool = True) -> Note | NoteError:
+        """The note a blob holds, or why it cannot be read; `keep`: remembered for a second
+        look (while fewer than PARSED_KEEP are)."""
         cached = self._parsed.get(blob_id)
         if cached is None:
             try:
@@ -89,7 +93,7 @@ class NoteBlobs:
                 return error  # not remembered: it may arrive with a fetch
             except NoteError as error:
                 cached = error
-            if len(self._parsed) < PARSED_KEEP:
+            if keep and len(self._parsed) < PARSED_KEEP:
                 self._parsed[blob_id] = cached
         return cached
 

@@ -14,9 +14,10 @@ import contextlib
 import datetime
 import marshal
 import os
+import struct
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -69,57 +70,129 @@ class CacheFile:
             pass
         return None
 
-    def write(self, *payload: Any) -> None:
-        """Concurrent readers see the old file or the new one."""
-        data = marshal.dumps((self.version(), *payload))
+    def write(self, *payload: Any) -> bool:
+        """Concurrent readers see the old file or the new one. Whether it was written."""
+        return self._replace([marshal.dumps((self.version(), *payload))])
+
+    def _replace(self, chunks: Iterable[bytes]) -> bool:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        written = False
         with contextlib.suppress(OSError):
-            tmp.write_bytes(data)
+            with tmp.open("wb") as file:
+                for chunk in chunks:
+                    file.write(chunk)
             os.replace(tmp, self.path)
+            written = True
         with contextlib.suppress(OSError):
             tmp.unlink()
+        return written
+
+    # A large payload is written and read in frames (a length, then one marshalled value),
+    # so that its plain form and its bytes are never all held at once: the first frame is
+    # the version and the head of the payload, each further frame one piece of the rest.
+
+    def load_frames(self) -> tuple[tuple[Any, ...], Iterator[Any]] | None:
+        """The head this release wrote and an iterator over the other frames' values, or
+        None (no file, another version, garbage); a frame cut short ends the iterator
+        with ValueError."""
+        try:
+            data = memoryview(self.path.read_bytes())
+            head, offset = _frame(data, 0)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        if not (isinstance(head, tuple) and head and head[0] == self.version()):
+            return None
+
+        def rest(offset: int) -> Iterator[Any]:
+            while offset < len(data):
+                value, offset = _frame(data, offset)
+                yield value
+
+        return head[1:], rest(offset)
+
+    def write_frames(self, head: tuple[Any, ...], frames: Iterable[Any]) -> bool:
+        """The head, then each frame, marshalled one at a time. Whether it was written."""
+
+        def chunks() -> Iterator[bytes]:
+            yield from _framed((self.version(), *head))
+            for value in frames:
+                yield from _framed(value)
+
+        return self._replace(chunks())
+
+
+_LENGTH = struct.Struct("<Q")
+
+
+def _framed(value: Any) -> tuple[bytes, bytes]:
+    data = marshal.dumps(value)
+    return _LENGTH.pack(len(data)), data
+
+
+def _frame(data: memoryview, offset: int) -> tuple[Any, int]:
+    """The value of the frame at `offset`, and where the next one starts."""
+    end = offset + _LENGTH.size
+    if end > len(data):
+        raise ValueError("cut frame")
+    (length,) = _LENGTH.unpack(data[offset:end])
+    if end + length > len(data):
+        raise ValueError("cut frame")
+    return marshal.loads(data[end : end + length]), end + length
 
 
 class ReadCache(CacheFile):
-    """Notes tree id -> the (commit, blob) pairs it holds; blob id -> the summaries of its
-    records and how many are invalid, or why it is unreadable. A missing object is
+    """Notes tree id -> the notes it holds, each the commit's id then the blob's, end to end
+    in one string (100,000 notes: one object, not 300,000); blob id -> the summaries of
+    its records and how many are invalid, or why it is unreadable. A missing object is
     never an entry: a fetch can bring it."""
 
-    FORMAT = f"trees:(commit,blob)* blobs:(({_SUMMARY})*,invalid)|reason"
+    FORMAT = f"frames:trees:(commit+blob)*;blobs:(({_SUMMARY})*,invalid)|reason*"
+    FRAME_ENTRIES = 4096  # blob entries per frame
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.trees: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.trees: dict[str, str] = {}
         self.blobs: dict[str, BlobEntry] = {}
         self.dirty = False
-        loaded = self.load()
+        loaded = self.load_frames()
         if loaded is None:
             return
         try:
-            trees, blobs = loaded
-            self.blobs = {blob: blob_entry(value) for blob, value in blobs.items()}
+            (trees,), frames = loaded
+            for frame in frames:
+                self.blobs.update((blob, blob_entry(value)) for blob, value in frame.items())
             self.trees = trees
-        except (ValueError, TypeError, IndexError, KeyError, AttributeError):
+        except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError):
             self.trees, self.blobs = {}, {}
 
-    def put_tree(self, tree: str, pairs: tuple[tuple[str, str], ...]) -> None:
-        self.trees[tree] = pairs
+    def put_tree(self, tree: str, notes: str) -> None:
+        self.trees[tree] = notes
         self.dirty = True
 
     def put_blob(self, blob: str, entry: BlobEntry) -> None:
         self.blobs[blob] = entry
         self.dirty = True
 
-    def save(self, trees: Iterable[str], blobs: Iterable[str]) -> None:
-        """Keep only what the current refs use, and write it if anything changed."""
+    def save(self, trees: Iterable[str], blobs: Iterable[str]) -> bool:
+        """Keep only what the current refs use, and write it if anything changed. Whether
+        the file holds it (so that it can be loaded again rather than read afresh)."""
         if not self.dirty:
-            return
+            return True
         keep_trees = {t: self.trees[t] for t in trees if t in self.trees}
-        keep_blobs = {
-            b: plain_entry(value) for b in blobs if (value := self.blobs.get(b)) is not None
-        }
-        self.write(keep_trees, keep_blobs)
         self.dirty = False
+        return self.write_frames((keep_trees,), self._blob_frames(blobs))
+
+    def _blob_frames(self, blobs: Iterable[str]) -> Iterator[dict[str, Any]]:
+        frame: dict[str, Any] = {}
+        for blob in blobs:
+            value = self.blobs.get(blob)
+            if value is not None:
+                frame[blob] = plain_entry(value)
+                if len(frame) == self.FRAME_ENTRIES:
+                    yield frame
+                    frame = {}
+        if frame:
+            yield frame
 
 
 Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
@@ -301,10 +374,10 @@ class DocumentCache(CacheFile):
         )
         self.dirty = True
 
-    def save(self, blobs: Iterable[str]) -> None:
+    def save(self, blobs: Collection[str]) -> None:
         if not self.dirty:
             return
-        keep = {b: self.documents[b] for b in blobs if b in self.documents}
+        keep = {b: document for b, document in self.documents.items() if b in blobs}
         self.write(keep)
         self.dirty = False
 
@@ -413,30 +486,38 @@ class ViewCache(CacheFile):
                 self._read[name] = data
         self.key, self.meta = key, meta
 
-    def put(self, key: str, meta: Any, parts: dict[str, bytes | None], *, base: bool) -> None:
+    def put(
+        self, key: str, meta: Any, parts: Iterable[tuple[str, bytes | None]], *, base: bool
+    ) -> bool:
         """The views of state `key`: these parts (None removes one) over the parts of the
-        views read and staged (`base`), or these alone."""
+        views read and staged (`base`), or these alone. The parts of views written whole
+        are taken one at a time and not kept: a later look reads its part's file. Whether
+        the views file and every part were written."""
+        written = True
         if base:
-            parts = {**self._staged, **parts}
+            parts = {**self._staged, **dict(parts)}.items()
+        else:
+            self._read = {}
         self._staged = {}
         files = dict(self.files) if base else {}
-        for name, data in parts.items():
+        for name, data in parts:
             if data is None:
                 files.pop(name, None)
                 self._read.pop(name, None)
                 continue
             file = files[name] = _content_name(data)
-            self._read[name] = data
+            if base:
+                self._read[name] = data
             target = self.folder / file
             if target.exists():
                 continue
             tmp = self.folder / f"{file}.{os.getpid()}.tmp"
-            with contextlib.suppress(OSError):
+            try:
                 self.folder.mkdir(exist_ok=True)
                 tmp.write_bytes(data)
                 os.replace(tmp, target)
-        if not base:
-            self._read = {name: self._read[name] for name in files if name in self._read}
+            except OSError:
+                written = False
         kept = set(files.values())
         now = time.time()
         retired = {file: when for file, when in self.retired.items() if file not in kept}
@@ -448,8 +529,9 @@ class ViewCache(CacheFile):
                     os.unlink(self.folder / file)
                 del retired[file]
         self.key, self.meta, self.files, self.retired = key, meta, files, retired
-        self.write(key, meta, files, retired)
+        written = self.write(key, meta, files, retired) and written
         self._sweep(kept | retired.keys(), now)
+        return written
 
     def _sweep(self, known: set[str], now: float) -> None:
         """Delete the files no views file named, once they are RETIRE_S old."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import marshal
 import zlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
@@ -57,14 +57,21 @@ class Index:
         self._resolved: set[str] | None = None
         self._task_ids: tuple[str, ...] | None = None
         self._by_task: dict[str, list[Listed]] | None = None
+        self.records: list[Listed] = [
+            Listed(summary, commit)
+            for commit, annotated in noteset.commits.items()
+            for summary in annotated.summaries
+        ]
+        self.has_copies = len({item.summary.id for item in self.records}) < len(self.records)
+        if not self.has_copies:  # the usual read: every record once, nothing to choose
+            return
         # Copies of one record share kind and id; a record of another kind that reuses
         # the id (only a forged note does) is another record, never a newer copy.
         copies: dict[tuple[str, str], list[Listed]] = {}
-        for commit, annotated in noteset.commits.items():
-            for summary in annotated.summaries:
-                copies.setdefault((summary.kind, summary.id), []).append(Listed(summary, commit))
+        for item in self.records:
+            copies.setdefault((item.summary.kind, item.summary.id), []).append(item)
         self.has_copies = any(len(c) > 1 for c in copies.values())
-        self.records: list[Listed] = [self._choose(c) for c in copies.values()]
+        self.records = [self._choose(c) for c in copies.values()]
 
     @classmethod
     def of_view(
@@ -306,7 +313,8 @@ class Views:
         except RepositoryError:
             head = None
         self._head = head
-        self.full: Index | None = None
+        self.full: Index | None = None  # the index of every task, while it is kept
+        self.full_read = False  # whether this state's views were built from every note
         self._noteset: NoteSet | None = None
         meta = self._cache.get(self._key)
         if meta is None and head is not None:
@@ -319,6 +327,7 @@ class Views:
 
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
+        self.full_read = True
         noteset = self._noteset = self._store.read_notes()
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
@@ -328,7 +337,11 @@ class Views:
         meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
         if not noteset.missing:  # objects still to arrive: nothing to remember
             key = f"{self._key}@{self._head}" if full.has_copies else self._key
-            self._cache.put(key, meta, _build(full), base=False)
+            if self._cache.put(key, meta, _build(full), base=False):
+                # Written: each task's index is read from its view, as the next command
+                # reads it, and every record of every task is let go (at 100,000 notes,
+                # ~90 MiB no longer held while the graph is walked).
+                self.full = self._noteset = None
         return meta
 
     def _carried_over(self) -> Meta | None:
@@ -436,7 +449,7 @@ class Views:
         if self._writing:
             cache.stage(self._key, meta, parts)
         else:
-            cache.put(self._key, meta, parts, base=True)
+            cache.put(self._key, meta, parts.items(), base=True)
         return meta
 
     @property
@@ -496,7 +509,7 @@ class Views:
         invalid, task_ids = self._meta
         if record.task not in task_ids:
             task_ids = (*task_ids, record.task)
-        self._cache.put(_key(targets), (invalid, task_ids), parts, base=True)
+        self._cache.put(_key(targets), (invalid, task_ids), parts.items(), base=True)
 
 
 def _key(targets: Mapping[str, str]) -> str:
@@ -510,23 +523,18 @@ def _unpack(data: bytes | None) -> tuple[tuple[Row, ...], tuple[str, ...]]:
     return rows, resolved
 
 
-def _build(index: Index) -> dict[str, bytes | None]:
-    """Every part of the views of a full read: each task's view, each shard of the ledger."""
-    rows: dict[str, list[Row]] = {}
-    for item in index.records:
-        rows.setdefault(item.summary.task, []).append(
-            (tuple(item.summary), item.commit, index._blobs[item.commit])
-        )
+def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
+    """Every part of the views of a full read: each task's view, each shard of the ledger;
+    made one at a time, so that only one task's rows are ever held beside the index."""
     resolved = index.resolved_handovers()
-    parts: dict[str, bytes | None] = {}
-    for task, task_rows in rows.items():
-        mine = {row[0][1] for row in task_rows if row[0][0] == "handover"}
-        parts[_task_part(task)] = _pack(task_rows, mine & resolved)
-    summaries = [tuple(item.summary) for item in index.records]
-    parts.update(
-        Ledger.built(
-            (_record_key(summary) for summary in summaries),
-            (h for summary in summaries for h in _resolving(summary)),
-        )
-    )
-    return parts
+    for task in dict.fromkeys(item.summary.task for item in index.records):
+        items = index.of_task(task)
+        blobs = index._blobs
+        task_rows = [(tuple(item.summary), item.commit, blobs[item.commit]) for item in items]
+        mine = {item.summary.id for item in items if item.summary.kind == "handover"}
+        yield _task_part(task), _pack(task_rows, mine & resolved)
+    summaries = [item.summary for item in index.records]
+    yield from Ledger.built(
+        (_record_key(summary) for summary in summaries),
+        (h for summary in summaries for h in _resolving(summary)),
+    ).items()

@@ -10,8 +10,9 @@ import marshal
 import os
 import shutil
 import signal
+import struct
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
@@ -29,7 +30,7 @@ from majordomus.cache import (
     plain_entry,
 )
 from majordomus.errors import RepositoryError
-from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects
+from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects, cat_file
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -70,7 +71,7 @@ class NotesReader:
         self.blobs = blobs
         self.fetch_missing: Fetcher | None = None
         self._disk_cache: ReadCache | None = None
-        self._current_blobs: set[str] = set()
+        self._current_blobs: Collection[str] = ()
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -143,49 +144,89 @@ class NotesReader:
         A missing object is never cached: it can arrive with the next fetch.
         """
         cache = self._read_cache()
-        found: dict[str, dict[str, str]] = {}  # commit -> blob -> first ref holding it
+        # Commit -> its note blob on the first ref read (the usual case, kept as the bare
+        # id), or blob -> first ref holding it when another ref holds another note on it.
+        found: dict[str, str | dict[str, str]] = {}
+        first = ""
+        walked = False
         unreadable: list[UnreadableNote] = []
         targets: dict[str, str] = {}
         trees: list[str] = []
         missing: set[str] = set()
+        held_trees: list[tuple[str, str]] = []  # each ref, its notes as `cache.trees` has them
         for name, target, tree_id in self._trees():
             targets[name] = target
             trees.append(tree_id)
-            pairs = cache.trees.get(tree_id)
-            if pairs is None:
+            flat = cache.trees.get(tree_id)
+            if flat is None:
+                walked = True
                 lacking: set[str] = set()
-                pairs = tuple(notestree.walk_present(self.repo, tree_id, lacking))
+                with _uncached():
+                    walk = notestree.walk_present(self.repo, tree_id, lacking)
+                    flat = "".join(commit + blob for commit, blob in walk)
                 if lacking:
                     missing |= lacking
                     for object_id in sorted(lacking):
                         reason = f"notes tree {object_id[:12]} is missing; not read"
                         unreadable.append(UnreadableNote("", name, reason))
                 else:
-                    cache.put_tree(tree_id, pairs)
+                    cache.put_tree(tree_id, flat)
+            held_trees.append((name, flat))
+        # The blobs to parse, each once, in order, as one string: the helpers forked to
+        # parse them start from this process as it is now, so it holds no object per note
+        # yet; and a helper given a run of ids in order reads only its part of the pack
+        # index (it is ordered by id), not all of it.
+        unread = "".join(
+            sorted(
+                {
+                    blob
+                    for _, flat in held_trees
+                    for _, blob in _pairs(flat)
+                    if blob not in cache.blobs
+                }
+            )
+        )
+        if len(unread) // 40 >= SHARED_READ_MIN:
+            if walked:
+                # The walk mapped the pack index (~130 MiB resident at 1,000,000 commits):
+                # unmapped before the helpers are forked, it is in none of the processes
+                # at once with what each of them builds.
+                self.repo.free()
+            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob)
+            # What no helper sent (none could be had, or one died), read in batches here.
+            left = [blob for blob in _ids(unread) if blob not in cache.blobs]
+            for blob, parsed in _entries(self.blobs, left):
+                cache.put_blob(blob, parsed)
+            del left
+        elif unread:
+            self.blobs.prefetch(list(_ids(unread)))
+        del unread
+        for name, flat in held_trees:
             if not found:  # the first ref: one note per commit, unless its tree is damaged
-                found = {commit: {blob: name} for commit, blob in pairs}
-                if len(found) == len(pairs):
+                found, first = dict(_pairs(flat)), name
+                if len(found) == len(flat) // 80:
                     continue
                 found = {}
-            for commit, blob in pairs:
-                found.setdefault(commit, {}).setdefault(blob, name)
-        unread = [blob for blobs in found.values() for blob in blobs if blob not in cache.blobs]
-        if len(unread) >= SHARED_READ_MIN:
-            shared = _summarised_in_workers(str(self.repo.path), unread, self.blobs)
-            for blob, parsed in shared.items():
-                cache.put_blob(blob, parsed)
-        elif unread:
-            self.blobs.prefetch(unread)
+            for commit, blob in _pairs(flat):
+                held = found.get(commit)
+                if held is None:
+                    found[commit] = blob if name == first else {blob: name}
+                elif isinstance(held, str):
+                    if held != blob:
+                        found[commit] = {held: first, blob: name}
+                else:
+                    held.setdefault(blob, name)
+        del held_trees
         commits: dict[str, NotesOn] = {}
         known = cache.blobs
-        for commit, blobs in found.items():
-            if len(blobs) == 1:  # the usual commit: one note, its summary cached
-                entry = known.get(next(iter(blobs)))
+        for commit, held in found.items():
+            if isinstance(held, str):  # the usual commit: one note, its summary cached
+                entry = known.get(held)
                 if entry is not None and not isinstance(entry, str):
-                    commits[commit] = NotesOn(tuple(blobs), entry[0], entry[1])
+                    commits[commit] = NotesOn((held,), entry[0], entry[1])
                     continue
             readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
-            for blob, name in blobs.items():
+            for blob, name in {held: first}.items() if isinstance(held, str) else held.items():
                 entry = self._blob_entry(blob, cache)
                 if entry is None:
                     missing.add(blob)
@@ -202,8 +243,16 @@ class NotesReader:
                 ids = tuple(blob for blob, _ in readable)
                 note = self.blobs.note(ids)
                 commits[commit] = NotesOn(ids, summarise(note), note.invalid)
-        self._current_blobs = {blob for blobs in found.values() for blob in blobs}
-        cache.save(trees, self._current_blobs)
+        self._current_blobs = BlobIds(
+            blob for held in found.values() for blob in ((held,) if isinstance(held, str) else held)
+        )
+        saved = cache.save(trees, self._current_blobs)
+        if len(found) >= SHARED_READ_MIN:
+            if walked:
+                self.repo.free()  # mapped again by what the helpers did not send, if any
+            if saved and not missing:
+                self._disk_cache = None  # loaded again if this command reads once more
+        del found
         return NoteSet(commits, tuple(unreadable), targets, len(missing)), missing
 
     def is_partial(self) -> bool:
@@ -287,12 +336,36 @@ class NotesReader:
         targets = [str(self.repo.references[name].resolve().target) for name in self.notes_refs()]
         return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
-    def preload(self, blobs: Collection[str]) -> None:
+    def preload(self, blobs: Collection[str], environ: Mapping[str, str] | None = None) -> None:
         """Parse many notes through the document cache (decoding beats parsing TOML). Notes
         this command parsed already (a read without its read cache) go into the document
-        cache as they are, for the next command."""
+        cache as they are, for the next command. The notes the document cache lacks are
+        read by one git process (given the environment git runs in, in a plain layout, so
+        never a partial clone) even when libgit2 is loaded: a few thousand notes read by
+        libgit2 map most of the pack index into this process (~130 MiB resident at
+        1,000,000 commits), and git's process ends with the read. Past PRELOAD_BY_GIT_MAX
+        notes, libgit2 reads them (quicker, and the records shown outweigh the index)."""
         documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
-        for blob in blobs:
+        order = list(blobs)
+        unread = sum(1 for b in order if not self.blobs.is_parsed(b) and not documents.has(b))
+        by_git = 1 < unread <= PRELOAD_BY_GIT_MAX and environ is not None and bool(self._plain)
+        for start in range(0, len(order), FRAME_ENTRIES):  # a batch's bytes at a time
+            batch = order[start : start + FRAME_ENTRIES]
+            self._read_batch(batch, documents, environ if by_git else None)
+            self._preload_batch(batch, documents)
+        documents.save(self._current_blobs or blobs)
+
+    def _read_batch(
+        self, batch: Sequence[str], documents: DocumentCache, environ: Mapping[str, str] | None
+    ) -> None:
+        unread = [b for b in batch if not self.blobs.is_parsed(b) and not documents.has(b)]
+        if unread and environ is not None:
+            self.blobs.prefetch(unread, cat_file(str(self.commondir), environ, unread))
+        else:
+            self.blobs.prefetch(unread)  # by git while libgit2 is not loaded
+
+    def _preload_batch(self, batch: Sequence[str], documents: DocumentCache) -> None:
+        for blob in batch:
             if self.blobs.is_parsed(blob):
                 parsed = self.blobs.parse(blob)
                 if isinstance(parsed, Note) and not documents.has(blob):
@@ -310,17 +383,51 @@ class NotesReader:
                     continue
                 documents.put(blob, note)
             self.blobs.remember(blob, note)
-        documents.save(self._current_blobs or blobs)
 
     def note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
         """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
         copies: dict[str, list[str]] = {}
         if tree is None:
             return copies
-        pairs = self._read_cache().trees.get(str(tree.id))
-        for commit, blob_id in notestree.walk(self.repo, tree) if pairs is None else pairs:
+        flat = self._read_cache().trees.get(str(tree.id))
+        for commit, blob_id in notestree.walk(self.repo, tree) if flat is None else _pairs(flat):
             copies.setdefault(commit, []).append(blob_id)
         return copies
+
+
+# Notes a command shows whole that git reads for it rather than libgit2: git takes ~25 us a
+# note against libgit2's ~10, and spares this process the pack index (see `preload`).
+PRELOAD_BY_GIT_MAX = 16384
+
+
+class BlobIds(Collection[str]):
+    """Object ids held as one sorted string: 100,000 of them in 4 MB and one allocation,
+    not 100,000 small objects kept alive among everything a read builds and lets go."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        self._ids = "".join(sorted(set(ids)))
+
+    def __len__(self) -> int:
+        return len(self._ids) // 40
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self._ids
+        return (ids[at : at + 40] for at in range(0, len(ids), 40))
+
+    def __contains__(self, item: object) -> bool:
+        if not isinstance(item, str) or len(item) != 40:
+            return False
+        ids, low, high = self._ids, 0, len(self._ids) // 40
+        while low < high:
+            middle = (low + high) // 2
+            found = ids[middle * 40 : middle * 40 + 40]
+            if found == item:
+                return True
+            if found < item:
+                low = middle + 1
+            else:
+                high = middle
+        return False
 
 
 class Plain(NamedTuple):
@@ -339,9 +446,41 @@ def _tree_of(found: tuple[str, bytes] | None) -> str | None:
     return tree if len(tree) == 40 else None
 
 
-def _entry(blobs: NoteBlobs, blob: str) -> BlobEntry | None:
-    """What the read cache keeps of a note blob; None when the blob is not here."""
-    parsed = blobs.parse(blob)
+def _pairs(flat: str) -> Iterator[tuple[str, str]]:
+    """(annotated object, note blob) from the notes of a tree as `ReadCache.trees` keeps them."""
+    return ((flat[at : at + 40], flat[at + 40 : at + 80]) for at in range(0, len(flat), 80))
+
+
+def _run(joined: str, count: int, k: int) -> list[str]:
+    """The k-th of `count` runs, as even as can be, of the object ids of a string of them."""
+    total = len(joined) // 40
+    start, end = total * k // count, total * (k + 1) // count
+    return [joined[at : at + 40] for at in range(start * 40, end * 40, 40)]
+
+
+def _ids(joined: str) -> Iterator[str]:
+    """The object ids of a string of them end to end."""
+    return (joined[at : at + 40] for at in range(0, len(joined), 40))
+
+
+@contextlib.contextmanager
+def _uncached() -> Iterator[None]:
+    """libgit2 without its object cache: a walk of every notes tree reads each tree once,
+    and at 100,000 notes (65,536 small fanned-out trees) the cache would keep ~40 MiB of
+    them for nothing."""
+    import pygit2
+
+    pygit2.settings.enable_caching(False)
+    try:
+        yield
+    finally:
+        pygit2.settings.enable_caching(True)
+
+
+def _entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> BlobEntry | None:
+    """What the read cache keeps of a note blob; None when the blob is not here. `keep`:
+    `blobs` keeps the parse for a second look (see `NoteBlobs.parse`)."""
+    parsed = blobs.parse(blob, keep=keep)
     if isinstance(parsed, MissingObjectError):
         return None
     if isinstance(parsed, NoteError):
@@ -351,32 +490,32 @@ def _entry(blobs: NoteBlobs, blob: str) -> BlobEntry | None:
 
 
 # A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
-# process forks helpers that each open the repository, parse a share of the blobs and send
-# back what the read cache keeps, marshalled through a pipe. Below this many, one process
-# is quicker than forking.
+# process forks helpers that each open the repository, parse a run of the blobs and send
+# back what the read cache keeps, marshalled through a pipe in frames of FRAME_ENTRIES (so
+# that neither side holds the whole share twice). Below this many, one process is quicker
+# than forking.
 SHARED_READ_MIN = 2000
 SHARED_READ_MAX = 8  # processes
+FRAME_ENTRIES = 2000
+_FRAME_LENGTH = struct.Struct("<Q")
 
 
-def _summarised_in_workers(
-    gitdir: str, blobs: Sequence[str], here: NoteBlobs
-) -> dict[str, BlobEntry]:
-    """Blob -> entry for the blobs parsed: a share by this process (through `here`, which
-    keeps what it parsed), the others by forked processes; what a process did not send
-    the caller parses. Nothing when only one CPU is there, when this process runs threads
-    (forking one is unsafe), or where fork is not."""
+def _summarised_in_workers(gitdir: str, ids: str, put: Callable[[str, BlobEntry], None]) -> None:
+    """`put` the entry of each blob parsed by forked processes, one run of the ids each;
+    what they did not send the caller parses. This process parses nothing meanwhile, so
+    the pack index and the parses are only ever in the helpers, never beside what it
+    gathers. Nothing when only one CPU is there, when this process runs threads (forking
+    one is unsafe), or where fork is not."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    count = min(cpus, SHARED_READ_MAX, len(blobs) // (SHARED_READ_MIN // 2))
+    count = min(cpus, SHARED_READ_MAX, len(ids) // 40 // (SHARED_READ_MIN // 2))
     if count < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
-        return {}
-    shares = [blobs[k::count] for k in range(count)]
+        return
     children: list[tuple[int, BinaryIO]] = []  # not yet waited for
-    done: dict[str, BlobEntry] = {}
     try:
-        for share in shares[1:]:
+        for k in range(count):
             try:
                 reader, writer = os.pipe()
             except OSError:  # no file descriptors left: the caller parses the rest
@@ -389,33 +528,51 @@ def _summarised_in_workers(
                 break
             if pid == 0:  # pragma: no cover (the child's coverage is not collected)
                 os.close(reader)
-                _parse_share(gitdir, share, writer)
+                _parse_share(gitdir, _run(ids, count, k), writer)
             os.close(writer)
             children.append((pid, os.fdopen(reader, "rb")))
-        for blob in shares[0]:
-            entry = _entry(here, blob)
-            if entry is not None:
-                done[blob] = entry
         while children:
             pid, pipe = children[0]
-            with pipe:
-                data = pipe.read()
-            _, status = os.waitpid(pid, 0)
+            with pipe, contextlib.suppress(ValueError, EOFError, TypeError):
+                for frame in _frames(pipe):  # each whole frame holds entries as parsed
+                    for blob, value in marshal.loads(frame).items():
+                        put(blob, blob_entry(value))
+            os.waitpid(pid, 0)
             children.pop(0)
-            if status == 0:
-                with contextlib.suppress(ValueError, EOFError, TypeError):
-                    done.update((b, blob_entry(v)) for b, v in marshal.loads(data).items())
     finally:
         for pid, pipe in children:  # interrupted: the helpers are of no use any more
             pipe.close()
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-    return done
+
+
+def _frames(pipe: BinaryIO) -> Iterator[bytes]:
+    """The frames a helper wrote, up to the end of its pipe (a cut frame is dropped)."""
+    while len(head := pipe.read(_FRAME_LENGTH.size)) == _FRAME_LENGTH.size:
+        frame = pipe.read(_FRAME_LENGTH.unpack(head)[0])
+        if len(frame) != _FRAME_LENGTH.unpack(head)[0]:
+            return
+        yield frame
+
+
+def _entries(blobs: NoteBlobs, share: Sequence[str]) -> Iterator[tuple[str, BlobEntry]]:
+    """The entry of each blob of a share that is here (read by one git process a batch at a
+    time while libgit2 is not loaded, else by libgit2 one by one)."""
+    for start in range(0, len(share), FRAME_ENTRIES):
+        batch = share[start : start + FRAME_ENTRIES]
+        blobs.prefetch(batch)
+        for blob in batch:
+            entry = _entry(blobs, blob, keep=False)
+            if entry is not None:
+                yield blob, entry
 
 
 def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
-    """In a forked child: parse a share of the blobs, write the entries, exit."""
+    """In a forked child: parse a share of the blobs, write the entries in frames, exit.
+    The frames are written at the end, so a helper never stops parsing to wait while the
+    parent reads another helper's pipe; until then each is kept marshalled (a fraction of
+    the size of the objects)."""
     import pygit2
 
     code = 1
@@ -423,14 +580,19 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         repo = pygit2.Repository(gitdir)
-        blobs = NoteBlobs(lambda: repo)
+        frames: list[bytes] = []
         entries = {}
-        for blob in share:
-            entry = _entry(blobs, blob)
-            if entry is not None:
-                entries[blob] = plain_entry(entry)
+        for blob, entry in _entries(NoteBlobs(lambda: repo), share):
+            entries[blob] = plain_entry(entry)
+            if len(entries) == FRAME_ENTRIES:
+                frames.append(marshal.dumps(entries))
+                entries = {}
+        if entries:
+            frames.append(marshal.dumps(entries))
         with os.fdopen(writer, "wb") as pipe:
-            pipe.write(marshal.dumps(entries))
+            for frame in frames:
+                pipe.write(_FRAME_LENGTH.pack(len(frame)))
+                pipe.write(frame)
         code = 0
     finally:
         os._exit(code)

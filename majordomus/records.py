@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -314,10 +315,12 @@ class Summary(NamedTuple):
 
 
 def summary_of(record: Record, position: int) -> Summary:
+    # Kinds and task ids repeat across every note (100,000 summaries share a few dozen):
+    # interned, they are one object each, and marshal writes each once per cache file.
     return Summary(
-        kind=record.kind,
+        kind=sys.intern(record.kind),
         id=record.id,
-        task=record.task,
+        task=sys.intern(record.task),
         at=record.at.timestamp(),
         position=position,
         handover=record.text("handover") if record.kind == "resume" else "",

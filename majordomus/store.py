@@ -500,8 +500,9 @@ class Store:
         return self.reader.notes_commits()
 
     def preload(self, blobs: Collection[str]) -> None:
-        """Parse many notes through the document cache (decoding beats parsing TOML)."""
-        self.reader.preload(blobs)
+        """Parse many notes through the document cache (decoding beats parsing TOML); the
+        notes it lacks read by one git process in a plain layout (see NotesReader.preload)."""
+        self.reader.preload(blobs, self.environ)
 
     def drop_cache(self) -> bool:
         """Remove every derived cache file; the next command rebuilds what it needs."""

@@ -7,8 +7,11 @@ import marshal
 import os
 import random
 import shutil
+import struct
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -23,6 +26,7 @@ from majordomus.cache import (
     VIEWS_FOLDER_NAME,
     DocumentCache,
     GraphCache,
+    ReadCache,
     ViewCache,
 )
 from majordomus.index import Views, _shard_of
@@ -225,7 +229,7 @@ def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
     repo.git("notes", "--ref=majordomus", "add", "-f", "-m", foreign(repo, 4), "HEAD~4")
     repo.git("notes", "--ref=majordomus", "remove", "HEAD~1")
     views = Views(Store(str(repo.path), repo.environ))
-    assert views.full is None  # carried over from the cached state, no full read
+    assert not views.full_read  # carried over from the cached state, no full read
     assert views_key(repo) == current_key(repo)
     cached = answers(repo)
     drop_caches(repo)
@@ -382,6 +386,20 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]
 
 
+def head_of(path: Path) -> tuple[Any, ...]:
+    """A cache file's version and payload; of a framed one (the read cache), its first frame."""
+    data = path.read_bytes()
+    value = marshal.loads(data[8:] if path.name == FILE_NAME else data)
+    assert isinstance(value, tuple)
+    return tuple(value)
+
+
+def framed(*values: Any) -> bytes:
+    """Values as the read cache frames them: each one's length, then its marshalled bytes."""
+    chunks = [marshal.dumps(value) for value in values]
+    return b"".join(struct.pack("<Q", len(chunk)) + chunk for chunk in chunks)
+
+
 def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo) -> None:
     task = repo.task()
     for i in range(30):
@@ -391,14 +409,17 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     mine = repo.run("history", "--task", task, "--all", "--json").out
     every = repo.run("history", "--json").out
     git_dir = repo.path / ".git"
-    versions = {name: marshal.loads((git_dir / name).read_bytes())[0] for name in CACHES}
+    versions = {name: head_of(git_dir / name)[0] for name in CACHES}
     assert all(str(v).startswith(f"majordomus {__version__} ") for v in versions.values())
     assert len(set(versions.values())) == len(CACHES), "each file names its own format"
     # Files another release wrote, whose entries would change every answer if read.
     another = {name: str(v).replace(__version__, "0.0.0-another") for name, v in versions.items()}
-    _, trees, blobs = marshal.loads((git_dir / FILE_NAME).read_bytes())
-    poisoned = dict.fromkeys(blobs, "poisoned")
-    (git_dir / FILE_NAME).write_bytes(marshal.dumps((another[FILE_NAME], trees, poisoned)))
+    loaded = ReadCache(git_dir / FILE_NAME).load_frames()
+    assert loaded is not None
+    (trees,), frames = loaded
+    poisoned = {blob: "poisoned" for frame in frames for blob in frame}
+    assert poisoned
+    (git_dir / FILE_NAME).write_bytes(framed((another[FILE_NAME], trees), poisoned))
     _, key, meta, _, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
     (git_dir / VIEWS_FILE_NAME).write_bytes(
         marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}, {}))
@@ -411,7 +432,7 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     (git_dir / PATCH_FILE_NAME).write_bytes(marshal.dumps((another[PATCH_FILE_NAME], wrong)))
     assert repo.run("history", "HEAD~1", "--task", task, "--all", "--json").out == mine
     assert repo.run("history", "HEAD~1", "--json").out == every
-    assert marshal.loads((git_dir / FILE_NAME).read_bytes())[0] == versions[FILE_NAME]
+    assert head_of(git_dir / FILE_NAME)[0] == versions[FILE_NAME]
     record = json.loads(repo.run("checkpoint", "after the poison", "--json").out)["record"]
     diff = repo.git("diff-tree", "-p", "--root", head)
     assert record["patch"] == repo.git("patch-id", "--stable", input=diff).split()[0]
@@ -450,7 +471,7 @@ def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
     assert alice.run("push").code == 0
     assert bob.run("fetch").code == 0  # moves the remote-tracking ref and the local one
     views = Views(Store(str(bob.path), bob.environ))
-    assert views.full is None  # carried over from the notes the fetch changed
+    assert not views.full_read  # carried over from the notes the fetch changed
     cached = json.loads(bob.run("history", "--task", task, "--json").out)
     drop_caches(bob)
     assert json.loads(bob.run("history", "--task", task, "--json").out) == cached
@@ -568,7 +589,7 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
         "HEAD",  # its note holds the second task's records only
     )
     views = Views(Store(str(repo.path), repo.environ))
-    assert views.full is None  # carried over
+    assert not views.full_read  # carried over
     after = packed()
     mine, theirs = f"task {first}", f"task {second}"
     assert after[mine] == before[mine] and after[theirs] != before[theirs]
@@ -587,12 +608,12 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
         note("resume", "c-" + "2" * 16, second, **fields),
         "HEAD",
     )
-    assert Views(Store(str(repo.path), repo.environ)).full is not None  # read again
+    assert Views(Store(str(repo.path), repo.environ)).full_read  # read again
     same_as_fresh()
     # A copy of the first task's handover on another commit.
     copy = repo.git("notes", "--ref=majordomus", "show", handover["commit"])
     repo.git("notes", "--ref=majordomus", "append", "-m", copy, "HEAD~2")
-    assert Views(Store(str(repo.path), repo.environ)).full is not None
+    assert Views(Store(str(repo.path), repo.environ)).full_read
     same_as_fresh()
 
 
@@ -833,9 +854,15 @@ def test_a_record_appended_to_a_full_note_rewrites_one_shard_of_the_ledger(
     written: list[set[str]] = []
 
     def counted(
-        cache: ViewCache, key: str, meta: object, parts: dict[str, bytes | None], *, base: bool
+        cache: ViewCache,
+        key: str,
+        meta: object,
+        parts: Iterable[tuple[str, bytes | None]],
+        *,
+        base: bool,
     ) -> None:
-        written.append(set(parts))
+        parts = list(parts)
+        written.append({name for name, _ in parts})
         put(cache, key, meta, parts, base=base)
 
     monkeypatch.setattr(ViewCache, "put", counted)

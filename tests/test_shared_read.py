@@ -2,7 +2,8 @@
 answers is what one process answers, for every note of the corpus (hand edits, notes
 that are not TOML, invalid records, notes on trees and blobs), in a clone with merges
 and another branch checked out; a helper that dies, or a fork the system refuses, costs
-speed, never an answer.
+speed, never an answer. The process that forks them parses nothing itself: it only
+gathers (so the pack index the helpers map is never in it beside what it gathers).
 
 Each read runs in a process of its own (a test worker runs threads, and majordomus
 never forks a process that does), from a copy of the repository without caches.
@@ -11,6 +12,7 @@ never forks a process that does), from a copy of the repository without caches.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -104,9 +106,9 @@ def test_notes_parsed_in_forked_processes_read_as_one_process_reads_them(
     assert (code == 0) == (argv[0] == "history")  # doctor: invalid notes are a fault
     assert json.loads(alone)["records"] if argv[0] == "history" else "invalid" in alone
     shared = read(planted, tmp_path / "shared", "shared", *argv)
-    assert shared == (code, alone, 3)  # four processes parsed the notes
+    assert shared == (code, alone, 4)  # four helpers parsed the notes, this one gathered
     dying = read(planted, tmp_path / "dying", "dying", *argv)
-    assert dying == (code, alone, 3)  # the shares of the helpers that died parsed here
+    assert dying == (code, alone, 4)  # the shares of the helpers that died parsed here
     refused = read(planted, tmp_path / "refused", "refused", *argv)
     assert refused == (code, alone, 0)  # no helper to be had: every share parsed here
 
@@ -142,4 +144,60 @@ def test_a_partial_clone_read_in_forked_processes_fetches_once_and_answers_the_s
     code, alone, forks = read((partial, environ), tmp_path / "one", "one", *argv)
     assert (code, forks) == (0, 0) and json.loads(alone)["records"]
     code, shared, forks = read((partial, environ), tmp_path / "shared", "shared", *argv)
-    assert (code, shared) == (0, alone) and forks >= 3
+    assert (code, shared) == (0, alone) and forks >= 4
+
+
+def run_in(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
+    """The output of a command in a copy as it stands (its caches kept), and how many forks."""
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return result.stdout, int(result.stderr.rsplit("forks=", 1)[1])
+
+
+def test_a_first_read_in_forked_processes_answers_each_task_as_every_later_read_does(
+    planted: Planted, tmp_path: Path
+) -> None:
+    """A first `history --task` in a clone without caches reads every note in forked
+    processes and answers from the views it wrote (its notes let go once they are
+    written): the same answer as one process reading afresh, as the cached views give
+    the next command, and as a fresh read after a note is edited by hand
+    (`git notes append`) and after another branch, with the merge, is checked out."""
+    clone, environ = planted
+    every = json.loads(read(planted, tmp_path / "every", "one", "history", "--all", "--json")[1])
+    named = {record["task"] for record in every["records"]}
+    tasks = sorted(task for task in named if re.fullmatch(r"t-[0-9a-f]{12}", task))[:2]
+    assert tasks
+    copy = tmp_path / "copy"
+    shutil.copytree(clone, copy)
+
+    def fresh(*argv: str) -> str:
+        """One process's answer in a copy of `copy` without caches."""
+        shutil.rmtree(tmp_path / "fresh", ignore_errors=True)
+        shutil.copytree(copy, tmp_path / "fresh")
+        for cache in (tmp_path / "fresh" / ".git").glob("majordomus-*"):
+            shutil.rmtree(cache) if cache.is_dir() else cache.unlink()
+        return run_in(tmp_path / "fresh", environ, "one", *argv)[0]
+
+    for number, task in enumerate(tasks):
+        argv = ("history", "--task", task, "--all", "--json")
+        expected = fresh(*argv)
+        assert json.loads(expected)["records"]
+        first, forks = run_in(copy, environ, "shared", *argv)
+        assert (first, forks) == (expected, 4 if number == 0 else 0)  # read once, shared
+        assert run_in(copy, environ, "shared", *argv) == (expected, 0)  # the cached views
+    commit = git(copy, environ, "rev-parse", "HEAD~1").strip()
+    appended = f'[[checkpoint]]\nv = 1\nid = "c-0000000000abcdef"\ntask = "{tasks[0]}"\n'
+    appended += f'head = "{commit}"\nat = 2026-11-30T03:12:09Z\nauthor = "A <a@example.com>"\n'
+    appended += 'body = "appended by hand"\n'
+    git(copy, environ, "notes", "--ref=majordomus", "append", "-m", appended, commit)
+    git(copy, environ, "checkout", "-q", "main")  # the branch with the merge
+    for later in (("history", "--task", tasks[0], "--json"), ("history", "--all", "--json")):
+        expected = fresh(*later)
+        assert "appended by hand" in expected
+        assert run_in(copy, environ, "shared", *later)[0] == expected
