@@ -337,49 +337,91 @@ class DocumentCache(CacheFile):
     """Notes by blob id, as read and validated, for commands that show many records
     whole: rebuilding a note from its flat form is several times cheaper than parsing
     its TOML and checking every field again (this release's checks made the form).
-    Each note is kept marshalled on its own: loading the file makes one bytes object per
-    note, and only the notes a command shows are decoded."""
+    The notes are kept in groups, one per task (the task of a note's first record), each
+    marshalled on its own: a command that shows one task's records decodes that task's
+    group only, one that shows every record decodes each group once."""
 
-    FORMAT = "documents:blob->marshal(entries(kind,table,dates,nested,valid),plain,invalid-plain)"
+    FORMAT = (
+        "documents:blob->group,group->marshal(blob->(entries(kind,table,dates,nested,valid),"
+        "plain,invalid-plain))"
+    )
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.documents: dict[str, Any] = {}
-        self.dirty = False
+        self.groups: dict[str, str] = {}  # blob -> its group
+        self._packed: dict[str, bytes] = {}  # group -> its documents, marshalled
+        self._decoded: dict[str, dict[str, Any]] = {}  # group -> blob -> document
+        self._changed: set[str] = set()  # groups to marshal again
         loaded = self.load()
-        if loaded is not None and len(loaded) == 1 and isinstance(loaded[0], dict):
-            self.documents = loaded[0]
+        try:
+            if loaded is not None:
+                groups, packed = loaded
+                if isinstance(groups, dict) and isinstance(packed, dict):
+                    self.groups, self._packed = groups, packed
+        except (ValueError, TypeError):
+            pass
 
     def has(self, blob: str) -> bool:
-        return blob in self.documents
+        return blob in self.groups
+
+    def _group(self, name: str) -> dict[str, Any]:
+        decoded = self._decoded.get(name)
+        if decoded is None:
+            try:
+                decoded = marshal.loads(self._packed[name]) if name in self._packed else {}
+            except (KeyError, EOFError, ValueError, TypeError):
+                decoded = {}
+            if not isinstance(decoded, dict):
+                decoded = {}
+            self._decoded[name] = decoded
+        return decoded
 
     def get(self, blob: str) -> Note | None:
-        raw = self.documents.get(blob)
+        group = self.groups.get(blob)
+        raw = None if group is None else self._group(group).get(blob)
         if raw is None:
             return None
         try:
-            entries, other, invalid_plain = marshal.loads(raw)
+            entries, other, invalid_plain = raw
             return Note(
                 tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain
             )
-        except (EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None  # not this layout after all: read the blob again
 
     def put(self, blob: str, note: Note) -> None:
         """A note read whole from TOML (a salvaged note is not kept: it is read again)."""
         if note.salvaged or note.unreadable:
             return
-        self.documents[blob] = marshal.dumps(
-            (tuple(map(_flat, note.entries)), _encode(dict(note.other)), note.invalid_plain)
+        task = note.entries[0].table.get("task") if note.entries else None
+        group = sys.intern(task) if isinstance(task, str) else ""
+        self._group(group)[blob] = (
+            tuple(map(_flat, note.entries)),
+            _encode(dict(note.other)),
+            note.invalid_plain,
         )
-        self.dirty = True
+        self.groups[blob] = group
+        self._changed.add(group)
 
-    def save(self, blobs: Collection[str]) -> None:
-        if not self.dirty:
+    def save(self, blobs: Collection[str] | None) -> None:
+        """When a note was put: keep the notes of `blobs` (the current ones; None: every
+        note kept); groups that gained a note or lost one are marshalled again, the
+        others written as they were read."""
+        if not self._changed:
             return
-        keep = {b: document for b, document in self.documents.items() if b in blobs}
-        self.write(keep)
-        self.dirty = False
+        gone = [] if blobs is None else [blob for blob in self.groups if blob not in blobs]
+        for blob in gone:
+            group = self.groups.pop(blob)
+            self._group(group).pop(blob, None)
+            self._changed.add(group)
+        for group in self._changed:
+            documents = self._group(group)
+            if documents:
+                self._packed[group] = marshal.dumps(documents)
+            else:
+                self._packed.pop(group, None)
+        self.write(self.groups, self._packed)
+        self._changed.clear()
 
 
 class PatchCache(CacheFile):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
@@ -334,7 +334,12 @@ class CommitGraph:
         """Which candidates `rev` reaches, each with its rank in `git rev-list REV`."""
         ranks = self._order(rev, candidates)
         self._keep()
-        return ranks
+        # An answer from memory ranks what was looked for then, and carried along a
+        # chain it ranks the chain's commits too: only the candidates asked about now.
+        wanted = (
+            candidates if isinstance(candidates, set | frozenset | KeysView) else set(candidates)
+        )
+        return {commit: rank for commit, rank in ranks.items() if commit in wanted}
 
     def labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
         """The label of each handover commit read from `rev`."""
@@ -489,10 +494,14 @@ class CommitGraph:
         wanted = []
         for commit in dict.fromkeys(handovers):
             kept = self._kept_label(commit, rev)
-            if kept is not None:
-                found[commit] = kept
-            else:
+            if kept is None:
                 wanted.append(commit)
+                continue
+            found[commit] = kept
+            if self.memory is not None and self.memory.label(commit, rev) is None:
+                # Carried along the chains: kept for `rev` itself, so the next command
+                # reads it without following them (without reading a parent).
+                self.memory.put_label(commit, rev, (kept.label, kept.ahead, kept.behind))
         if not wanted:
             return found
         walked = self._walked is not None and self._walked.rev == rev
@@ -534,7 +543,7 @@ class CommitGraph:
                 continue
             name, ahead, _ = label
             if name not in ("current", "advanced") or ahead is None or ahead < len(down):
-                return None  # off the kept revision's history: the chains cannot tell
+                continue  # off this kept revision's history: these chains cannot tell
             ahead += len(up) - len(down)
             return Divergence("advanced", ahead, 0) if ahead else Divergence("current", 0, 0)
         return None

@@ -353,7 +353,9 @@ class NotesReader:
             batch = order[start : start + FRAME_ENTRIES]
             self._read_batch(batch, documents, environ if by_git else None)
             self._preload_batch(batch, documents)
-        documents.save(self._current_blobs or blobs)
+        # Pruned to the current notes when this command read them all; else kept whole
+        # (the notes shown are not all the notes there are).
+        documents.save(self._current_blobs or None)
 
     def _read_batch(
         self, batch: Sequence[str], documents: DocumentCache, environ: Mapping[str, str] | None

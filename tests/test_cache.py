@@ -889,3 +889,40 @@ def test_a_command_that_stops_after_asking_the_graph_keeps_its_answer(repo: Repo
     reach = kept.reach(repo.head())
     assert reach is not None
     assert set(reach[0]) == {repo.head()}  # both handovers are on HEAD
+
+
+def test_the_document_cache_decodes_the_group_of_the_task_shown_and_prunes_only_when_told(
+    tmp_path: Path,
+) -> None:
+    """Notes are kept in one group per task: reading one task's note decodes that group
+    alone; a save that does not know the current notes keeps every note, one that does
+    drops the others (and a group left empty)."""
+
+    def note(task: str, n: int) -> tuple[str, Note]:
+        data = (
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "{task}"\n'
+            f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:{n:02d}Z\nauthor = "x"\nbody = "b{n}"\n'
+        )
+        return f"{n:040x}", parse_note(data.encode())
+
+    path = tmp_path / RECORDS_FILE_NAME
+    writing = DocumentCache(path)
+    notes = dict(note("t-aaaaaaaaaaaa" if n % 2 else "t-bbbbbbbbbbbb", n) for n in range(10))
+    for blob, parsed in notes.items():
+        writing.put(blob, parsed)
+    writing.save(None)
+    reading = DocumentCache(path)
+    first = next(iter(notes))
+    assert reading.get(first) is not None
+    assert list(reading._decoded) == ["t-bbbbbbbbbbbb"]  # the other task's group untouched
+    extra_blob, extra = note("t-cccccccccccc", 11)
+    reading.put(extra_blob, extra)
+    reading.save(None)  # the notes shown are not all there are: nothing dropped
+    assert set(DocumentCache(path).groups) == {*notes, extra_blob}
+    pruning = DocumentCache(path)
+    pruning.put(extra_blob, extra)
+    pruning.save([extra_blob, first])  # the current notes: every other note dropped
+    again = DocumentCache(path)
+    assert set(again.groups) == {extra_blob, first}
+    assert again.get(first) is not None and again.get(extra_blob) is not None
+    assert set(again._packed) == {"t-bbbbbbbbbbbb", "t-cccccccccccc"}
