@@ -926,3 +926,12 @@ def test_the_document_cache_decodes_the_group_of_the_task_shown_and_prunes_only_
     assert set(again.groups) == {extra_blob, first}
     assert again.get(first) is not None and again.get(extra_blob) is not None
     assert set(again._packed) == {"t-bbbbbbbbbbbb", "t-cccccccccccc"}
+
+
+def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:
+    import hashlib
+
+    from majordomus.cache import _content_name
+
+    for data in (b"", b"a view", bytes(range(256)) * 64):
+        assert _content_name(data) == hashlib.blake2b(data, digest_size=16).hexdigest()
