@@ -80,6 +80,10 @@ def read(planted: Planted, copy: Path, mode: str, *argv: str) -> tuple[int, str,
     clone, environ = planted
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(clone, copy)
+    return _run(copy, environ, mode, *argv)
+
+
+def _run(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[int, str, int]:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
         env=environ,
@@ -149,15 +153,8 @@ def test_a_partial_clone_read_in_forked_processes_fetches_once_and_answers_the_s
 
 def run_in(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
     """The output of a command in a copy as it stands (its caches kept), and how many forks."""
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode in (0, 1), result.stderr
-    return result.stdout, int(result.stderr.rsplit("forks=", 1)[1])
+    _, out, forks = _run(copy, environ, mode, *argv)
+    return out, forks
 
 
 def test_a_first_read_in_forked_processes_answers_each_task_as_every_later_read_does(
