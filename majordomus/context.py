@@ -99,15 +99,15 @@ def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> 
     opened = session(ctx, task)
     store, index, task_id = opened.store, opened.task_index, opened.task
     pending = index.open_handovers(task_id)
+    found = index.newest_first(index.of_kind("checkpoint", task_id))
+    shown = found[:checkpoints]
+    index.preload([*pending[:1], *shown])  # every note the block shows, read in one go
     handover = index.locate(pending[0]) if pending else None
     div = (
         store.graph().labels(opened.head, [handover.commit])[handover.commit]
         if handover is not None
         else None
     )
-    found = index.newest_first(index.of_kind("checkpoint", task_id))
-    shown = found[:checkpoints]
-    index.preload(shown)
     return Status(
         task=task_id,
         title=opened.check.title,

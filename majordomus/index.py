@@ -129,6 +129,8 @@ class Index:
         blobs = {b for item in items for b in self._blobs_of(item)}
         if len(blobs) > PRELOAD_THRESHOLD:
             self._store.preload(blobs)
+        else:  # a few: read in one go (one git process while libgit2 is not loaded)
+            self._store.prefetch(list(blobs))
 
     def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
         if not self._row_blobs:  # an index of every note: its commit's notes

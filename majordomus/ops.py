@@ -559,6 +559,7 @@ def check_task(
         since = min(past, default=None)
     age = age_s(now, since) if since is not None else 0
     pending = index.open_handovers(task)
+    index.preload([x for x in (task_record, last, *pending[:1], skewed) if x is not None])
     return CheckResult(
         task=task,
         title=index.locate(task_record).record.text("title") if task_record else None,

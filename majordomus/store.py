@@ -499,6 +499,10 @@ class Store:
         """The commit each notes ref points at (what holds every object the notes need)."""
         return self.reader.notes_commits()
 
+    def prefetch(self, blobs: Sequence[str]) -> None:
+        """Read a few notes in one go before they are parsed (see NoteBlobs.prefetch)."""
+        self.blobs.prefetch(blobs)
+
     def preload(self, blobs: Collection[str]) -> None:
         """Parse many notes through the document cache (decoding beats parsing TOML); the
         notes it lacks read by one git process in a plain layout (see NotesReader.preload)."""

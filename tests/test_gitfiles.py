@@ -261,3 +261,27 @@ def test_a_read_of_many_notes_runs_few_git_processes(
     monkeypatch.setattr(gitfiles, "cat_file", counted)
     assert repo.run("history", "--json").out == expected
     assert 0 < len(calls) <= GIT_READS
+
+
+def test_a_warm_check_reads_the_notes_it_shows_in_one_git_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check` shows the task record, its last checkpoint and its open handover: their
+    notes, on three commits, are read by one git process, not one each."""
+    repo.task()
+    repo.commit("second")
+    assert repo.run("checkpoint", "seen").code == 0
+    repo.commit("third")
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    expected = repo.run("check", "--json")
+    calls: list[int] = []
+    cat_file = gitfiles.cat_file
+
+    def counted(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> object:
+        calls.append(len(ids))
+        return cat_file(gitdir, environ, ids)
+
+    monkeypatch.setattr(gitfiles, "cat_file", counted)
+    again = repo.run("check", "--json")
+    assert (again.code, again.out) == (expected.code, expected.out)
+    assert calls == [3]
