@@ -240,6 +240,19 @@ def test_a_working_directory_that_is_gone_is_said_in_one_line(
     )
 
 
+def count_cat_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, how many objects each `git cat-file` process of this test reads."""
+    calls: list[int] = []
+    cat_file = gitfiles.cat_file
+
+    def counted(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> object:
+        calls.append(len(ids))
+        return cat_file(gitdir, environ, ids)
+
+    monkeypatch.setattr(gitfiles, "cat_file", counted)
+    return calls
+
+
 def test_a_read_of_many_notes_runs_few_git_processes(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -251,14 +264,7 @@ def test_a_read_of_many_notes_runs_few_git_processes(
         assert repo.run("checkpoint", f"seen {n}").code == 0
     expected = repo.run("history", "--json").out
     (repo.path / ".git" / RECORDS_FILE_NAME).unlink(missing_ok=True)
-    calls: list[int] = []
-    cat_file = gitfiles.cat_file
-
-    def counted(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> object:
-        calls.append(len(ids))
-        return cat_file(gitdir, environ, ids)
-
-    monkeypatch.setattr(gitfiles, "cat_file", counted)
+    calls = count_cat_files(monkeypatch)
     assert repo.run("history", "--json").out == expected
     assert 0 < len(calls) <= GIT_READS
 
@@ -274,14 +280,7 @@ def test_a_warm_check_reads_the_notes_it_shows_in_one_git_process(
     repo.commit("third")
     assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
     expected = repo.run("check", "--json")
-    calls: list[int] = []
-    cat_file = gitfiles.cat_file
-
-    def counted(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> object:
-        calls.append(len(ids))
-        return cat_file(gitdir, environ, ids)
-
-    monkeypatch.setattr(gitfiles, "cat_file", counted)
+    calls = count_cat_files(monkeypatch)
     again = repo.run("check", "--json")
     assert (again.code, again.out) == (expected.code, expected.out)
     assert calls == [3]
