@@ -16,7 +16,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 # Variables that change where git looks: with any of them set, discovery is libgit2's.
 _DISCOVERY_VARIABLES = (
@@ -140,9 +140,6 @@ class Refs:
         """The commit id HEAD names; None when it names none (or in a way not read here)."""
         return self._resolve("HEAD", 0)
 
-    def target(self, name: str) -> str | None:
-        return self._resolve(name, 0)
-
     def notes_targets(self, local: str, suffix: str) -> dict[str, str] | None:
         """`local` and every `refs/notes/remotes/*<suffix>` ref with their targets, the local
         one first and the rest by name; None when one of them cannot be read here."""
@@ -229,45 +226,61 @@ class Refs:
         return names
 
 
+def is_object_id(text: str) -> bool:
+    """A full object id, which git reads as nothing else (anything else it resolves)."""
+    return _OID.fullmatch(text) is not None
+
+
+def _cat_file(gitdir: str, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of `git cat-file --batch`: replacement refs are
+    not honoured, as libgit2 does not honour them."""
+    command = ["git", f"--git-dir={gitdir}", "cat-file", "--batch"]
+    return command, {**environ, "GIT_NO_REPLACE_OBJECTS": "1"}
+
+
+def _answer(stream: IO[bytes], oid: str) -> tuple[str, bytes] | None:
+    """cat-file's answer for one object: (type, content), None when it is not in the
+    repository; UnsureError for anything else (a reply cut short, another object)."""
+    header = stream.readline().split()
+    if header == [oid.encode("ascii"), b"missing"]:
+        return None
+    if len(header) != 3 or header[0] != oid.encode("ascii") or not header[2].isdigit():
+        raise UnsureError(oid)
+    size = int(header[2])
+    data = stream.read(size + 1)
+    if len(data) != size + 1 or data[-1:] != b"\n":
+        raise UnsureError(oid)
+    return header[1].decode("ascii", "replace"), data[:-1]
+
+
 def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Objects | None:
     """Objects by id, read by one `git cat-file --batch`: cheaper than loading libgit2 for
     a few note blobs. Each is (type, content), or None when it is not in the repository;
-    None for all when git cannot run. Only for a plain layout (see `discover`): in a
-    partial clone git would fetch what is missing, one object at a time."""
-    if not all(_OID.fullmatch(oid) for oid in ids):
+    None for all when git cannot run or answers otherwise. Only for a plain layout (see
+    `discover`): in a partial clone git would fetch what is missing, one at a time."""
+    if not all(is_object_id(oid) for oid in ids):
         return None  # git would read anything else as a revision to resolve
+    import io
     import subprocess
 
+    command, env = _cat_file(gitdir, environ)
     try:
         result = subprocess.run(
-            ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
+            command,
             input="".join(f"{oid}\n" for oid in ids).encode("ascii"),
             capture_output=True,
-            env={**environ, "GIT_NO_REPLACE_OBJECTS": "1"},  # libgit2 honours no replacement
+            env=env,
             check=False,
         )
-    except (OSError, UnicodeEncodeError):
+    except OSError:
         return None
     if result.returncode != 0:
         return None
-    out = result.stdout
-    found: Objects = {}
-    at = 0
-    for oid in ids:
-        end = out.find(b"\n", at)
-        if end < 0:
-            return None
-        header = out[at:end].split()
-        at = end + 1
-        if len(header) == 3 and header[0].decode() == oid and header[2].isdigit():
-            size = int(header[2])
-            found[oid] = (header[1].decode(), out[at : at + size])
-            at += size + 1
-        elif header[-1:] == [b"missing"]:
-            found[oid] = None
-        else:
-            return None
-    return found
+    answers = io.BytesIO(result.stdout)
+    try:
+        return {oid: _answer(answers, oid) for oid in ids}
+    except UnsureError:
+        return None
 
 
 def committer_time(commit: bytes) -> int | None:
@@ -295,42 +308,33 @@ _OID_BYTES = 20
 
 class Batch:
     """One `git cat-file --batch`, asked one object at a time: what a read learns from one
-    object (a tree) names the next. Replacement refs are not honoured, as libgit2 does
-    not honour them. Only for a plain layout (see `cat_file`)."""
+    object (a tree) names the next. Only for a plain layout (see `cat_file`)."""
 
     def __init__(self, gitdir: str, environ: Mapping[str, str]) -> None:
         """OSError when git cannot run."""
         import subprocess
 
+        command, env = _cat_file(gitdir, environ)
         self._process = subprocess.Popen(
-            ["git", f"--git-dir={gitdir}", "cat-file", "--batch"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**environ, "GIT_NO_REPLACE_OBJECTS": "1"},
+            env=env,
         )
 
     def read(self, oid: str) -> tuple[str, bytes] | None:
         """(type, content) of one object; None when it is not in the repository."""
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
-        if _OID.fullmatch(oid) is None:
+        if not is_object_id(oid):
             raise UnsureError(oid)
         try:
             stdin.write(f"{oid}\n".encode("ascii"))
             stdin.flush()
         except OSError:  # git stopped (a broken pipe)
             raise UnsureError(oid) from None
-        header = stdout.readline().split()
-        if header == [oid.encode("ascii"), b"missing"]:
-            return None
-        if len(header) != 3 or header[0] != oid.encode("ascii") or not header[2].isdigit():
-            raise UnsureError(oid)
-        size = int(header[2])
-        data = stdout.read(size + 1)
-        if len(data) != size + 1 or data[-1:] != b"\n":
-            raise UnsureError(oid)
-        return header[1].decode("ascii", "replace"), data[:-1]
+        return _answer(stdout, oid)
 
     def objects(self, ids: Sequence[str]) -> Objects | None:
         """Objects by id, as `cat_file` reads them; None when git did not answer."""

@@ -153,6 +153,14 @@ class Opened:
         self._git_reads += 1
         return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
 
+    def shown_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
+        """Notes a command shows, read by git in a plain layout even once libgit2 is loaded:
+        a few thousand notes read by libgit2 map most of the pack index into the process,
+        git's process ends with the read. None: read them with libgit2."""
+        if self.refs is None:
+            return None
+        return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
+
     @contextlib.contextmanager
     def git_batch(self) -> Iterator[gitfiles.Batch | None]:
         """One git process that reads objects one by one while the block lasts (what

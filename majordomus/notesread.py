@@ -12,7 +12,7 @@ import shutil
 import signal
 import struct
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
@@ -30,7 +30,7 @@ from majordomus.cache import (
     plain_entry,
 )
 from majordomus.errors import RepositoryError
-from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects, cat_file
+from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -336,33 +336,31 @@ class NotesReader:
         targets = [str(self.repo.references[name].resolve().target) for name in self.notes_refs()]
         return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
-    def preload(self, blobs: Collection[str], environ: Mapping[str, str] | None = None) -> None:
+    def preload(self, blobs: Collection[str]) -> None:
         """Parse many notes through the document cache (decoding beats parsing TOML). Notes
         this command parsed already (a read without its read cache) go into the document
         cache as they are, for the next command. The notes the document cache lacks are
-        read by one git process (given the environment git runs in, in a plain layout, so
-        never a partial clone) even when libgit2 is loaded: a few thousand notes read by
+        read by one git process (in a plain layout, so never a partial clone) even when
+        libgit2 is loaded: a few thousand notes read by
         libgit2 map most of the pack index into this process (~130 MiB resident at
         1,000,000 commits), and git's process ends with the read. Past PRELOAD_BY_GIT_MAX
         notes, libgit2 reads them (quicker, and the records shown outweigh the index)."""
         documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
         order = list(blobs)
         unread = sum(1 for b in order if not self.blobs.is_parsed(b) and not documents.has(b))
-        by_git = 1 < unread <= PRELOAD_BY_GIT_MAX and environ is not None and bool(self._plain)
+        by_git = 1 < unread <= PRELOAD_BY_GIT_MAX
         for start in range(0, len(order), FRAME_ENTRIES):  # a batch's bytes at a time
             batch = order[start : start + FRAME_ENTRIES]
-            self._read_batch(batch, documents, environ if by_git else None)
+            self._read_batch(batch, documents, by_git)
             self._preload_batch(batch, documents)
         # Pruned to the current notes when this command read them all; else kept whole
         # (the notes shown are not all the notes there are).
         documents.save(self._current_blobs or None)
 
-    def _read_batch(
-        self, batch: Sequence[str], documents: DocumentCache, environ: Mapping[str, str] | None
-    ) -> None:
+    def _read_batch(self, batch: Sequence[str], documents: DocumentCache, by_git: bool) -> None:
         unread = [b for b in batch if not self.blobs.is_parsed(b) and not documents.has(b)]
-        if unread and environ is not None:
-            self.blobs.prefetch(unread, cat_file(str(self.commondir), environ, unread))
+        if unread and by_git and self._plain is not None:
+            self.blobs.prefetch(unread, self._plain.shown(unread))
         else:
             self.blobs.prefetch(unread)  # by git while libgit2 is not loaded
 
@@ -413,8 +411,7 @@ class BlobIds(Collection[str]):
         return len(self._ids) // 40
 
     def __iter__(self) -> Iterator[str]:
-        ids = self._ids
-        return (ids[at : at + 40] for at in range(0, len(ids), 40))
+        return _ids(self._ids)
 
     def __contains__(self, item: object) -> bool:
         if not isinstance(item, str) or len(item) != 40:
@@ -437,7 +434,8 @@ class Plain(NamedTuple):
     targets, and objects read by git; either answers None when libgit2 must."""
 
     targets: Callable[[], dict[str, str] | None]
-    objects: Callable[[Sequence[str]], Objects | None]
+    objects: Callable[[Sequence[str]], Objects | None]  # while libgit2 is not loaded
+    shown: Callable[[Sequence[str]], Objects | None]  # notes shown whole, at any time
 
 
 def _tree_of(found: tuple[str, bytes] | None) -> str | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import re
 import subprocess
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["NOTES_REF", "MissingObjectError", "Store"]
 
 TASK_FILE = "majordomus-task"
-_COMMIT_ID = re.compile(r"[0-9a-f]{40}")
 
 
 class Store:
@@ -86,9 +84,10 @@ class Store:
 
     @cached_property
     def reader(self) -> NotesReader:
+        opened = self._opened
         plain = None
-        if self._opened.refs is not None:
-            plain = Plain(self._plain_targets, self._opened.objects_by_git)
+        if opened.refs is not None:
+            plain = Plain(self._plain_targets, opened.objects_by_git, opened.shown_by_git)
         reader = NotesReader(lambda: self.repo, self.commondir, self.blobs, plain)
         reader.fetch_missing = self._fetch_missing
         return reader
@@ -137,7 +136,7 @@ class Store:
         if rev is None:
             return self.head()
         # A commit's full id (what CI passes) is checked by git while libgit2 is not loaded.
-        read = self._opened.objects_by_git([rev]) if _COMMIT_ID.fullmatch(rev) else None
+        read = self._opened.objects_by_git([rev]) if gitfiles.is_object_id(rev) else None
         if read is not None and (read.get(rev) or ("",))[0] == "commit":
             return rev
         import pygit2
@@ -360,16 +359,15 @@ class Store:
             asked, self._asked = self._asked, None
             assert asked is not None
             out, err = asked.communicate()
-            result = subprocess.CompletedProcess(asked.args, asked.returncode, out, err)
-            if result.returncode != 0:
-                lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+            if asked.returncode != 0:
+                lines = [line for line in err.strip().splitlines() if line.strip()]
                 why = lines[-1].removeprefix("fatal: ") if lines else "no identity"
                 raise RepositoryError(
                     f"git has no identity to sign records with ({why}): run "
                     'git config --global user.name "Your Name" and '
                     "git config --global user.email you@example.com."
                 )
-            self._identity = result.stdout.strip().rsplit(" ", 2)[0]
+            self._identity = out.strip().rsplit(" ", 2)[0]
         return self._identity
 
     def remote_names(self) -> list[str]:
@@ -443,10 +441,7 @@ class Store:
         # While libgit2 is not loaded, one git process finds the notes and reads them.
         with self._opened.git_batch() as batch:
             if batch is not None:
-                refs = self._opened.refs
-                chosen = targets
-                if chosen is None and refs is not None:
-                    chosen = refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
+                chosen = targets if targets is not None else self._plain_targets()
                 try:
                     if chosen is not None:
                         attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
@@ -506,7 +501,7 @@ class Store:
     def preload(self, blobs: Collection[str]) -> None:
         """Parse many notes through the document cache (decoding beats parsing TOML); the
         notes it lacks read by one git process in a plain layout (see NotesReader.preload)."""
-        self.reader.preload(blobs, self.environ)
+        self.reader.preload(blobs)
 
     def drop_cache(self) -> bool:
         """Remove every derived cache file; the next command rebuilds what it needs."""

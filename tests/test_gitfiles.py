@@ -284,3 +284,25 @@ def test_a_warm_check_reads_the_notes_it_shows_in_one_git_process(
     again = repo.run("check", "--json")
     assert (again.code, again.out) == (expected.code, expected.out)
     assert calls == [3]
+
+
+def test_notes_shown_whole_are_read_by_git_even_once_libgit2_is_loaded(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that loaded libgit2 (a full read) and then shows many notes whole reads
+    them through one git process, so the pack index stays out of it: the same notes as
+    libgit2 reads, parsed the same."""
+    repo.task()
+    for n in range(6):
+        repo.commit(f"step {n}")
+        assert repo.run("checkpoint", f"seen {n}").code == 0
+    blobs = [line.split()[0] for line in repo.git("notes", "--ref=majordomus", "list").splitlines()]
+    (repo.path / ".git" / RECORDS_FILE_NAME).unlink(missing_ok=True)
+    store = Store(str(repo.path), repo.environ)
+    assert store.repo is not None  # libgit2 loaded
+    calls = count_cat_files(monkeypatch)
+    store.preload(blobs)
+    assert calls == [len(blobs)]
+    by_libgit2 = Store(str(repo.path), {**repo.environ, "GIT_CEILING_DIRECTORIES": "/"})
+    for blob in blobs:
+        assert store.note([blob]) == by_libgit2.note([blob])
