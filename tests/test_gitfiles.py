@@ -20,7 +20,7 @@ from majordomus.location import GIT_READS
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
 from majordomus.store import Store
-from tests.conftest import Repo
+from tests.conftest import Clock, Repo
 from tests.support.git import bare
 from tests.support.repo import clone
 
@@ -191,11 +191,10 @@ def _probe(repo: Repo, argv: list[str], environ: dict[str, str]) -> list[object]
     return answer
 
 
-@pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])
-def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
-    tmp_path: Path, environ: dict[str, str], clock: object, argv: list[str]
-) -> None:
-    origin = Repo.init(tmp_path / "origin", environ, clock)  # type: ignore[arg-type]
+def _published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, str]:
+    """A bare remote holding a history with a merge, a checkpoint on the merged branch and
+    a handover on the merge, with its notes; and the task's id."""
+    origin = Repo.init(tmp_path / "origin", environ, clock)
     task = origin.task()
     origin.commit("side start")
     origin.git("checkout", "-q", "-b", "side", "HEAD~1")
@@ -204,13 +203,28 @@ def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
     origin.git("checkout", "-q", "main")
     origin.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
     assert origin.run("handover", "-o", "find it", "-s", "seen", "-n", "bisect").code == 0
-    here = clone(str(origin.path), tmp_path / "here", environ, clock)  # type: ignore[arg-type]
+    remote = bare(tmp_path / "remote.git", environ)
+    origin.git("push", "-q", str(remote), "main", f"{NOTES_REF}:{NOTES_REF}")
+    return remote, task
+
+
+@pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])
+def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, argv: list[str]
+) -> None:
+    """A second clone behind a bare remote, on another branch off an older commit, its
+    refs packed, a note edited by hand with git, a new commit: each warm read answers
+    without libgit2 as libgit2's path does."""
+    remote, task = _published(tmp_path, environ, clock)
+    here = clone(str(remote), tmp_path / "here", environ, clock)
     here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
     here.git("checkout", "-q", "-b", "fix", "HEAD~1")  # another branch, an older commit
     here.git("pack-refs", "--all")
     assert here.run("task", "use", task).code == 0
     argv = [task if a == "TASK" else a for a in argv]
     _probe(here, argv, here.environ)  # builds the caches
+    here.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "origin/main")
+    _probe(here, argv, here.environ)  # the views carried over that edit
     here.commit("moved on")  # answers carried along the new commit, and kept for it
     _probe(here, argv, here.environ)
     warm = _probe(here, argv, here.environ)
@@ -218,6 +232,30 @@ def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
     assert warm[:3] == by_libgit2[:3]
     assert warm[0] in (0, 1) and warm[2] == ""
     assert (warm[3], by_libgit2[3]) == (False, True)
+
+
+@pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])
+def test_reads_of_a_shallow_clone_answer_as_libgit2_answers(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, argv: list[str]
+) -> None:
+    """In a shallow clone the `shallow` file is read as libgit2 reads it, and every read,
+    twice over, answers as libgit2's path does."""
+    remote, task = _published(tmp_path, environ, clock)
+    here = clone(f"file://{remote}", tmp_path / "here", environ, clock, "--depth", "2")
+    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    assert here.run("task", "use", task).code == 0
+    plain = Store(str(here.path), here.environ)
+    by_libgit2 = Store(str(here.path), {**here.environ, "GIT_CEILING_DIRECTORIES": "/"})
+    assert by_libgit2._opened.refs is None  # the environment leaves it to libgit2
+    assert plain.is_shallow() and by_libgit2.is_shallow()
+    assert plain.shallow_boundary() == by_libgit2.shallow_boundary() != frozenset()
+    assert "repo" not in plain.__dict__  # told from the file, not by libgit2
+    argv = [task if a == "TASK" else a for a in argv]
+    first = _probe(here, argv, here.environ)
+    again = _probe(here, argv, here.environ)
+    libgit2s = _probe(here, argv, {**here.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert first[:3] == again[:3] == libgit2s[:3]
+    assert first[0] in (0, 1) and first[2] == ""
 
 
 def test_a_working_directory_that_is_gone_is_said_in_one_line(
