@@ -17,9 +17,6 @@ if TYPE_CHECKING:
     import pygit2
 
 PARSED_KEEP = 12_000  # parsed notes kept for a second look (a few KiB each)
-# Reads through git (while libgit2 is not loaded) are for the few notes a warm read
-# shows: past this many blobs in one process (or too many processes), libgit2 reads.
-BY_GIT_BLOBS = 2_000
 
 
 class NoteBlobs:
@@ -79,7 +76,7 @@ class NoteBlobs:
             self._read_by_git(unread)
 
     def _read_by_git(self, blob_ids: Sequence[str]) -> None:
-        if self._by_git is not None and len(blob_ids) <= BY_GIT_BLOBS:
+        if self._by_git is not None:
             self._read.update(self._by_git(blob_ids) or {})
 
     def parse(self, blob_id: str, *, keep: bool = True) -> Note | NoteError:

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     import pygit2
 
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
-GIT_READS = 6  # `git cat-file` processes a command may run before libgit2 reads instead
+# A warm read reads a few objects through `git cat-file` rather than load libgit2; past
+# this many processes, or this many objects in one, libgit2 reads (it is then cheaper).
+GIT_READS = 6
+GIT_READ_OBJECTS = 2_000
 
 
 class _Located(NamedTuple):
@@ -142,13 +145,13 @@ class Opened:
 
     def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
         """A few objects read by git, while libgit2 is not loaded and the layout is plain;
-        None: read them with libgit2 (also once GIT_READS processes ran: a command that
-        reads more than a warm read does is better served by libgit2)."""
+        None: read them with libgit2 (also past GIT_READS processes or GIT_READ_OBJECTS
+        objects: a command that reads more than a warm read does is better served by it)."""
         if self.refs is None or "repo" in self.__dict__:
             return None
         if self._batch is not None:  # one process, running already
             return self._batch.objects(ids)
-        if self._git_reads >= GIT_READS:
+        if self._git_reads >= GIT_READS or len(ids) > GIT_READ_OBJECTS:
             return None
         self._git_reads += 1
         return gitfiles.cat_file(str(self.gitdir), self.environ, ids)

@@ -16,7 +16,7 @@ import pytest
 
 from majordomus import gitfiles
 from majordomus.cache import RECORDS_FILE_NAME
-from majordomus.location import GIT_READS
+from majordomus.location import GIT_READ_OBJECTS, GIT_READS, open_repository
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
 from majordomus.store import Store
@@ -344,3 +344,24 @@ def test_notes_shown_whole_are_read_by_git_even_once_libgit2_is_loaded(
     by_libgit2 = Store(str(repo.path), {**repo.environ, "GIT_CEILING_DIRECTORIES": "/"})
     for blob in blobs:
         assert store.note([blob]) == by_libgit2.note([blob])
+
+
+def test_git_reads_stop_at_their_caps_and_once_libgit2_is_loaded(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects are read by git only for a warm read's few: never more than
+    GIT_READ_OBJECTS in one process, GIT_READS processes, or once libgit2 is loaded."""
+    head = repo.head()
+    calls = count_cat_files(monkeypatch)
+    opened = open_repository(str(repo.path), repo.environ)
+    assert opened.objects_by_git([head] * (GIT_READ_OBJECTS + 1)) is None
+    assert calls == []
+    for _ in range(GIT_READS):
+        read = opened.objects_by_git([head]) or {}
+        assert (read.get(head) or ("",))[0] == "commit"
+    assert opened.objects_by_git([head]) is None
+    assert len(calls) == GIT_READS
+    fresh = open_repository(str(repo.path), repo.environ)
+    assert fresh.repo is not None
+    assert fresh.objects_by_git([head]) is None
+    assert len(calls) == GIT_READS
