@@ -389,17 +389,26 @@ class DocumentCache(CacheFile):
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None  # not this layout after all: read the blob again
 
+    @staticmethod
+    def form(note: Note) -> tuple[Any, ...] | None:
+        """A note read whole from TOML as the cache keeps it (marshal can write it); None
+        for a salvaged note, which is not kept: it is read again."""
+        if note.salvaged or note.unreadable:
+            return None
+        return (tuple(map(_flat, note.entries)), _encode(dict(note.other)), note.invalid_plain)
+
     def put(self, blob: str, note: Note) -> None:
         """A note read whole from TOML (a salvaged note is not kept: it is read again)."""
-        if note.salvaged or note.unreadable:
-            return
-        task = note.entries[0].table.get("task") if note.entries else None
+        form = self.form(note)
+        if form is not None:
+            self.put_form(blob, form)
+
+    def put_form(self, blob: str, form: tuple[Any, ...]) -> None:
+        """A note in the form `form` made of it (in this process or in a helper)."""
+        entries = form[0]
+        task = entries[0][1].get("task") if entries else None
         group = sys.intern(task) if isinstance(task, str) else ""
-        self._group(group)[blob] = (
-            tuple(map(_flat, note.entries)),
-            _encode(dict(note.other)),
-            note.invalid_plain,
-        )
+        self._group(group)[blob] = form
         self.groups[blob] = group
         self._changed.add(group)
 

@@ -14,7 +14,7 @@ import struct
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs
@@ -71,6 +71,7 @@ class NotesReader:
         self.blobs = blobs
         self.fetch_missing: Fetcher | None = None
         self._disk_cache: ReadCache | None = None
+        self._documents: DocumentCache | None = None
         self._current_blobs: Collection[str] = ()
 
     @property
@@ -111,14 +112,16 @@ class NotesReader:
             f"(git update-ref -d {name}) and fetch again."
         )
 
-    def read_notes(self) -> NoteSet:
+    def read_notes(self, *, whole: bool = False) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache).
+        `whole`: the caller goes on to show every record whole (`preload`), so a read that
+        parses the notes keeps what it parsed for the document cache too.
 
         In a partial clone, note objects the clone left out are fetched from the
         promisor remote in one batch (`fetch_missing`), then read; when they cannot
         be, the read stops (exit 3) rather than answer from what happens to be here.
         """
-        noteset, missing = self._read_present()
+        noteset, missing = self._read_present(whole)
         if not missing or not self.is_partial():
             return noteset
         remote, reason = "the promisor remote", "majordomus did not ask it"
@@ -129,7 +132,7 @@ class NotesReader:
             asked |= missing
             remote, failure = self.fetch_missing(sorted(missing))
             reason = failure or "it did not send them"
-            noteset, missing = self._read_present()
+            noteset, missing = self._read_present(whole)
         if missing:
             raise RepositoryError(
                 f"{len(missing)} note object(s) are missing from this partial clone and "
@@ -138,7 +141,7 @@ class NotesReader:
             )
         return noteset
 
-    def _read_present(self) -> tuple[NoteSet, set[str]]:
+    def _read_present(self, whole: bool) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
 
         A missing object is never cached: it can arrive with the next fetch.
@@ -192,7 +195,8 @@ class NotesReader:
                 # unmapped before the helpers are forked, it is in none of the processes
                 # at once with what each of them builds.
                 self.repo.free()
-            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob)
+            put_form = self._document_cache().put_form if whole else None
+            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob, put_form)
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in _ids(unread) if blob not in cache.blobs]
             for blob, parsed in _entries(self.blobs, left):
@@ -270,6 +274,11 @@ class NotesReader:
                         return True
         return False
 
+    def _document_cache(self) -> DocumentCache:
+        if self._documents is None:
+            self._documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
+        return self._documents
+
     def _read_cache(self) -> ReadCache:
         if self._disk_cache is None:
             self._disk_cache = ReadCache(self.commondir / CACHE_FILE)
@@ -286,7 +295,7 @@ class NotesReader:
         if folder.is_dir():
             shutil.rmtree(folder, ignore_errors=True)
             dropped = True
-        self._disk_cache = None
+        self._disk_cache = self._documents = None
         return dropped
 
     def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry | None:
@@ -345,7 +354,7 @@ class NotesReader:
         libgit2 map most of the pack index into this process (~130 MiB resident at
         1,000,000 commits), and git's process ends with the read. Past PRELOAD_BY_GIT_MAX
         notes, libgit2 reads them (quicker, and the records shown outweigh the index)."""
-        documents = DocumentCache(self.commondir / DOCUMENTS_FILE)
+        documents = self._document_cache()
         order = list(blobs)
         unread = sum(1 for b in order if not self.blobs.is_parsed(b) and not documents.has(b))
         by_git = 1 < unread <= PRELOAD_BY_GIT_MAX
@@ -480,7 +489,10 @@ def _uncached() -> Iterator[None]:
 def _entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> BlobEntry | None:
     """What the read cache keeps of a note blob; None when the blob is not here. `keep`:
     `blobs` keeps the parse for a second look (see `NoteBlobs.parse`)."""
-    parsed = blobs.parse(blob, keep=keep)
+    return _entry_of(blobs.parse(blob, keep=keep))
+
+
+def _entry_of(parsed: Note | NoteError) -> BlobEntry | None:
     if isinstance(parsed, MissingObjectError):
         return None
     if isinstance(parsed, NoteError):
@@ -500,9 +512,15 @@ FRAME_ENTRIES = 2000
 _FRAME_LENGTH = struct.Struct("<Q")
 
 
-def _summarised_in_workers(gitdir: str, ids: str, put: Callable[[str, BlobEntry], None]) -> None:
-    """`put` the entry of each blob parsed by forked processes, one run of the ids each;
-    what they did not send the caller parses. This process parses nothing meanwhile, so
+def _summarised_in_workers(
+    gitdir: str,
+    ids: str,
+    put: Callable[[str, BlobEntry], None],
+    put_form: Callable[[str, tuple[Any, ...]], None] | None = None,
+) -> None:
+    """`put` the entry of each blob parsed by forked processes, one run of the ids each,
+    and `put_form` (when given) its note as the document cache keeps it; what they did not
+    send the caller parses. This process parses nothing meanwhile, so
     the pack index and the parses are only ever in the helpers, never beside what it
     gathers. Nothing when only one CPU is there, when this process runs threads (forking
     one is unsafe), or where fork is not."""
@@ -528,15 +546,17 @@ def _summarised_in_workers(gitdir: str, ids: str, put: Callable[[str, BlobEntry]
                 break
             if pid == 0:  # pragma: no cover (the child's coverage is not collected)
                 os.close(reader)
-                _parse_share(gitdir, _run(ids, count, k), writer)
+                _parse_share(gitdir, _run(ids, count, k), writer, put_form is not None)
             os.close(writer)
             children.append((pid, os.fdopen(reader, "rb")))
         while children:
             pid, pipe = children[0]
             with pipe, contextlib.suppress(ValueError, EOFError, TypeError):
                 for frame in _frames(pipe):  # each whole frame holds entries as parsed
-                    for blob, value in marshal.loads(frame).items():
+                    for blob, (value, form) in marshal.loads(frame).items():
                         put(blob, blob_entry(value))
+                        if put_form is not None and form is not None:
+                            put_form(blob, form)
             os.waitpid(pid, 0)
             children.pop(0)
     finally:
@@ -559,17 +579,27 @@ def _frames(pipe: BinaryIO) -> Iterator[bytes]:
 def _entries(blobs: NoteBlobs, share: Sequence[str]) -> Iterator[tuple[str, BlobEntry]]:
     """The entry of each blob of a share that is here (read by one git process a batch at a
     time while libgit2 is not loaded, else by libgit2 one by one)."""
+    for blob, entry, _ in _parsed(blobs, share):
+        yield blob, entry
+
+
+def _parsed(
+    blobs: NoteBlobs, share: Sequence[str]
+) -> Iterator[tuple[str, BlobEntry, Note | NoteError]]:
+    """`_entries`, each with the parse it was made of."""
     for start in range(0, len(share), FRAME_ENTRIES):
         batch = share[start : start + FRAME_ENTRIES]
         blobs.prefetch(batch)
         for blob in batch:
-            entry = _entry(blobs, blob, keep=False)
+            parsed = blobs.parse(blob, keep=False)
+            entry = _entry_of(parsed)
             if entry is not None:
-                yield blob, entry
+                yield blob, entry, parsed
 
 
-def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
-    """In a forked child: parse a share of the blobs, write the entries in frames, exit.
+def _parse_share(gitdir: str, share: Sequence[str], writer: int, forms: bool) -> NoReturn:
+    """In a forked child: parse a share of the blobs, write the entries in frames, exit;
+    `forms`: each with its note as the document cache keeps it (else None).
     The frames are written at the end, so a helper never stops parsing to wait while the
     parent reads another helper's pipe; until then each is kept marshalled (a fraction of
     the size of the objects)."""
@@ -582,8 +612,9 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int) -> NoReturn:
         repo = pygit2.Repository(gitdir)
         frames: list[bytes] = []
         entries = {}
-        for blob, entry in _entries(NoteBlobs(lambda: repo), share):
-            entries[blob] = plain_entry(entry)
+        for blob, entry, parsed in _parsed(NoteBlobs(lambda: repo), share):
+            form = DocumentCache.form(parsed) if forms and isinstance(parsed, Note) else None
+            entries[blob] = (plain_entry(entry), form)
             if len(entries) == FRAME_ENTRIES:
                 frames.append(marshal.dumps(entries))
                 entries = {}

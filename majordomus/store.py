@@ -419,9 +419,10 @@ class Store:
         refs = self._opened.refs
         return None if refs is None else refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
 
-    def read_notes(self) -> NoteSet:
-        """Every note of every notes ref, read in one pass (through the read cache)."""
-        return self.reader.read_notes()
+    def read_notes(self, *, whole: bool = False) -> NoteSet:
+        """Every note of every notes ref, read in one pass (through the read cache);
+        `whole`: the caller shows every record whole next (see NotesReader.read_notes)."""
+        return self.reader.read_notes(whole=whole)
 
     def is_partial(self) -> bool:
         """Whether git may have left objects out of this clone (a promisor remote is set)."""

@@ -32,6 +32,11 @@ import majordomus.notesread as notesread
 from majordomus import cli
 mode, argv = sys.argv[1], sys.argv[2:]
 forks = []
+parses = []  # the notes this process parsed (a helper's count stays in the helper)
+import majordomus.blobs as blobs
+parse_note, load_document = blobs.parse_note, notesread.load_document
+blobs.parse_note = lambda data: parses.append(1) or parse_note(data)
+notesread.load_document = lambda data: parses.append(1) or load_document(data)
 if mode == "one":
     notesread.SHARED_READ_MIN = 10**9
 else:
@@ -52,6 +57,7 @@ else:
         os.fork = refused
 code = cli.run(argv)
 sys.stdout.flush()
+sys.stderr.write(f"parses={len(parses)}\\n")
 sys.stderr.write(f"forks={len(forks)}\\n")
 sys.exit(code)
 """
@@ -198,3 +204,58 @@ def test_a_first_read_in_forked_processes_answers_each_task_as_every_later_read_
         expected = fresh(*later)
         assert "appended by hand" in expected
         assert run_in(copy, environ, "shared", *later)[0] == expected
+
+
+def test_every_record_of_a_first_read_in_forked_processes_is_parsed_once(
+    planted: Planted, tmp_path: Path
+) -> None:
+    """`history` of every task shows every record whole. The helpers that parse the notes
+    for the read cache send each note's document too, for the document cache, so this
+    process parses none of those notes a second time: forty more notes, on commits of
+    another branch, cost it no parse. Its answer is one process's, and the next command's
+    from the caches."""
+    clone, environ = planted
+    grown = tmp_path / "grown"
+    shutil.copytree(clone, grown)
+    git(grown, environ, "checkout", "-q", "-b", "more", "main~1")
+    for number in range(40):
+        git(grown, environ, "commit", "-q", "--allow-empty", "-m", f"more {number}")
+        head = git(grown, environ, "rev-parse", "HEAD").strip()
+        note = f'[[checkpoint]]\nv = 1\nid = "c-{number:016x}"\ntask = "t-00000000beef"\n'
+        note += f'head = "{head}"\nat = 2026-11-30T03:{number:02d}:00Z\n'
+        note += f'author = "A <a@example.com>"\nbody = "observation {number}"\n'
+        git(grown, environ, "notes", "--ref=majordomus", "add", "-m", note, head)
+    git(grown, environ, "checkout", "-q", "later")
+    argv = ("history", "--all", "--json")
+
+    def first(source: Path, mode: str) -> tuple[str, int]:
+        copy = tmp_path / f"{source.name}-{mode}"
+        shutil.copytree(source, copy)
+        return _parses(copy, environ, mode, *argv)
+
+    alone, parsed_alone = first(grown, "one")
+    assert len(json.loads(alone)["records"]) >= 40
+    shared, parsed_shared = first(grown, "shared")
+    _, parsed_before = first(clone, "shared")  # the same read without the forty notes
+    assert shared == alone
+    # Not one parse more for the forty notes (fewer in all: every note the helpers could
+    # read as TOML now comes from the document cache, hostile ones too); one process
+    # parses each of them itself.
+    assert parsed_shared <= parsed_before
+    assert parsed_alone >= parsed_shared + 40
+    again, _ = _parses(tmp_path / "grown-shared", environ, "shared", *argv)
+    assert again == alone
+
+
+def _parses(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
+    """The output of a command in a copy as it stands, and how many notes this process
+    (not a helper) parsed."""
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout, int(result.stderr.split("parses=", 1)[1].split()[0])
