@@ -462,7 +462,9 @@ def history(
         task_id: str | None = resolve_task(views.task_ids, task)
         index = views.index(task_id or "", rev=commit)
     else:
-        task_id, index = None, Index(store.read_notes(whole=True), store, rev=commit)
+        # Every record shown whole (no --limit): a first read keeps each note it parses.
+        # (The note set is the index's alone: it lets go of what it has made its own.)
+        task_id, index = None, Index(store.read_notes(whole=limit is None), store, rev=commit)
     order = index.graph_order
     chosen = index.records if task_id is None else index.of_task(task_id)
     visible = [item for item in chosen if item.commit in order]
