@@ -314,6 +314,8 @@ class CommitGraph:
         self._walked: Walked | None = None
         self._chains: dict[str, list[str]] = {}
         self._meeting_cache: dict[str, list[Meeting]] = {}
+        self._expected: tuple[str, tuple[str, ...]] | None = None
+        self._told: dict[tuple[str, str], Divergence] = {}  # labels an order walk read
         self.walks = 0  # git walks made: what the tests hold to "one or a few"
 
     @property
@@ -340,6 +342,12 @@ class CommitGraph:
             candidates if isinstance(candidates, set | frozenset | KeysView) else set(candidates)
         )
         return {commit: rank for commit, rank in ranks.items() if commit in wanted}
+
+    def expect_labels(self, rev: str, handovers: Collection[str]) -> None:
+        """The labels read from `rev` the command asks for after an order of `rev`: a walk
+        made for that order reads the labels of the handovers on its history in the same
+        pass (at a million commits, one walk of git's instead of two)."""
+        self._expected = (rev, tuple(dict.fromkeys(handovers)))
 
     def labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
         """The label of each handover commit read from `rev`."""
@@ -376,7 +384,11 @@ class CommitGraph:
         self.walks += 1
         ranks: dict[str, int] = {}
         kept: list[Line] | None = []
-        for rank, line in enumerate(self.source.stream([rev], topo=False)):
+        lines = self.source.stream([rev], topo=False)
+        targets = self._expected_targets(rev)
+        if targets:
+            lines = self._counting(lines, rev, targets)
+        for rank, line in enumerate(lines):
             if line[0] in wanted:
                 ranks[line[0]] = rank
             if kept is not None:
@@ -386,6 +398,52 @@ class CommitGraph:
         if kept is not None:
             self._walked = Walked(rev, kept)
         return ranks
+
+    def _expected_targets(self, rev: str) -> list[str]:
+        """The handovers whose labels from `rev` an order walk of `rev` is to read too: in a
+        complete clone, those no answer kept in memory gives."""
+        if self._expected is None or self._expected[0] != rev or self.boundary:
+            return []
+        return [
+            h
+            for h in self._expected[1]
+            if h != rev
+            and (rev, h) not in self._told
+            and (self.memory is None or self.memory.label(h, rev) is None)
+        ]
+
+    def _counting(self, lines: Iterator[Line], rev: str, targets: list[str]) -> Iterator[Line]:
+        """The lines of REV's walk, passed on as they come, counted as `streamed_counts` counts
+        them on the way: each target on that history is reached by REV, so all of its own
+        history is in the walk, and when the walk ends in order (no parent listed before a
+        child, none missing) its label is read from the counts. A target the walk does not
+        list (off REV's history, or not here) is left to `labels`."""
+        bits: dict[str, int] = {rev: 1}
+        for i, target in enumerate(targets):
+            bits[target] = bits.get(target, 0) | 1 << (i + 1)
+        owed: dict[str, int] = {}
+        masks: Counter[int] = Counter()
+        listed: set[str] = set()
+        for line in lines:
+            commit = line[0]
+            mask = owed.pop(commit, 0)
+            bit = bits.get(commit)
+            if bit is not None:
+                mask |= bit
+                listed.add(commit)
+            masks[mask] += 1
+            for parent in line[1:]:
+                owed[parent] = owed.get(parent, 0) | mask
+            yield line
+        if owed:
+            return  # out of order, or a parent not here: `labels` walks as it always did
+        only_rev, _, _ = tally(masks, len(targets))
+        for i, target in enumerate(targets):
+            if target in listed:
+                div = Divergence("advanced", only_rev[i], 0)
+                self._told[rev, target] = div
+                if self.memory is not None:
+                    self.memory.put_label(target, rev, (div.label, div.ahead, div.behind))
 
     def _mended_ranks(
         self, walked: Walked, rev: str, candidates: Collection[str]
@@ -493,7 +551,7 @@ class CommitGraph:
         found: dict[str, Divergence] = {}
         wanted = []
         for commit in dict.fromkeys(handovers):
-            kept = self._kept_label(commit, rev)
+            kept = self._told.get((rev, commit)) or self._kept_label(commit, rev)
             if kept is None:
                 wanted.append(commit)
                 continue

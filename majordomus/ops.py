@@ -465,8 +465,12 @@ def history(
         # Every record shown whole (no --limit): a first read keeps each note it parses.
         # (The note set is the index's alone: it lets go of what it has made its own.)
         task_id, index = None, Index(store.read_notes(whole=limit is None), store, rev=commit)
-    order = index.graph_order
     chosen = index.records if task_id is None else index.of_task(task_id)
+    # A walk made for the order reads the handovers' labels in the same pass.
+    store.graph().expect_labels(
+        commit, [item.commit for item in chosen if item.summary.kind == "handover"]
+    )
+    order = index.graph_order
     visible = [item for item in chosen if item.commit in order]
     hidden = len(chosen) - len(visible)
     shown = chosen if include_all else visible

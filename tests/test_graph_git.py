@@ -359,3 +359,50 @@ def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
         assert labels == {h: git_label(repo, h, rev) for h in history.commits}
         assert graph.walks <= 3
         repo.git("checkout", "-q", rng.choice(history.commits))
+
+
+@pytest.mark.parametrize("keep", [5, graph_module.WALK_KEEP], ids=["line-by-line", "kept"])
+@pytest.mark.parametrize("seed", [41, 42, 43])
+def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, seed: int, keep: int
+) -> None:
+    """`history` says which labels it will ask for before it asks for the order: the walk
+    made for the order reads the labels of the handovers on the revision's history in the
+    same pass. Across merges, dates that go back (the walk then out of order: the labels
+    walk as before), branch switches, handovers off the history and a commit that is not
+    here, every label equals git's, kept or fresh; with every handover on the history and
+    the walk in order, one walk answers all."""
+    monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
+    rng = random.Random(seed)
+    history = History(repo, rng)
+    absent = "0123456789abcdef" * 2 + "01234567"
+    for i in range(36):
+        history.step(i)
+        if i % 6 != 5:
+            continue
+        rev = repo.head()
+        reached = set(repo.git("rev-list", rev).split())
+        handovers = [*rng.sample(history.commits, min(len(history.commits), 10)), absent]
+        for fresh in (True, False):
+            if fresh:
+                (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+            graph = store_of(repo).graph()
+            graph.expect_labels(rev, handovers)
+            order = graph.order(rev, history.commits)
+            labels = graph.labels(rev, handovers)
+            expected = git_order(repo, rev)
+            assert order == {c: expected[c] for c in history.commits if c in expected}
+            assert labels == {h: git_label(repo, h, rev) for h in handovers}
+            assert graph.walks <= 3
+        # On the history alone, dates in order (each commit after its parents): one walk.
+        on_history = [h for h in handovers if h in reached]
+        dated = repo.git("log", "--format=%H %ct %P", rev).splitlines()
+        when = {line.split()[0]: int(line.split()[1]) for line in dated}
+        in_order = all(when[line.split()[0]] >= when[p] for line in dated for p in line.split()[2:])
+        (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+        graph = store_of(repo).graph()
+        graph.expect_labels(rev, on_history)
+        graph.order(rev, history.commits)
+        assert graph.labels(rev, on_history) == {h: git_label(repo, h, rev) for h in on_history}
+        if in_order:
+            assert graph.walks == 1
