@@ -15,7 +15,7 @@ from typing import Any
 
 from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
 from majordomus.errors import RepositoryError
-from majordomus.records import Note, Record, Summary, summarise, summary_of
+from majordomus.records import Note, Record, Shown, Summary, summarise, summary_of
 from majordomus.store import NOTES_REF, Store
 from majordomus.values import Listed, Located, NoteSet, WriteReport
 
@@ -234,7 +234,11 @@ def _resolving(summary: tuple[Any, ...]) -> tuple[str, ...]:
 
 
 def _shard_of(key: str) -> str:
-    return f"ledger {zlib.crc32(key.encode()) % LEDGER_SHARDS}"
+    return _shard_name(zlib.crc32(key.encode()) % LEDGER_SHARDS)
+
+
+def _shard_name(number: int) -> str:
+    return f"ledger {number}"
 
 
 class Ledger:
@@ -281,12 +285,17 @@ class Ledger:
 
     @staticmethod
     def built(keys: Iterable[str], resolved: Iterable[str]) -> dict[str, bytes | None]:
-        shards: dict[str, tuple[set[str], collections.Counter[str]]] = {}
+        # Keys by shard number first (one set per shard, not one per key made and dropped).
+        numbered: dict[int, set[str]] = collections.defaultdict(set)
+        crc32 = zlib.crc32
         for key in keys:
-            shards.setdefault(_shard_of(key), (set(), collections.Counter()))[0].add(key)
+            numbered[crc32(key.encode()) % LEDGER_SHARDS].add(key)
+        shards = {_shard_name(n): (k, collections.Counter[str]()) for n, k in numbered.items()}
         for handover in resolved:
             name = _shard_of(_handover_key(handover))
-            shards.setdefault(name, (set(), collections.Counter()))[1][handover] += 1
+            if name not in shards:
+                shards[name] = (set(), collections.Counter())
+            shards[name][1][handover] += 1
         return {name: _shard_bytes(*shard) for name, shard in shards.items()}
 
 
@@ -300,10 +309,13 @@ class Views:
     """Per-task indexes for the current state of the notes refs, from the view cache when
     it describes exactly this state, else built from a full read and cached."""
 
-    def __init__(self, store: Store, *, writing: bool = False) -> None:
+    def __init__(self, store: Store, *, writing: bool = False, shown: Shown | None = None) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
-        of the state it makes: views carried over to the current state are only staged."""
+        of the state it makes: views carried over to the current state are only staged.
+        `shown`: the notes the command shows whole next (a task's), kept as they are
+        parsed when the views are built from every note."""
         self._store = store
+        self._shown = shown
         self._writing = writing
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
         self._unwritten: dict[str, tuple[tuple[Row, ...], tuple[str, ...]]] = {}
@@ -330,7 +342,7 @@ class Views:
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
         self.full_read = True
-        noteset = self._noteset = self._store.read_notes()
+        noteset = self._noteset = self._store.read_notes(shown=self._shown)
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
             self._targets = dict(noteset.refs)

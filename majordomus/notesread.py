@@ -36,6 +36,7 @@ from majordomus.notestree import MissingObjectError
 from majordomus.records import (
     Note,
     NoteError,
+    Shown,
     Summary,
     load_document,
     note_from_document,
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     import pygit2
 
 REMOTE_NOTES_SUFFIX = "/majordomus"
+
+
 # Fetches note objects a partial clone left out, in one batch; returns the remote it
 # asked and why it failed (or None).
 Fetcher = Callable[[Sequence[str]], tuple[str, str | None]]
@@ -112,16 +115,16 @@ class NotesReader:
             f"(git update-ref -d {name}) and fetch again."
         )
 
-    def read_notes(self, *, whole: bool = False) -> NoteSet:
+    def read_notes(self, *, shown: Shown | None = None) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache).
-        `whole`: the caller goes on to show every record whole (`preload`), so a read that
-        parses the notes keeps what it parsed for the document cache too.
+        `shown`: which notes the caller goes on to show whole (`preload`): a read that
+        parses the notes keeps those for the document cache as it parses them.
 
         In a partial clone, note objects the clone left out are fetched from the
         promisor remote in one batch (`fetch_missing`), then read; when they cannot
         be, the read stops (exit 3) rather than answer from what happens to be here.
         """
-        noteset, missing = self._read_present(whole)
+        noteset, missing = self._read_present(shown)
         if not missing or not self.is_partial():
             return noteset
         remote, reason = "the promisor remote", "majordomus did not ask it"
@@ -132,7 +135,7 @@ class NotesReader:
             asked |= missing
             remote, failure = self.fetch_missing(sorted(missing))
             reason = failure or "it did not send them"
-            noteset, missing = self._read_present(whole)
+            noteset, missing = self._read_present(shown)
         if missing:
             raise RepositoryError(
                 f"{len(missing)} note object(s) are missing from this partial clone and "
@@ -141,7 +144,7 @@ class NotesReader:
             )
         return noteset
 
-    def _read_present(self, whole: bool) -> tuple[NoteSet, set[str]]:
+    def _read_present(self, shown: Shown | None) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
 
         A missing object is never cached: it can arrive with the next fetch.
@@ -195,8 +198,8 @@ class NotesReader:
                 # unmapped before the helpers are forked, it is in none of the processes
                 # at once with what each of them builds.
                 self.repo.free()
-            put_form = self._document_cache().put_form if whole else None
-            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob, put_form)
+            put_form = None if shown is None else self._document_cache().put_form
+            _summarised_in_workers(str(self.repo.path), unread, cache.put_blob, put_form, shown)
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in _ids(unread) if blob not in cache.blobs]
             for blob, parsed in _entries(self.blobs, left):
@@ -517,10 +520,11 @@ def _summarised_in_workers(
     ids: str,
     put: Callable[[str, BlobEntry], None],
     put_form: Callable[[str, tuple[Any, ...]], None] | None = None,
+    shown: Shown | None = None,
 ) -> None:
     """`put` the entry of each blob parsed by forked processes, one run of the ids each,
-    and `put_form` (when given) its note as the document cache keeps it; what they did not
-    send the caller parses. This process parses nothing meanwhile, so
+    and `put_form` the note of each that is `shown`, as the document cache keeps it; what
+    they did not send the caller parses. This process parses nothing meanwhile, so
     the pack index and the parses are only ever in the helpers, never beside what it
     gathers. Nothing when only one CPU is there, when this process runs threads (forking
     one is unsafe), or where fork is not."""
@@ -546,7 +550,7 @@ def _summarised_in_workers(
                 break
             if pid == 0:  # pragma: no cover (the child's coverage is not collected)
                 os.close(reader)
-                _parse_share(gitdir, _run(ids, count, k), writer, put_form is not None)
+                _parse_share(gitdir, _run(ids, count, k), writer, shown)
             os.close(writer)
             children.append((pid, os.fdopen(reader, "rb")))
         while children:
@@ -597,9 +601,9 @@ def _parsed(
                 yield blob, entry, parsed
 
 
-def _parse_share(gitdir: str, share: Sequence[str], writer: int, forms: bool) -> NoReturn:
+def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | None) -> NoReturn:
     """In a forked child: parse a share of the blobs, write the entries in frames, exit;
-    `forms`: each with its note as the document cache keeps it (else None).
+    each with its note as the document cache keeps it when the note is `shown` (else None).
     The frames are written at the end, so a helper never stops parsing to wait while the
     parent reads another helper's pipe; until then each is kept marshalled (a fraction of
     the size of the objects)."""
@@ -613,7 +617,9 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, forms: bool) ->
         frames: list[bytes] = []
         entries = {}
         for blob, entry, parsed in _parsed(NoteBlobs(lambda: repo), share):
-            form = DocumentCache.form(parsed) if forms and isinstance(parsed, Note) else None
+            form = None
+            if shown is not None and isinstance(parsed, Note) and shown(parsed):
+                form = DocumentCache.form(parsed)
             entries[blob] = (plain_entry(entry), form)
             if len(entries) == FRAME_ENTRIES:
                 frames.append(marshal.dumps(entries))

@@ -16,7 +16,15 @@ from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
-from majordomus.records import HANDOVER_FIELDS, age_s, clean_text, new_record, skew_s
+from majordomus.records import (
+    HANDOVER_FIELDS,
+    age_s,
+    clean_text,
+    every_note,
+    new_record,
+    notes_of_tasks,
+    skew_s,
+)
 from majordomus.store import Store
 from majordomus.values import (
     DEFAULT_DAYS,
@@ -458,13 +466,17 @@ def history(
     store = open_store(ctx)
     commit = store.resolve(rev)
     if task is not None:
-        views = Views(store)
+        # A first read keeps the notes of the task (of each the name could be) it parses.
+        named = _TASK_PREFIX.fullmatch(task.strip().lower())
+        shown_task = notes_of_tasks(f"t-{named.group(1)}") if named else None
+        views = Views(store, shown=shown_task)
         task_id: str | None = resolve_task(views.task_ids, task)
         index = views.index(task_id or "", rev=commit)
     else:
         # Every record shown whole (no --limit): a first read keeps each note it parses.
         # (The note set is the index's alone: it lets go of what it has made its own.)
-        task_id, index = None, Index(store.read_notes(whole=limit is None), store, rev=commit)
+        every = every_note if limit is None else None
+        task_id, index = None, Index(store.read_notes(shown=every), store, rev=commit)
     chosen = index.records if task_id is None else index.of_task(task_id)
     # A walk made for the order reads the handovers' labels in the same pass.
     store.graph().expect_labels(

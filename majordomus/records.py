@@ -10,7 +10,7 @@ import datetime
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import tomli_w
@@ -326,6 +326,26 @@ def summary_of(record: Record, position: int) -> Summary:
         handover=record.text("handover") if record.kind == "resume" else "",
         supersedes=record.supersedes,
     )
+
+
+Shown = Callable[[Note], bool]  # the notes a command shows whole after a read of every note
+
+
+def every_note(note: Note) -> bool:
+    return True
+
+
+def notes_of_tasks(prefix: str) -> Shown:
+    """The notes holding a record of a task whose id starts with `prefix`."""
+
+    def holds(note: Note) -> bool:
+        for entry in note.entries:
+            task = entry.table.get("task")
+            if isinstance(task, str) and task.startswith(prefix):
+                return True
+        return False
+
+    return holds
 
 
 def summarise(note: Note) -> tuple[Summary, ...]:

@@ -26,13 +26,19 @@ from majordomus.cache import GraphCache
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.location import open_repository
-from majordomus.notesread import REMOTE_NOTES_SUFFIX, Fetcher, NotesReader, Plain
+from majordomus.notesread import (
+    REMOTE_NOTES_SUFFIX,
+    Fetcher,
+    NotesReader,
+    Plain,
+)
 from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
     Note,
     NoteError,
     Record,
+    Shown,
     append_note,
     parse_note,
     union,
@@ -419,10 +425,10 @@ class Store:
         refs = self._opened.refs
         return None if refs is None else refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
 
-    def read_notes(self, *, whole: bool = False) -> NoteSet:
+    def read_notes(self, *, shown: Shown | None = None) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache);
-        `whole`: the caller shows every record whole next (see NotesReader.read_notes)."""
-        return self.reader.read_notes(whole=whole)
+        `shown`: the notes the caller shows whole next (see NotesReader.read_notes)."""
+        return self.reader.read_notes(shown=shown)
 
     def is_partial(self) -> bool:
         """Whether git may have left objects out of this clone (a promisor remote is set)."""

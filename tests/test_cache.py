@@ -345,9 +345,9 @@ def test_views_read_after_a_write_slipped_in_are_kept_under_the_state_read(
     store = Store(str(repo.path), repo.environ)
     read_notes = store.read_notes
 
-    def after_a_foreign_write() -> object:
+    def after_a_foreign_write(**options: Any) -> object:
         repo.git("notes", "--ref=majordomus", "append", "-m", text, "HEAD")
-        return read_notes()
+        return read_notes(**options)
 
     monkeypatch.setattr(store, "read_notes", after_a_foreign_write)
     Views(store)

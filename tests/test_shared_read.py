@@ -206,7 +206,7 @@ def test_a_first_read_in_forked_processes_answers_each_task_as_every_later_read_
         assert run_in(copy, environ, "shared", *later)[0] == expected
 
 
-def test_every_record_of_a_first_read_in_forked_processes_is_parsed_once(
+def test_the_records_a_first_read_in_forked_processes_shows_are_parsed_once(
     planted: Planted, tmp_path: Path
 ) -> None:
     """`history` of every task shows every record whole. The helpers that parse the notes
@@ -221,15 +221,18 @@ def test_every_record_of_a_first_read_in_forked_processes_is_parsed_once(
     for number in range(40):
         git(grown, environ, "commit", "-q", "--allow-empty", "-m", f"more {number}")
         head = git(grown, environ, "rev-parse", "HEAD").strip()
-        note = f'[[checkpoint]]\nv = 1\nid = "c-{number:016x}"\ntask = "t-00000000beef"\n'
+        note = (
+            f'[[checkpoint]]\nv = 1\nid = "c-00000000beef{number:04x}"\ntask = "t-00000000beef"\n'
+        )
         note += f'head = "{head}"\nat = 2026-11-30T03:{number:02d}:00Z\n'
         note += f'author = "A <a@example.com>"\nbody = "observation {number}"\n'
         git(grown, environ, "notes", "--ref=majordomus", "add", "-m", note, head)
     git(grown, environ, "checkout", "-q", "later")
-    argv = ("history", "--all", "--json")
+    argv: tuple[str, ...] = ("history", "--all", "--json")
 
     def first(source: Path, mode: str) -> tuple[str, int]:
         copy = tmp_path / f"{source.name}-{mode}"
+        shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(source, copy)
         return _parses(copy, environ, mode, *argv)
 
@@ -245,6 +248,14 @@ def test_every_record_of_a_first_read_in_forked_processes_is_parsed_once(
     assert parsed_alone >= parsed_shared + 40
     again, _ = _parses(tmp_path / "grown-shared", environ, "shared", *argv)
     assert again == alone
+    # A task's records, named by a prefix of its id: the helpers keep the notes of the
+    # tasks the name could be, and this process parses none of the forty again either.
+    argv = ("history", "--task", "00000000be", "--all", "--json")
+    alone, parsed_alone = first(grown, "one")
+    assert len(json.loads(alone)["records"]) == 40
+    shared, parsed_shared = first(grown, "shared")
+    assert (shared, parsed_shared) == (alone, 0)
+    assert parsed_alone >= 40
 
 
 def _parses(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
