@@ -425,3 +425,43 @@ def tree_entries(data: bytes) -> dict[str, tuple[str, str]]:
         previous = key
         at = nul + 1 + _OID_BYTES
     return entries
+
+
+# One record of `git ls-tree -r -z` (never a tree: -r enters them) at a path a walk of a
+# notes tree reaches (`notestree.walk`): `ab/` folders, at most 38 digits above the last
+# one, then the rest of the digits; whether they are 40 is for the caller to count. Only
+# where a record starts (after a NUL): a name can hold spaces, tabs and newlines.
+_LISTED_NOTE = re.compile(
+    rb"(?<![^\0])[0-7]+ [a-z]+ ([0-9a-f]{40})\t((?:[0-9a-f]{2}/){0,19}[0-9a-f]{2,40})\0"
+)
+
+
+def tree_notes(gitdir: str, environ: Mapping[str, str], tree_id: str) -> str | None:
+    """The notes under a notes tree, read by one `git ls-tree -r`, as libgit2's walk finds
+    them (`notestree.walk`): each annotated object's id and its note's id, end to end, in
+    the walk's order (both list a tree's entries as the tree stores them). Only `ab`
+    subtrees are entered, 38 digits deep at most, and a 40-digit path of any kind of entry
+    but a tree is a note (a gitlink too). None: ask libgit2 (git cannot run, or cannot
+    read the tree: an object missing, a tree it finds malformed)."""
+    if not is_object_id(tree_id):
+        return None
+    import subprocess
+
+    command = ["git", f"--git-dir={gitdir}", "ls-tree", "-r", "-z", "--full-tree", tree_id]
+    try:
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            env={**environ, "GIT_NO_REPLACE_OBJECTS": "1"},
+            check=False,
+        )
+    except OSError:
+        return None
+    if result.returncode != 0:
+        return None
+    notes = []
+    for blob, path in _LISTED_NOTE.findall(result.stdout):
+        name = path.replace(b"/", b"")
+        if len(name) == 40:
+            notes.append(name + blob)
+    return b"".join(notes).decode("ascii")

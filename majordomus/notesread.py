@@ -164,6 +164,10 @@ class NotesReader:
             targets[name] = target
             trees.append(tree_id)
             flat = cache.trees.get(tree_id)
+            if flat is None and self._plain is not None:
+                flat = self._plain.tree_notes(tree_id)  # by git: no object mapped here
+                if flat is not None:
+                    cache.put_tree(tree_id, flat)
             if flat is None:
                 walked = True
                 lacking: set[str] = set()
@@ -448,6 +452,7 @@ class Plain(NamedTuple):
     targets: Callable[[], dict[str, str] | None]
     objects: Callable[[Sequence[str]], Objects | None]  # while libgit2 is not loaded
     shown: Callable[[Sequence[str]], Objects | None]  # notes shown whole, at any time
+    tree_notes: Callable[[str], str | None]  # a notes tree's notes listed, at any time
 
 
 def _tree_of(found: tuple[str, bytes] | None) -> str | None:

@@ -93,7 +93,12 @@ class Store:
         opened = self._opened
         plain = None
         if opened.refs is not None:
-            plain = Plain(self._plain_targets, opened.objects_by_git, opened.shown_by_git)
+            plain = Plain(
+                self._plain_targets,
+                opened.objects_by_git,
+                opened.shown_by_git,
+                opened.tree_notes_by_git,
+            )
         reader = NotesReader(lambda: self.repo, self.commondir, self.blobs, plain)
         reader.fetch_missing = self._fetch_missing
         return reader

@@ -16,6 +16,13 @@ from tests.support.cli import start
 from tests.support.env import hermetic_environ
 
 WAITS_FOR_STDIN = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+# The same, once it says it runs (its own SIGINT handler in place): a signal sent before
+# that could land while Python starts up, and the test would not test the job.
+READY_THEN_WAITS = [
+    sys.executable,
+    "-c",
+    "import sys; print('ready', flush=True); sys.stdin.read()",
+]
 
 
 def ignores_sigint(pid: int) -> bool:
@@ -49,10 +56,11 @@ def test_a_started_process_has_sigint_at_its_default_in_its_own_session(
         assert ignores_sigint(plain.pid)  # what every child would inherit without `start`
     finally:
         finish(plain)
-    process = start(WAITS_FOR_STDIN, tmp_path, environ, stdin=subprocess.PIPE)
+    process = start(READY_THEN_WAITS, tmp_path, environ, stdin=subprocess.PIPE)
     try:
         assert not ignores_sigint(process.pid)
         assert os.getsid(process.pid) == process.pid != os.getsid(0)
+        assert process.stdout is not None and process.stdout.readline() == b"ready\n"
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C to its job: it ends
         process.communicate(timeout=30)
         # Killed by SIGINT, or KeyboardInterrupt once Python's own handler is in place.

@@ -1,0 +1,151 @@
+"""A notes tree listed by one `git ls-tree -r` (`gitfiles.tree_notes`) gives the notes
+libgit2's walk gives (`notestree.walk`), in its order, for every shape a tree can take:
+git's own fan-out, notes held twice, gitlinks, trees and blobs where notes should be,
+names git would never write (out of order, twice, with tabs and spaces spelling a record),
+fan-out past 38 digits; a tree with a missing subtree is left to libgit2."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+import pygit2
+import pytest
+
+from majordomus import gitfiles, notestree
+from tests.conftest import Repo
+from tests.corpus import corpus
+from tests.reliability.hostile import case_of, plant
+
+Entry = tuple[bytes, bytes, str]  # mode, name, object id
+
+
+def raw_tree(repo: Repo, entries: Sequence[Entry]) -> str:
+    """A tree object written as given, in this order (`--literally`: git checks nothing)."""
+    data = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(oid) for mode, name, oid in entries)
+    command = ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"]
+    done = subprocess.run(
+        command, input=data, capture_output=True, cwd=repo.path, env=repo.environ, check=True
+    )
+    return done.stdout.decode("ascii").strip()
+
+
+def walked(repo: Repo, tree: str) -> str:
+    return "".join(commit + blob for commit, blob in notestree.walk(repo.pygit, _tree(repo, tree)))
+
+
+def _tree(repo: Repo, tree: str) -> pygit2.Tree:
+    found = repo.pygit.get(tree)
+    assert isinstance(found, pygit2.Tree)
+    return found
+
+
+def listed(repo: Repo, tree: str) -> str | None:
+    return gitfiles.tree_notes(str(repo.path / ".git"), repo.environ, tree)
+
+
+def test_a_tree_of_every_shape_is_listed_as_libgit2_walks_it(repo: Repo) -> None:
+    blob = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nv = 1\n").strip()
+    other = repo.git("hash-object", "-w", "--stdin", input="[[y]]\nv = 2\n").strip()
+    ids = [f"{n:02x}" + "0123456789abcdef0123456789abcdef012345"[:38] for n in range(8)]
+    fake = f"q 100644 blob {blob}\t{ids[0][:2]}".encode()
+    # 2-digit folders 19 deep (38 digits above the last name: the deepest a walk enters),
+    # and 20 deep (never entered).
+    chain = ids[5]
+    tree = raw_tree(repo, [(b"100644", chain[38:].encode(), blob)])
+    for k in range(18, 0, -1):
+        tree = raw_tree(repo, [(b"40000", chain[2 * k : 2 * k + 2].encode(), tree)])
+    nineteen = tree  # what the folder `chain[:2]` holds
+    too_deep = raw_tree(repo, [(b"100644", b"ab", blob)])
+    for _ in range(19):  # 20 folders: never entered
+        too_deep = raw_tree(repo, [(b"40000", b"ab", too_deep)])
+    too_long = raw_tree(repo, [(b"100644", b"abcd", blob)])
+    for _ in range(18):  # 19 folders, entered, then 4 digits: 42 in all, no note
+        too_long = raw_tree(repo, [(b"40000", b"ab", too_long)])
+    fanned = raw_tree(repo, [(b"100644", ids[1][2:].encode(), blob)])
+    fanned_twice = raw_tree(
+        repo,
+        [
+            (
+                b"40000",
+                ids[2][2:4].encode(),
+                raw_tree(repo, [(b"100644", ids[2][4:].encode(), other)]),
+            )
+        ],
+    )
+    not_hex = raw_tree(repo, [(b"100644", ids[3][2:].encode(), blob)])
+    shapes: dict[str, list[Entry]] = {
+        "git's fan-out": [
+            (b"40000", ids[1][:2].encode(), fanned),
+            (b"40000", ids[2][:2].encode(), fanned_twice),
+        ],
+        "flat, a gitlink, a symlink, an executable": [
+            (b"100644", ids[0].encode(), blob),
+            (b"160000", ids[1].encode(), ids[7]),
+            (b"120000", ids[2].encode(), blob),
+            (b"100755", ids[3].encode(), other),
+        ],
+        "held flat and fanned out": [
+            (b"100644", ids[1].encode(), other),
+            (b"40000", ids[1][:2].encode(), fanned),
+        ],
+        "trees and blobs where notes should be": [
+            (b"40000", ids[0].encode(), fanned),
+            (b"100644", b"ab", blob),
+            (b"40000", b"zz", not_hex),
+            (b"40000", b"AB", not_hex),
+            (b"100644", ids[4].upper().encode(), blob),
+            (b"100644", ids[4][:39].encode(), blob),
+        ],
+        "names git would not write": [
+            (b"100644", ids[6].encode(), other),
+            (b"100644", ids[0].encode(), blob),  # out of order
+            (b"100644", ids[0].encode(), other),  # twice
+            (b"100644", fake, blob),  # a tab and spaces spelling a record
+            (b"100644", b"line\n100644 blob " + blob.encode() + b"\t" + ids[4].encode(), blob),
+        ],
+        "19 folders deep, and 20": [
+            (b"40000", b"ab", too_deep),
+            (b"40000", chain[:2].encode(), nineteen),
+            (b"40000", b"cd", too_long),
+        ],
+    }
+    notes = {}
+    for name, entries in shapes.items():
+        tree = raw_tree(repo, entries)
+        notes[name] = walked(repo, tree)
+        assert listed(repo, tree) == notes[name], name
+    # What the walk finds, so that the comparison means something.
+    assert notes["held flat and fanned out"] == ids[1] + other + ids[1] + blob
+    assert notes["flat, a gitlink, a symlink, an executable"] == (
+        ids[0] + blob + ids[1] + ids[7] + ids[2] + blob + ids[3] + other
+    )
+    assert notes["trees and blobs where notes should be"] == ""
+    assert notes["names git would not write"] == ids[6] + other + ids[0] + blob + ids[0] + other
+    assert notes["19 folders deep, and 20"] == ids[5] + blob
+    assert walked(repo, raw_tree(repo, shapes["git's fan-out"])) == ids[1] + blob + ids[2] + other
+
+
+def test_the_hostile_corpus_and_notes_written_by_git_are_listed_as_libgit2_walks_them(
+    repo: Repo,
+) -> None:
+    task = repo.task()
+    plant(repo.path, repo.environ, [case_of(note, task) for note in corpus()])
+    for _ in range(3):
+        assert repo.run("checkpoint", "one more").code == 0
+    tree = repo.git("rev-parse", "refs/notes/majordomus^{tree}").strip()
+    expected = walked(repo, tree)
+    assert len(expected) // 80 >= len(corpus())
+    assert listed(repo, tree) == expected
+
+
+def test_a_tree_git_cannot_read_is_left_to_libgit2(repo: Repo) -> None:
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    tree = repo.git("mktree", "--missing", input=f"040000 tree {absent}\tab\n").strip()
+    assert listed(repo, tree) is None  # a subtree that is not here
+    assert listed(repo, absent) is None  # the tree itself
+    blob = repo.git("hash-object", "-w", "--stdin", input="x").strip()
+    assert listed(repo, blob) is None  # not a tree
+    assert listed(repo, "HEAD") is None  # never a name git resolves
+    with pytest.raises(notestree.MissingObjectError):  # what libgit2's walk then says
+        list(notestree.walk(repo.pygit, _tree(repo, tree)))
