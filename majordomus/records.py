@@ -429,6 +429,67 @@ class _NotWritten(Exception):
     """A note outside the subset `_written_document` reads: tomllib reads it."""
 
 
+# Inline values as `_literal` writes them, for tables of other tools (`jobs = [{ name =
+# "unit", seconds = 31.5 }]`): basic strings, integers, decimal fractions, booleans,
+# arrays and inline tables of them, spaced as written. A value is followed by the end,
+# or by what may follow it inside an array or table.
+_WRITTEN_SCALAR = re.compile(
+    rf'"({_STR})"|(-?(?:0|[1-9][0-9]{{0,17}}))(\.[0-9]+)?(?=$|[,\]}} ])|(true|false)(?=$|[,\]}} ])'
+)
+_WRITTEN_KEY = re.compile(r"([A-Za-z0-9_-]+) = ")
+_INLINE_DEPTH = 4  # deeper inline values go to tomllib (which also says how deep is too deep)
+
+
+def _written_value(text: str, at: int, depth: int) -> tuple[Any, int]:
+    """The inline value at `at` and where it ends; _NotWritten outside the subset."""
+    if depth > _INLINE_DEPTH:
+        raise _NotWritten
+    first = text[at : at + 1]
+    if first == "[":
+        items: list[Any] = []
+        at += 1
+        if text[at : at + 1] == "]":
+            return items, at + 1
+        while True:
+            item, at = _written_value(text, at, depth + 1)
+            items.append(item)
+            if text[at : at + 2] == ", ":
+                at += 2
+            elif text[at : at + 1] == "]":
+                return items, at + 1
+            else:
+                raise _NotWritten
+    if first == "{":
+        table: dict[str, Any] = {}
+        if text[at : at + 2] == "{}":
+            return table, at + 2
+        if text[at : at + 2] != "{ ":
+            raise _NotWritten
+        at += 2
+        while True:
+            key = _WRITTEN_KEY.match(text, at)
+            if key is None or key.group(1) in table:
+                raise _NotWritten
+            table[key.group(1)], at = _written_value(text, key.end(), depth + 1)
+            if text[at : at + 2] == ", ":
+                at += 2
+            elif text[at : at + 2] == " }":
+                return table, at + 2
+            else:
+                raise _NotWritten
+    found = _WRITTEN_SCALAR.match(text, at)
+    if found is None:
+        raise _NotWritten
+    string, integer, fraction, boolean = found.group(1, 2, 3, 4)
+    if string is not None:
+        value: Any = _written_string(string)
+    elif integer is not None:
+        value = float(integer + fraction) if fraction else int(integer)
+    else:
+        value = boolean == "true"
+    return value, found.end()
+
+
 def _unescape(match: re.Match[str]) -> str:
     code = match.group(1)
     if code is None:
@@ -490,7 +551,22 @@ def _written_document(text: str) -> dict[str, Any] | None:
                 continue
             found = match_line(line)
             if found is None:
-                return None
+                if line[:3] == '[["' and line[-3:] == '"]]':
+                    # A kind that is no bare key, quoted as `_key` writes it.
+                    quoted = line[3:-3]
+                    if _WRITTEN_STR.fullmatch(quoted) is None:
+                        return None
+                    table = {}
+                    document.setdefault(_written_string(quoted), []).append(table)
+                    continue
+                # Another tool's value written inline (`_literal`): arrays and tables.
+                if not equals or table is None or key in table or not _is_bare(key):
+                    return None
+                inline, end = _written_value(rest, 0, 1)
+                if end != len(rest):
+                    return None
+                table[key] = inline
+                continue
             header, key, string, integer, year = found.group(1, 2, 3, 4, 5)
             if header is not None:
                 table = {}
