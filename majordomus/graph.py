@@ -37,6 +37,10 @@ class Source(Protocol):
         before their parents (`--topo-order`)."""
         ...
 
+    def start_stream(self, tips: Sequence[str]) -> None:
+        """Start `stream(tips, topo=False)` ahead of need, in the background, if it can."""
+        ...
+
     def parents(self, commit: str) -> tuple[str, ...] | None:
         """The parents as a walk sees them; None when the commit is not here."""
         ...
@@ -343,6 +347,14 @@ class CommitGraph:
         )
         return {commit: rank for commit, rank in ranks.items() if commit in wanted}
 
+    def start_order(self, rev: str) -> None:
+        """The walk an order of `rev` will take started now, in the background, when it is
+        sure to be taken: a complete clone where nothing is kept (a fresh clone, dropped
+        caches), so no answer can come from memory."""
+        if self.boundary or (self.memory is not None and self.memory.kept()):
+            return
+        self.source.start_stream([rev])
+
     def expect_labels(self, rev: str, handovers: Collection[str]) -> None:
         """The labels read from `rev` the command asks for after an order of `rev`: a walk
         made for that order reads the labels of the handovers on its history in the same
@@ -379,22 +391,23 @@ class CommitGraph:
     def _streamed_ranks(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
         """Ranks in `git rev-list REV`, read line by line. The lines are kept for the labels
         of the same command while there are at most WALK_KEEP of them; past that, nothing
-        but the ranks (the labels then walk again, line by line)."""
+        but the ranks (the labels then walk again, line by line, unless they were counted
+        on the way: `_counted`)."""
         wanted = candidates if isinstance(candidates, set | frozenset | dict) else set(candidates)
         self.walks += 1
-        ranks: dict[str, int] = {}
-        kept: list[Line] | None = []
         lines = self.source.stream([rev], topo=False)
         targets = self._expected_targets(rev)
         if targets:
-            lines = self._counting(lines, rev, targets)
-        for rank, line in enumerate(lines):
-            if line[0] in wanted:
-                ranks[line[0]] = rank
-            if kept is not None:
-                kept.append(line)
-                if len(kept) > WALK_KEEP:
-                    kept = None
+            ranks, kept = self._counted(lines, wanted, rev, targets)
+        else:
+            ranks, kept = {}, []
+            for rank, line in enumerate(lines):
+                if line[0] in wanted:
+                    ranks[line[0]] = rank
+                if kept is not None:
+                    kept.append(line)
+                    if len(kept) > WALK_KEEP:
+                        kept = None
         if kept is not None:
             self._walked = Walked(rev, kept)
         return ranks
@@ -412,38 +425,59 @@ class CommitGraph:
             and (self.memory is None or self.memory.label(h, rev) is None)
         ]
 
-    def _counting(self, lines: Iterator[Line], rev: str, targets: list[str]) -> Iterator[Line]:
-        """The lines of REV's walk, passed on as they come, counted as `streamed_counts` counts
-        them on the way: each target on that history is reached by REV, so all of its own
-        history is in the walk, and when the walk ends in order (no parent listed before a
-        child, none missing) its label is read from the counts. A target the walk does not
-        list (off REV's history, or not here) is left to `labels`."""
+    def _counted(
+        self, lines: Iterator[Line], wanted: Collection[str], rev: str, targets: list[str]
+    ) -> tuple[dict[str, int], list[Line] | None]:
+        """The ranks (and the lines kept) of REV's walk, its lines counted on the way as
+        `streamed_counts` counts them, in the same loop (a million lines: a pass of their
+        own costs as much again). Each target on that history is reached by REV, so all of
+        its own history is in the walk, and when the walk ends in order (no parent listed
+        before a child, none missing) its label is read from the counts. A target the
+        walk does not list (off REV's history, or not here) is left to `labels`."""
         bits: dict[str, int] = {rev: 1}
         for i, target in enumerate(targets):
             bits[target] = bits.get(target, 0) | 1 << (i + 1)
         owed: dict[str, int] = {}
-        masks: Counter[int] = Counter()
+        masks: dict[int, int] = {}  # mask -> commits carrying it, counted in runs
+        current, run = 0, 0
         listed: set[str] = set()
-        for line in lines:
+        ranks: dict[str, int] = {}
+        kept: list[Line] | None = []
+        for rank, line in enumerate(lines):
             commit = line[0]
+            if commit in wanted:
+                ranks[commit] = rank
+            if kept is not None:
+                kept.append(line)
+                if len(kept) > WALK_KEEP:
+                    kept = None
             mask = owed.pop(commit, 0)
             bit = bits.get(commit)
             if bit is not None:
                 mask |= bit
                 listed.add(commit)
-            masks[mask] += 1
-            for parent in line[1:]:
+            if mask != current:  # along a chain the mask rarely changes: one count a run
+                if run:
+                    masks[current] = masks.get(current, 0) + run
+                current, run = mask, 0
+            run += 1
+            if len(line) == 2:  # one parent: most commits
+                parent = line[1]
                 owed[parent] = owed.get(parent, 0) | mask
-            yield line
-        if owed:
-            return  # out of order, or a parent not here: `labels` walks as it always did
-        only_rev, _, _ = tally(masks, len(targets))
-        for i, target in enumerate(targets):
-            if target in listed:
-                div = Divergence("advanced", only_rev[i], 0)
-                self._told[rev, target] = div
-                if self.memory is not None:
-                    self.memory.put_label(target, rev, (div.label, div.ahead, div.behind))
+            else:
+                for parent in line[1:]:
+                    owed[parent] = owed.get(parent, 0) | mask
+        if run:
+            masks[current] = masks.get(current, 0) + run
+        if not owed:  # else out of order, or a parent not here: `labels` walks as it did
+            only_rev, _, _ = tally(masks, len(targets))
+            for i, target in enumerate(targets):
+                if target in listed:
+                    div = Divergence("advanced", only_rev[i], 0)
+                    self._told[rev, target] = div
+                    if self.memory is not None:
+                        self.memory.put_label(target, rev, (div.label, div.ahead, div.behind))
+        return ranks, kept
 
     def _mended_ranks(
         self, walked: Walked, rev: str, candidates: Collection[str]

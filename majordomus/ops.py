@@ -465,6 +465,7 @@ def history(
         raise RefusedError(f"--limit must be 1 or more, not {limit}.")
     store = open_store(ctx)
     commit = store.resolve(rev)
+    store.graph().start_order(commit)  # a first read: git walks while the notes are read
     if task is not None:
         # A first read keeps the notes of the task (of each the name could be) it parses.
         named = _TASK_PREFIX.fullmatch(task.strip().lower())

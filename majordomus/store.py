@@ -13,11 +13,13 @@ import contextlib
 import datetime
 import os
 import subprocess
+import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from majordomus import gitfiles, interrupt, notestree
 from majordomus.blobs import NoteBlobs
@@ -69,6 +71,7 @@ class Store:
         self.gitdir, self.workdir, self.commondir = opened.gitdir, opened.workdir, opened.commondir
         self.environ: Mapping[str, str] = opened.environ
         self._graph: CommitGraph | None = None
+        self._started: _Started | None = None
         self._identity: str | None = None
         self._asked: subprocess.Popen[str] | None = None  # git asked for the identity
         self._remotes: list[str] | None = None
@@ -210,8 +213,45 @@ class Store:
         args = ["rev-list", "--parents", *tips, *(f"^{commit}" for commit in hide)]
         return [line.split() for line in self.git_output(*args).splitlines()]
 
+    def start_stream(self, tips: Sequence[str]) -> None:
+        """Start the git of `stream(tips, topo=False)` now, at the lowest priority, what it
+        writes kept in a temporary file: it runs on a CPU the command leaves idle (while
+        this process works on one), and `stream` then reads what it wrote rather than
+        wait for git's walk. Nothing where this process runs threads, or git cannot start."""
+        if self._started is not None or threading.active_count() > 1:
+            return
+        import tempfile
+
+        # Closed by `_Started.stop`, once read or never needed.
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        try:
+            process = subprocess.Popen(
+                ["git", f"--git-dir={self.gitdir}", "rev-list", "--parents", "--stdin"],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                env={**self.environ, "GIT_FLUSH": "0"},
+                preexec_fn=_lowest_priority,  # noqa: PLW1509 (no thread runs: checked above)
+            )
+        except OSError:
+            out.close()
+            err.close()
+            return
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # git refused a tip: `stream` says so
+            process.stdin.write("".join(f"{tip}\n" for tip in tips).encode("ascii"))
+            process.stdin.close()
+        self._started = _Started(tuple(tips), process, out, err)
+        weakref.finalize(self, _Started.stop, self._started)  # never read: stopped
+
     def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
         """`git rev-list --parents` of TIPS, line by line, never held whole."""
+        started, self._started = self._started, None
+        if started is not None:
+            if not topo and started.tips == tuple(tips):
+                yield from started.lines()
+                return
+            started.stop()
         args = ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
         process = self._buffered_git(args, stdin=True)
         assert process.stdin is not None and process.stdout is not None
@@ -692,6 +732,53 @@ class Store:
             name, email = "majordomus", "majordomus@localhost>"
         now = datetime.datetime.now(datetime.UTC)
         return pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
+
+
+def _lowest_priority() -> None:
+    """In a git started ahead of need: it yields every CPU to the work in hand."""
+    with contextlib.suppress(OSError):
+        os.nice(19)
+
+
+class _Started(NamedTuple):
+    """A `git rev-list --parents` started ahead of need, writing into a temporary file."""
+
+    tips: tuple[str, ...]
+    process: subprocess.Popen[bytes]
+    out: IO[bytes]
+    err: IO[bytes]
+
+    def lines(self) -> Iterator[list[str]]:
+        """Its lines as `Store.stream` gives them, read as git writes them (up to its end),
+        then its exit checked as `stream` checks it."""
+        offset, pending = 0, b""
+        try:
+            while True:
+                ended = self.process.poll() is not None  # before the read: nothing is missed
+                chunk = os.pread(self.out.fileno(), 1 << 20, offset)
+                if not chunk:
+                    if ended:
+                        break
+                    time.sleep(0.002)
+                    continue
+                offset += len(chunk)
+                *whole, pending = (pending + chunk).split(b"\n")
+                for line in whole:
+                    yield line.decode("utf-8", "replace").split()
+            if pending:
+                yield pending.decode("utf-8", "replace").split()
+            err = os.pread(self.err.fileno(), 1 << 16, 0).decode("utf-8", "replace")
+            _check_exit("rev-list", self.process.returncode, err)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            self.process.wait()
+        self.out.close()
+        self.err.close()
 
 
 def _check_exit(command: str, returncode: int, err: str) -> None:

@@ -73,6 +73,9 @@ class MemorySource:
         """`walk`, line by line; children before parents when `topo`, skewed or not."""
         yield from self._ordered(tips, []) if topo else self.walk(tips, [])
 
+    def start_stream(self, tips: Sequence[str]) -> None:
+        """Nothing to start ahead: an in-memory graph answers at once."""
+
     def parents(self, commit: str) -> tuple[str, ...] | None:
         return self.cut.get(commit)
 

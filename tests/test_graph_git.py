@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
 
 import pygit2
@@ -13,6 +14,7 @@ import pytest
 
 from majordomus import graph as graph_module
 from majordomus.cache import GRAPH_FILE_NAME
+from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
 from majordomus.store import Store
 from tests.conftest import EMAIL, NAME, Clock, Repo
@@ -406,3 +408,65 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
         assert graph.labels(rev, on_history) == {h: git_label(repo, h, rev) for h in on_history}
         if in_order:
             assert graph.walks == 1
+
+
+@pytest.mark.parametrize("keep", [5, graph_module.WALK_KEEP], ids=["line-by-line", "kept"])
+def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    """`history` in a clone where nothing is kept starts the order's walk before it reads
+    the notes (git runs in the background, into a temporary file): the order and labels
+    read from it equal git's, in one walk; where something is kept, nothing is started."""
+    monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # a test runner's threads
+    rng = random.Random(51)
+    history = History(repo, rng)
+    for i in range(30):
+        history.step(i)
+    rev = repo.head()
+    reached = set(repo.git("rev-list", rev).split())
+    handovers = [c for c in history.commits if c in reached][::3]
+    (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+    store = store_of(repo)
+    graph = store.graph()
+    graph.start_order(rev)
+    assert store._started is not None
+    graph.expect_labels(rev, handovers)
+    order = graph.order(rev, history.commits)
+    assert store._started is None  # read, and its git waited for
+    expected = git_order(repo, rev)
+    assert order == {c: expected[c] for c in history.commits if c in expected}
+    assert graph.labels(rev, handovers) == {h: git_label(repo, h, rev) for h in handovers}
+    assert graph.walks <= 2
+    kept = store_of(repo)  # the graph cache now holds this revision: nothing to start
+    kept.graph().start_order(rev)
+    assert kept._started is None
+
+
+def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    store = store_of(repo)
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    store.start_stream([absent])
+    assert store._started is None  # a process that runs threads forks no git ahead
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    store.start_stream([absent])
+    started = store._started
+    assert started is not None
+    with pytest.raises(RepositoryError) as ahead:
+        list(store.stream([absent], topo=False))
+    with pytest.raises(RepositoryError) as asked:
+        list(store.stream([absent], topo=False))
+    assert str(ahead.value) == str(asked.value)
+    assert started.process.returncode is not None and started.out.closed
+    # Started for other tips, or asked in topological order: stopped, and walked as asked.
+    store.start_stream([absent])
+    other = store._started
+    assert other is not None
+    rev = repo.head()
+    assert list(store.stream([rev], topo=True)) == [
+        line.split() for line in repo.git("rev-list", "--parents", "--topo-order", rev).splitlines()
+    ]
+    assert other.process.returncode is not None and other.out.closed
