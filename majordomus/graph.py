@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, Sequence
+from itertools import pairwise
 from typing import NamedTuple, Protocol
 
 Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
@@ -185,21 +186,37 @@ def tally(masks: Mapping[int, int], targets: int) -> tuple[list[int], list[int],
     does): per target, the commits REV reaches only, the target only, and both."""
     only_target = [0] * targets
     both = [0] * targets
-    rev_total = 0
-    for mask, many in masks.items():
-        in_rev = mask & 1
-        rev_total += many if in_rev else 0
-        rest = mask >> 1
-        while rest:
-            low = rest & -rest
-            bit = low.bit_length() - 1
-            if in_rev:
-                both[bit] += many
-            else:
-                only_target[bit] += many
-            rest ^= low
+    rev_total = sum(many for mask, many in masks.items() if mask & 1)
+    for in_rev, into in ((1, both), (0, only_target)):
+        _add_bits({m >> 1: n for m, n in masks.items() if m & 1 == in_rev}, into)
     only_rev = [rev_total - both[i] for i in range(targets)]
     return only_rev, only_target, both
+
+
+def _add_bits(masks: Mapping[int, int], into: list[int]) -> None:
+    """Add how many commits carry each mask to each bit of the mask. Along a history
+    with few merges the masks nest (each one holds the one before, less crowded): each
+    bit is then counted once, where it first appears, with the commits of every mask
+    from there on, not once per mask that holds it (a thousand handovers would cost half
+    a million steps); masks that do not nest are counted bit by bit."""
+    chain = sorted(masks.items(), key=lambda item: item[0].bit_count())
+    if all(a & ~b == 0 for (a, _), (b, _) in pairwise(chain)):
+        after = sum(many for _, many in chain)  # the commits of this mask and every later one
+        previous = 0
+        for mask, many in chain:
+            _each_bit(mask & ~previous, after, into)
+            after -= many
+            previous = mask
+        return
+    for mask, many in masks.items():
+        _each_bit(mask, many, into)
+
+
+def _each_bit(mask: int, many: int, into: list[int]) -> None:
+    while mask:
+        low = mask & -mask
+        into[low.bit_length() - 1] += many
+        mask ^= low
 
 
 def streamed_counts(lines: Iterator[Line], rev: str, targets: Sequence[str]) -> Counter[int] | None:

@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.graph import CommitGraph, Divergence, labels_of
+from majordomus.graph import CommitGraph, Divergence, labels_of, tally
 from tests.graph_support import MemorySource, random_dag, true_label
 
 UNKNOWN = Divergence("unknown", None, None)
@@ -201,3 +201,31 @@ def test_labels_read_line_by_line_equal_brute_force(
     graph = CommitGraph(source, None)
     assert graph.labels(rev, handovers) == {h: true_label(parents, h, rev) for h in handovers}
     assert graph.walks == len(source.walks) <= (2 if skewed else 1)
+
+
+def _tally_bit_by_bit(masks: dict[int, int], targets: int) -> tuple[list[int], ...]:
+    """`tally` by its definition: every bit of every mask counted on its own."""
+    only_target, both = [0] * targets, [0] * targets
+    for mask, many in masks.items():
+        for bit in range(targets):
+            if mask >> (bit + 1) & 1:
+                (both if mask & 1 else only_target)[bit] += many
+    rev_total = sum(many for mask, many in masks.items() if mask & 1)
+    return [rev_total - b for b in both], only_target, both
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_counts_of_nested_masks_and_any_others_equal_their_definition(data: st.DataObject) -> None:
+    """Along few merges the masks of a walk nest (counted bit by bit where each first
+    appears); any others are counted bit by bit: both give the definition's counts."""
+    targets = data.draw(st.integers(1, 40))
+    bits = data.draw(st.permutations(range(targets)))
+    masks: dict[int, int] = {}
+    mask = data.draw(st.sampled_from([0, 1]))
+    for bit in bits[: data.draw(st.integers(0, targets))]:  # a chain, each holding the last
+        mask |= 1 << (bit + 1)
+        masks[mask] = data.draw(st.integers(1, 1000))
+    for other in data.draw(st.lists(st.integers(0, 2 ** (targets + 1) - 1), max_size=3)):
+        masks[other] = data.draw(st.integers(1, 1000))  # masks that may break the chain
+    assert tally(masks, targets) == _tally_bit_by_bit(masks, targets)
