@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import itertools
 import os
 import subprocess
 import threading
@@ -222,8 +223,11 @@ class Store:
             return
         import tempfile
 
-        # Closed by `_Started.stop`, once read or never needed.
-        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        try:  # closed by `_Started.stop`, once read or never needed
+            out = tempfile.TemporaryFile()  # noqa: SIM115
+        except OSError:  # no temporary folder to write in: the walk is made when asked
+            return
+        err = subprocess.DEVNULL  # a failure is walked again as asked, and said then
         try:
             process = subprocess.Popen(
                 ["git", f"--git-dir={self.gitdir}", "rev-list", "--parents", "--stdin"],
@@ -235,22 +239,28 @@ class Store:
             )
         except OSError:
             out.close()
-            err.close()
             return
         assert process.stdin is not None
         with contextlib.suppress(BrokenPipeError):  # git refused a tip: `stream` says so
             process.stdin.write("".join(f"{tip}\n" for tip in tips).encode("ascii"))
             process.stdin.close()
-        self._started = _Started(tuple(tips), process, out, err)
+        self._started = _Started(tuple(tips), process, out)
         weakref.finalize(self, _Started.stop, self._started)  # never read: stopped
 
     def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
         """`git rev-list --parents` of TIPS, line by line, never held whole."""
         started, self._started = self._started, None
+        given = 0
         if started is not None:
             if not topo and started.tips == tuple(tips):
-                yield from started.lines()
-                return
+                for walked in started.lines():
+                    yield walked
+                    given += 1
+                if started.process.returncode == 0:
+                    return
+                # It failed (a full disk, say; or the history is damaged): walked again,
+                # past the lines it gave (the same walk gives the same lines), and a walk
+                # that fails again says why.
             started.stop()
         args = ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
         process = self._buffered_git(args, stdin=True)
@@ -262,7 +272,7 @@ class Store:
                 with contextlib.suppress(BrokenPipeError):  # git refused a tip: said below
                     process.stdin.write("".join(f"{tip}\n" for tip in tips))
                     process.stdin.close()
-                for line in process.stdout:
+                for line in itertools.islice(process.stdout, given, None):
                     yield line.split()
             except BaseException:
                 process.kill()  # the reader stopped early: git is not left writing
@@ -746,11 +756,10 @@ class _Started(NamedTuple):
     tips: tuple[str, ...]
     process: subprocess.Popen[bytes]
     out: IO[bytes]
-    err: IO[bytes]
 
     def lines(self) -> Iterator[list[str]]:
-        """Its lines as `Store.stream` gives them, read as git writes them (up to its end),
-        then its exit checked as `stream` checks it."""
+        """Its lines as `Store.stream` gives them, read as git writes them, up to its end;
+        a line it did not end (it failed, or was killed) is not one."""
         offset, pending = 0, b""
         try:
             while True:
@@ -765,10 +774,6 @@ class _Started(NamedTuple):
                 *whole, pending = (pending + chunk).split(b"\n")
                 for line in whole:
                     yield line.decode("utf-8", "replace").split()
-            if pending:
-                yield pending.decode("utf-8", "replace").split()
-            err = os.pread(self.err.fileno(), 1 << 16, 0).decode("utf-8", "replace")
-            _check_exit("rev-list", self.process.returncode, err)
         finally:
             self.stop()
 
@@ -778,7 +783,6 @@ class _Started(NamedTuple):
                 self.process.kill()
             self.process.wait()
         self.out.close()
-        self.err.close()
 
 
 def _check_exit(command: str, returncode: int, err: str) -> None:

@@ -470,3 +470,32 @@ def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(
         line.split() for line in repo.git("rev-list", "--parents", "--topo-order", rev).splitlines()
     ]
     assert other.process.returncode is not None and other.out.closed
+
+
+def test_a_walk_started_ahead_that_stops_halfway_is_walked_again_past_what_it_gave(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The git started ahead writes into a temporary file: a full disk (here a limit on
+    the file's size) stops it halfway, in the middle of a line. The lines it ended are
+    given, the one it cut is not, and the rest come from a walk made as asked: the
+    whole walk, each line once."""
+    import resource
+
+    from majordomus import store as store_module
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(
+        store_module,
+        "_lowest_priority",
+        lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (150, 150)),  # two lines and a bit
+    )
+    for i in range(6):
+        repo.commit(f"more {i}")
+    rev = repo.head()
+    store = store_of(repo)
+    store.start_stream([rev])
+    started = store._started
+    assert started is not None
+    expected = [line.split() for line in repo.git("rev-list", "--parents", rev).splitlines()]
+    assert list(store.stream([rev], topo=False)) == expected
+    assert started.process.returncode != 0  # it did stop halfway
