@@ -49,8 +49,6 @@ if TYPE_CHECKING:
     import pygit2
 
 REMOTE_NOTES_SUFFIX = "/majordomus"
-
-
 # Fetches note objects a partial clone left out, in one batch; returns the remote it
 # asked and why it failed (or None).
 Fetcher = Callable[[Sequence[str]], tuple[str, str | None]]

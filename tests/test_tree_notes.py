@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 import pygit2
 import pytest
 
 from majordomus import gitfiles, notestree
-from tests.conftest import Repo
+from majordomus.notesref import NOTES_REF
+from tests.conftest import Clock, Repo
 from tests.corpus import corpus
 from tests.reliability.hostile import case_of, plant
+from tests.support.git import bare
+from tests.support.repo import clone
 
 Entry = tuple[bytes, bytes, str]  # mode, name, object id
 
@@ -149,3 +153,55 @@ def test_a_tree_git_cannot_read_is_left_to_libgit2(repo: Repo) -> None:
     assert listed(repo, "HEAD") is None  # never a name git resolves
     with pytest.raises(notestree.MissingObjectError):  # what libgit2's walk then says
         list(notestree.walk(repo.pygit, _tree(repo, tree)))
+
+
+def test_a_first_read_in_a_second_clone_behind_a_bare_remote_is_libgit2s_read(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """A teammate's clone behind a bare remote: records fetched into the remote-tracking
+    notes ref and its own, a note appended by hand with git, a merge, another branch
+    checked out. Its first read (no caches) lists each notes tree with git; it answers
+    as the read that leaves every object to libgit2 (GIT_CEILING_DIRECTORIES), and as
+    the next read, from the caches."""
+    remote = bare(tmp_path / "remote.git", environ)
+    alice = clone(str(remote), tmp_path / "alice", environ, clock)
+    alice.commit("initial")
+    alice.git("push", "-q", "origin", "main")
+    task = alice.task()
+    for n in range(3):
+        alice.commit(f"work {n}")
+        assert alice.run("checkpoint", f"alice {n}").code == 0
+    alice.git("push", "-q", "origin", "main")
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    assert bob.run("task", "use", task).code == 0
+    bob.git("checkout", "-q", "-b", "side", "HEAD~1")
+    bob.commit("on the side")
+    assert bob.run("checkpoint", "bob on the side").code == 0
+    bob.git("checkout", "-q", "main")
+    bob.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    assert bob.run("handover", "-o", "find it", "-s", "merged", "-n", "bisect").code == 0
+    appended = (
+        f'[[checkpoint]]\nv = 1\nid = "c-00000000000a11ce"\ntask = "{task}"\n'
+        f'head = "{bob.head()}"\nat = 2026-11-30T03:12:09Z\nauthor = "A <a@example.com>"\n'
+        'body = "appended by hand"\n'
+    )
+    bob.git("notes", f"--ref={NOTES_REF}", "append", "-m", appended, "HEAD")
+    alice.commit("later")
+    assert alice.run("checkpoint", "alice, later").code == 0
+    alice.git("push", "-q", "origin", "main")
+    assert alice.run("push").code == 0
+    bob.git("fetch", "-q", "origin", f"+{NOTES_REF}:refs/notes/remotes/origin/majordomus")
+    bob.git("checkout", "-q", "side")
+    commands = [("history", "--all", "--json"), ("history", "--task", task, "--all", "--json")]
+    ceiling = {"GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    for argv in commands:
+        assert bob.run("doctor", "--drop-cache").code in (0, 1)
+        first = bob.run(*argv)
+        assert first.code == 0 and "appended by hand" in first.out and "alice, later" in first.out
+        assert bob.run("doctor", "--drop-cache").code in (0, 1)
+        assert bob.run(*argv, environ=ceiling).out == first.out  # every object by libgit2
+        assert bob.run(*argv).out == first.out  # from the caches
+    tree = bob.git("rev-parse", "refs/notes/remotes/origin/majordomus^{tree}").strip()
+    assert listed(bob, tree) == walked(bob, tree) != ""
