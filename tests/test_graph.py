@@ -214,7 +214,7 @@ def _tally_bit_by_bit(masks: dict[int, int], targets: int) -> tuple[list[int], .
     return [rev_total - b for b in both], only_target, both
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_counts_of_nested_masks_and_any_others_equal_their_definition(data: st.DataObject) -> None:
     """Along few merges the masks of a walk nest (counted bit by bit where each first
