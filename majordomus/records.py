@@ -440,6 +440,18 @@ _WRITTEN_KEY = re.compile(r"([A-Za-z0-9_-]+) = ")
 _INLINE_DEPTH = 4  # deeper inline values go to tomllib (which also says how deep is too deep)
 
 
+def _written_run(text: str, at: int, closer: str, read: Callable[[int], int]) -> int:
+    """Items `read` from `at` on, each followed by `, ` or by `closer`: where they end."""
+    while True:
+        at = read(at)
+        if text[at : at + 2] == ", ":
+            at += 2
+        elif text.startswith(closer, at):
+            return at + len(closer)
+        else:
+            raise _NotWritten
+
+
 def _written_value(text: str, at: int, depth: int) -> tuple[Any, int]:
     """The inline value at `at` and where it ends; _NotWritten outside the subset."""
     if depth > _INLINE_DEPTH:
@@ -447,36 +459,30 @@ def _written_value(text: str, at: int, depth: int) -> tuple[Any, int]:
     first = text[at : at + 1]
     if first == "[":
         items: list[Any] = []
-        at += 1
-        if text[at : at + 1] == "]":
-            return items, at + 1
-        while True:
-            item, at = _written_value(text, at, depth + 1)
-            items.append(item)
-            if text[at : at + 2] == ", ":
-                at += 2
-            elif text[at : at + 1] == "]":
-                return items, at + 1
-            else:
-                raise _NotWritten
+        if text[at + 1 : at + 2] == "]":
+            return items, at + 2
+
+        def item(at: int) -> int:
+            value, at = _written_value(text, at, depth + 1)
+            items.append(value)
+            return at
+
+        return items, _written_run(text, at + 1, "]", item)
     if first == "{":
         table: dict[str, Any] = {}
         if text[at : at + 2] == "{}":
             return table, at + 2
         if text[at : at + 2] != "{ ":
             raise _NotWritten
-        at += 2
-        while True:
+
+        def pair(at: int) -> int:
             key = _WRITTEN_KEY.match(text, at)
             if key is None or key.group(1) in table:
                 raise _NotWritten
             table[key.group(1)], at = _written_value(text, key.end(), depth + 1)
-            if text[at : at + 2] == ", ":
-                at += 2
-            elif text[at : at + 2] == " }":
-                return table, at + 2
-            else:
-                raise _NotWritten
+            return at
+
+        return table, _written_run(text, at + 2, " }", pair)
     found = _WRITTEN_SCALAR.match(text, at)
     if found is None:
         raise _NotWritten

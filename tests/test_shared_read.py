@@ -89,14 +89,16 @@ def read(planted: Planted, copy: Path, mode: str, *argv: str) -> tuple[int, str,
     return _run(copy, environ, mode, *argv)
 
 
+def _child(
+    copy: Path, environ: dict[str, str], mode: str, *argv: str
+) -> subprocess.CompletedProcess[str]:
+    """A command run by SCRIPT in a fresh Python, in `mode`."""
+    command = [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv]
+    return subprocess.run(command, env=environ, capture_output=True, text=True, check=False)
+
+
 def _run(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[int, str, int]:
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = _child(copy, environ, mode, *argv)
     assert "forks=" in result.stderr, result.stderr
     assert result.returncode in (0, 1), result.stderr
     forks = int(result.stderr.rsplit("forks=", 1)[1])
@@ -261,12 +263,6 @@ def test_the_records_a_first_read_in_forked_processes_shows_are_parsed_once(
 def _parses(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
     """The output of a command in a copy as it stands, and how many notes this process
     (not a helper) parsed."""
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv],
-        env=environ,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = _child(copy, environ, mode, *argv)
     assert result.returncode == 0, result.stderr
     return result.stdout, int(result.stderr.split("parses=", 1)[1].split()[0])
