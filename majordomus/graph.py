@@ -355,6 +355,8 @@ class CommitGraph:
 
     def order(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
         """Which candidates `rev` reaches, each with its rank in `git rev-list REV`."""
+        if not candidates:
+            return {}  # no record anywhere: no walk (a million commits take a second)
         ranks = self._order(rev, candidates)
         self._keep()
         # An answer from memory ranks what was looked for then, and carried along a

@@ -465,7 +465,8 @@ def history(
         raise RefusedError(f"--limit must be 1 or more, not {limit}.")
     store = open_store(ctx)
     commit = store.resolve(rev)
-    store.graph().start_order(commit)  # a first read: git walks while the notes are read
+    if store.ref_targets():  # records to order: on a first read git walks meanwhile
+        store.graph().start_order(commit)
     if task is not None:
         # A first read keeps the notes of the task (of each the name could be) it parses.
         named = _TASK_PREFIX.fullmatch(task.strip().lower())

@@ -499,3 +499,19 @@ def test_a_walk_started_ahead_that_stops_halfway_is_walked_again_past_what_it_ga
     expected = [line.split() for line in repo.git("rev-list", "--parents", rev).splitlines()]
     assert list(store.stream([rev], topo=False)) == expected
     assert started.process.returncode != 0  # it did stop halfway
+
+
+def test_an_order_of_no_commit_walks_nothing(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No record anywhere yet (a clone before anyone wrote one): nothing to rank, so no walk
+    (at a million commits it took a second), kept or started ahead."""
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    for i in range(5):
+        repo.commit(f"work {i}")
+    (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+    store = store_of(repo)
+    graph = store.graph()
+    assert graph.order(repo.head(), []) == {}
+    assert graph.walks == 0 and store._started is None
+    done = repo.run("history", "--json")
+    assert done.code == 0 and json.loads(done.out)["records"] == []
+    assert not (repo.path / ".git" / GRAPH_FILE_NAME).exists()  # nothing walked, nothing kept
