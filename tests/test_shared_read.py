@@ -219,17 +219,16 @@ def test_the_records_a_first_read_in_forked_processes_shows_are_parsed_once(
     clone, environ = planted
     grown = tmp_path / "grown"
     shutil.copytree(clone, grown)
-    git(grown, environ, "checkout", "-q", "-b", "more", "main~1")
-    for number in range(40):
-        git(grown, environ, "commit", "-q", "--allow-empty", "-m", f"more {number}")
-        head = git(grown, environ, "rev-parse", "HEAD").strip()
-        note = (
-            f'[[checkpoint]]\nv = 1\nid = "c-00000000beef{number:04x}"\ntask = "t-00000000beef"\n'
-        )
-        note += f'head = "{head}"\nat = 2026-11-30T03:{number:02d}:00Z\n'
-        note += f'author = "A <a@example.com>"\nbody = "observation {number}"\n'
-        git(grown, environ, "notes", "--ref=majordomus", "add", "-m", note, head)
-    git(grown, environ, "checkout", "-q", "later")
+    base = git(grown, environ, "rev-parse", "main~1").strip()
+    commits = _commits_on(grown, environ, "more", base, 40)
+    notes = []
+    for number, head in enumerate(commits):
+        note = f'[[checkpoint]]\nv = 1\nid = "c-00000000beef{number:04x}"\n'
+        note += f'task = "t-00000000beef"\nhead = "{head}"\n'
+        note += f'at = 2026-11-30T03:{number:02d}:00Z\nauthor = "A <a@example.com>"\n'
+        note += f'body = "observation {number}"\n'
+        notes.append((head, note))
+    _add_notes(grown, environ, notes)
     argv: tuple[str, ...] = ("history", "--all", "--json")
 
     def first(source: Path, mode: str) -> tuple[str, int]:
@@ -258,6 +257,43 @@ def test_the_records_a_first_read_in_forked_processes_shows_are_parsed_once(
     shared, parsed_shared = first(grown, "shared")
     assert (shared, parsed_shared) == (alone, 0)
     assert parsed_alone >= 40
+
+
+_COMMITTER = "committer A <a@example.com> 1764470000 +0000\n"
+
+
+def _fast_import(repo: Path, environ: dict[str, str], stream: str, *options: str) -> None:
+    command = ["git", "fast-import", "--quiet", *options]
+    subprocess.run(command, cwd=repo, env=environ, input=stream.encode(), check=True)
+
+
+def _commits_on(
+    repo: Path, environ: dict[str, str], branch: str, base: str, many: int
+) -> list[str]:
+    """`many` empty commits on a new branch from `base`, made by one git fast-import."""
+    stream = "".join(
+        f"commit refs/heads/{branch}\nmark :{n + 1}\n{_COMMITTER}data 7\nmore {n:02d}\n"
+        + (f"from {base}\n" if n == 0 else "")
+        for n in range(many)
+    )
+    marks = repo / ".git" / "test-marks"
+    _fast_import(repo, environ, stream, f"--export-marks={marks}")
+    found = dict(line.split() for line in marks.read_text().splitlines())
+    marks.unlink()
+    return [found[f":{n + 1}"] for n in range(many)]
+
+
+def _add_notes(repo: Path, environ: dict[str, str], notes: list[tuple[str, str]]) -> None:
+    """These notes added to refs/notes/majordomus in one commit of git fast-import (which
+    fans the notes tree out as git notes does)."""
+    added = "".join(
+        f"N inline {commit}\ndata {len(text.encode())}\n{text}\n" for commit, text in notes
+    )
+    stream = (
+        f"commit refs/notes/majordomus\n{_COMMITTER}data 6\nnotes\n"
+        f"from refs/notes/majordomus^0\n{added}"
+    )
+    _fast_import(repo, environ, stream)
 
 
 def _parses(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[str, int]:
