@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
@@ -79,6 +79,12 @@ class Invocation(NamedTuple):
 
     def out(self, text: str) -> None:
         self.terminal.stdout.write(text + "\n")
+
+    def out_parts(self, parts: Iterable[str]) -> None:
+        """`out` of the parts' text, each written as it comes."""
+        for part in parts:
+            self.terminal.stdout.write(part)
+        self.terminal.stdout.write("\n")
 
     def warn(self, text: str) -> None:
         self.terminal.stderr.write(f"majordomus: warning: {render.safe(text)}\n")
@@ -373,7 +379,7 @@ def history(
     """Records on commits reachable from REV, newest first; handovers with their label."""
     invocation = _invocation(ctx)
     result = ops.history(invocation.context(), rev, task, include_all, limit)
-    invocation.out(render.history(result, as_json))
+    invocation.out_parts(render.history_parts(result, as_json))
 
 
 @app.command()

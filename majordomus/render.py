@@ -6,7 +6,7 @@ import datetime
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from majordomus.graph import Divergence
@@ -53,9 +53,30 @@ def dumps(value: Any) -> str:
         text = "".join(out)
     except _NotPlain:
         text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
+    return _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """JSON text with every character of the refused set as a \\uXXXX escape."""
     if text.isascii() and "\x7f" not in text:
         return text  # the encoder escaped every other character of the set (all below 0x20)
     return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _items(values: Sequence[Any], inner: str) -> str:
+    """The items of a non-empty list as `dumps` writes them inside it, `inner` being the
+    newline and indentation of its items (one after another, without the brackets)."""
+    out: list[str] = []
+    try:
+        _list_items(values, inner, out, "")
+        return "".join(out)
+    except _NotPlain:  # as json.dumps writes each, indented as the list's items are
+        return ("," + inner).join(
+            json.dumps(_finite(v), ensure_ascii=False, indent=2, default=_json_default).replace(
+                "\n", inner
+            )
+            for v in values
+        )
 
 
 class _NotPlain(Exception):
@@ -94,24 +115,8 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         if not value:
             out.append("[]")
             return
-        inner = newline + "  "
-        separator = "[" + inner
-        run: list[dict[str, Any]] = []  # consecutive flat objects (records): one encoding
-        for item in value:
-            if type(item) is dict and item and _is_flat(item):
-                run.append(item)
-                continue
-            if run:
-                out.append(separator)
-                out.append(_flat_objects(run, inner))
-                separator = "," + inner
-                run = []
-            out.append(separator)
-            _indented(item, inner, out)
-            separator = "," + inner
-        if run:
-            out.append(separator)
-            out.append(_flat_objects(run, inner))
+        out.append("[")
+        _list_items(value, newline + "  ", out, newline + "  ")
         out.append(newline + "]")
     elif value is None:
         out.append("null")
@@ -126,6 +131,28 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         out.append(float.__repr__(value) if finite is value else _encode_string(finite))
     else:
         _indented(_json_default(value), newline, out)
+
+
+def _list_items(value: Sequence[Any], inner: str, out: list[str], first: str) -> None:
+    """The items of a non-empty list into `out`, after `first` (the newline before the
+    first item, or nothing), `inner` before each of the others."""
+    separator = first
+    run: list[dict[str, Any]] = []  # consecutive flat objects (records): one encoding
+    for item in value:
+        if type(item) is dict and item and _is_flat(item):
+            run.append(item)
+            continue
+        if run:
+            out.append(separator)
+            out.append(_flat_objects(run, inner))
+            separator = "," + inner
+            run = []
+        out.append(separator)
+        _indented(item, inner, out)
+        separator = "," + inner
+    if run:
+        out.append(separator)
+        out.append(_flat_objects(run, inner))
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})  # scalars whose JSON needs no check
@@ -456,38 +483,59 @@ def _history_suffix(entry: HistoryEntry) -> str:
     return f"  [{'; '.join(notes)}]" if notes else ""
 
 
+HISTORY_PART = 1000  # records rendered, and written, at a time
+
+
 def history(result: HistoryResult, as_json: bool) -> str:
+    return "".join(history_parts(result, as_json))
+
+
+def history_parts(result: HistoryResult, as_json: bool) -> Iterator[str]:
+    """`history`'s text in parts, a thousand records each, to be written as they come:
+    at 100,000 records neither the records as JSON values nor the whole text is ever
+    held at once. The parts joined are what `dumps` writes for the whole document."""
+    entries = result.entries
     if as_json:
-        records = []
-        for entry in result.entries:
-            item = record_json(entry.located)
-            if entry.divergence is not None:
-                item["label"] = entry.divergence.label
-                item["ahead"] = entry.divergence.ahead
-                item["behind"] = entry.divergence.behind
-                item["resolved"] = entry.resolved
-            records.append(item)
-        return dumps(
-            {
-                "rev": result.rev,
-                "records": records,
-                "invalid": result.invalid,
-                "hidden": result.hidden,
-            }
-        )
-    blocks = [record_block(e.located, _history_suffix(e)) for e in result.entries]
-    if not blocks:
-        blocks.append(f"no records on commits reachable from {result.rev[:12]}")
+        yield f'{{\n  "rev": {_escaped(_encode_string(result.rev))},\n  "records": '
+        if not entries:
+            yield "[]"
+        for start in range(0, len(entries), HISTORY_PART):
+            values = [_history_json(entry) for entry in entries[start : start + HISTORY_PART]]
+            yield ("[\n    " if start == 0 else ",\n    ") + _escaped(_items(values, "\n    "))
+        if entries:
+            yield "\n  ]"
+        yield f',\n  "invalid": {result.invalid},\n  "hidden": {result.hidden}\n}}'
+        return
+    for start in range(0, len(entries), HISTORY_PART):
+        blocks = [
+            record_block(e.located, _history_suffix(e))
+            for e in entries[start : start + HISTORY_PART]
+        ]
+        yield ("" if start == 0 else "\n") + "\n".join(blocks)
+    tail = []
+    if not entries:
+        tail.append(f"no records on commits reachable from {result.rev[:12]}")
     if result.hidden:
-        blocks.append(
+        tail.append(
             f"({result.hidden} more on commits not reachable from {result.rev[:12]}; "
             "--all shows them)"
         )
     if result.invalid:
-        blocks.append(
+        tail.append(
             f"({result.invalid} invalid notes or records skipped; majordomus doctor lists them)"
         )
-    return "\n".join(blocks)
+    if tail:
+        yield ("\n" if entries else "") + "\n".join(tail)
+
+
+def _history_json(entry: HistoryEntry) -> dict[str, Any]:
+    item = record_json(entry.located)
+    if entry.divergence is not None:
+        item["label"] = entry.divergence.label
+        item["ahead"] = entry.divergence.ahead
+        item["behind"] = entry.divergence.behind
+        item["resolved"] = entry.resolved
+    return item
 
 
 def show(result: ShowResult, as_json: bool) -> str:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from majordomus import render
 from majordomus.records import REFUSED
 from majordomus.render import _finite, _indent, _json_default, dumps, safe
+from tests.conftest import Repo
 
 LEAVES = st.one_of(
     st.none(),
@@ -114,3 +115,61 @@ def test_without_the_json_module_s_c_encoder_the_output_is_the_same(
     monkeypatch.setattr(render, "_flat_encoders", {})
     monkeypatch.setattr(json.encoder, "c_make_encoder", None)
     assert dumps(value) == with_c == reference(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(VALUES, min_size=1, max_size=6), st.integers(0, 6))
+def test_a_list_written_in_parts_is_the_list_dumps_writes(values: list[Any], cut: int) -> None:
+    """`history` writes its records a part at a time (`_items`): the parts, joined as it
+    joins them, are the list `dumps` writes, wherever the cut falls."""
+    inner = "\n    "
+    whole = dumps({"records": values})
+    parts = [values[:cut], values[cut:]]
+    joined = ("," + inner).join(render._escaped(render._items(p, inner)) for p in parts if p)
+    assert whole == '{\n  "records": [' + inner + joined + "\n  ]\n}"
+
+
+def test_a_list_with_keys_that_are_not_strings_written_in_parts_is_dumps_list() -> None:
+    values: list[Any] = [{"a": 1}, {1: "one", None: [1, {"b": "\x1b"}]}, [1.5, "x"]]
+    inner = "\n    "
+    expected = dumps({"records": values})
+    assert (
+        expected
+        == '{\n  "records": [' + inner + render._escaped(render._items(values, inner)) + "\n  ]\n}"
+    )
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_history_written_in_parts_is_the_history_written_whole(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, as_json: bool
+) -> None:
+    """`history` with parts of two records (a part boundary between every other record,
+    and after a handover's label) writes what it writes in one part, and its JSON is what
+    `dumps` writes for the whole document."""
+    repo.task()
+    for n in range(4):
+        repo.commit(f"work {n}")
+        assert repo.run("checkpoint", f'step {n}: é, ü, 漢字, "quoted"').code == 0
+    assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
+    repo.commit("after")
+    argv = ("history", "--json") if as_json else ("history",)
+    whole = repo.run(*argv)
+    earlier = repo.run(*argv, "HEAD~2")  # records on later commits: the hidden ones said
+    monkeypatch.setattr(render, "HISTORY_PART", 2)
+    parted = repo.run(*argv)
+    assert parted.code == whole.code == 0 and parted.out == whole.out
+    assert repo.run(*argv, "HEAD~2").out == earlier.out
+    if as_json:
+        assert earlier.out == dumps(json.loads(earlier.out)) + "\n"
+        assert json.loads(earlier.out)["hidden"] == 2
+    else:  # the last record, then what is not shown, on a line of its own
+        assert "\n(2 more on commits not reachable from" in earlier.out
+    if as_json:
+        document = json.loads(whole.out)
+        assert len(document["records"]) == 6 and document["records"][0]["label"] == "advanced"
+        assert whole.out == dumps(document) + "\n"
+    monkeypatch.setattr(render, "HISTORY_PART", 1000)
+    tree = repo.git("hash-object", "-t", "tree", "/dev/null").strip()
+    alone = repo.git("commit-tree", tree, "-m", "unrelated").strip()
+    empty = repo.run("history", alone, *argv[1:])  # nothing reachable from it
+    assert empty.code == 0 and ("[]" in empty.out if as_json else "no records" in empty.out)
