@@ -21,7 +21,7 @@ Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and 
 Label = tuple[str, int | None, int | None]
 FEW_LABELS = 3  # up to this many labels, one bounded git count each beats a whole walk
 CHAIN_MAX = 64  # how far back a revision is followed to an answer learned before
-WALK_KEEP = 200_000  # lines of a walk kept in memory for a second question (about 50 MB)
+WALK_KEEP = 120_000  # lines of a walk kept in memory for a second question (about 30 MB)
 
 
 class Source(Protocol):

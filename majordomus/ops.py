@@ -6,6 +6,7 @@ Nothing here prints; clock, environment and sleep come in through `Context`.
 from __future__ import annotations
 
 import datetime
+import heapq
 import os
 import re
 import time
@@ -480,9 +481,12 @@ def history(
         every = every_note if limit is None else None
         task_id, index = None, Index(store.read_notes(shown=every), store, rev=commit)
     chosen = index.records if task_id is None else index.of_task(task_id)
-    # A walk made for the order reads the handovers' labels in the same pass.
+    # A walk made for the order reads the handovers' labels in the same pass: those of
+    # every record shown, or, with --limit, of the newest records (those it shows are
+    # most likely among them; a label not read there is counted when it is asked for).
+    likely = chosen if limit is None else heapq.nlargest(2 * limit + 64, chosen, key=_at)
     store.graph().expect_labels(
-        commit, [item.commit for item in chosen if item.summary.kind == "handover"]
+        commit, [item.commit for item in likely if item.summary.kind == "handover"]
     )
     order = index.graph_order
     visible = [item for item in chosen if item.commit in order]
@@ -511,6 +515,10 @@ def history(
         invalid=index.invalid,
         hidden=0 if include_all else hidden,
     )
+
+
+def _at(item: Listed) -> float:
+    return item.summary.at
 
 
 _OBJECT_ID = re.compile(r"[0-9a-f]{4,40}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import threading
 from pathlib import Path
 
@@ -515,3 +516,49 @@ def test_an_order_of_no_commit_walks_nothing(repo: Repo, monkeypatch: pytest.Mon
     done = repo.run("history", "--json")
     assert done.code == 0 and json.loads(done.out)["records"] == []
     assert not (repo.path / ".git" / GRAPH_FILE_NAME).exists()  # nothing walked, nothing kept
+
+
+def test_history_with_a_limit_labels_what_it_shows_as_git_counts_it(repo: Repo) -> None:
+    """With --limit the walk counts only the handovers of the newest records (those shown
+    are most likely among them). Here the newest seventy records sit on a branch HEAD does
+    not reach, so the one record shown is an older handover outside them: its label is
+    counted when asked for, and equals git's, fresh and from the caches."""
+    base = repo.head()
+    side: list[str] = []
+    stream = ""
+    for n in range(70):  # a branch of seventy commits, each to carry a newer record
+        parent = f"from {base}\n" if n == 0 else ""
+        stream += f"commit refs/heads/side\nmark :{n + 1}\n"
+        stream += f"committer A <a@example.com> {1764400000 + n} +0000\ndata 5\nside\n{parent}"
+    marks = repo.path / ".git" / "marks"
+    subprocess.run(
+        ["git", "fast-import", "--quiet", f"--export-marks={marks}"],
+        cwd=repo.path, env=repo.environ, input=stream.encode(), check=True,
+    )  # fmt: skip
+    found = dict(line.split() for line in marks.read_text().splitlines())
+    side = [found[f":{n + 1}"] for n in range(70)]
+    handover_on = repo.commit("on main")
+    for n in range(3):
+        repo.commit(f"main moves {n}")
+    task = "t-0000000000aa"
+    notes = [(handover_on, (
+        f'[[handover]]\nv = 1\nid = "h-00000000000000aa"\ntask = "{task}"\n'
+        f'head = "{handover_on}"\nat = 2026-01-01T00:00:00Z\nauthor = "A <a@example.com>"\n'
+        'objective = "o"\nstate = "s"\nnext = "n"\n'
+    ))]  # fmt: skip
+    for n, commit in enumerate(side):
+        notes.append((commit, (
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "{task}"\nhead = "{commit}"\n'
+            f'at = 2026-06-01T00:{n // 60:02d}:{n % 60:02d}Z\nauthor = "A <a@example.com>"\n'
+            f'body = "on the side {n}"\n'
+        )))  # fmt: skip
+    for commit, text in notes:
+        repo.git("notes", "--ref=majordomus", "add", "-m", text, commit)
+    (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+    for _ in range(2):  # fresh, then from what the first kept
+        out = json.loads(repo.run("history", "--limit", "1", "--json").out)
+        (shown,) = out["records"]
+        assert shown["id"] == "h-00000000000000aa"
+        expected = git_label(repo, handover_on, repo.head())
+        assert (shown["label"], shown["ahead"], shown["behind"]) == tuple(expected)
+        assert out["hidden"] == 70
