@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,6 +51,8 @@ def dumps(value: Any) -> str:
         _indented(value, "\n", out)
         text = "".join(out)
     except _NotPlain:
+        import json
+
         text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
     return _escaped(text)
 
@@ -71,6 +72,8 @@ def _items(values: Sequence[Any], inner: str) -> str:
         _list_items(values, inner, out, "")
         return "".join(out)
     except _NotPlain:  # as json.dumps writes each, indented as the list's items are
+        import json
+
         return ("," + inner).join(
             json.dumps(_finite(v), ensure_ascii=False, indent=2, default=_json_default).replace(
                 "\n", inner
@@ -83,7 +86,12 @@ class _NotPlain(Exception):
     """A value `_indented` leaves to the json module (a key that is not a string)."""
 
 
-_encode_string = json.encoder.encode_basestring  # what json.dumps uses with ensure_ascii=False
+# What json.dumps uses with ensure_ascii=False, from the json module's C part: the module
+# itself (a millisecond to import) is loaded only by output that is JSON.
+try:
+    from _json import encode_basestring as _encode_string
+except ImportError:  # a Python without it
+    from json.encoder import encode_basestring as _encode_string
 
 
 def _indented(value: Any, newline: str, out: list[str]) -> None:
@@ -208,6 +216,8 @@ def _flat_encoder(inner: str) -> Callable[[Any], str]:
     the set-up that method repeats on every call (made once per indentation). The C
     encoder is private to the json module: where it is missing, or takes other arguments,
     or answers otherwise, that method is used."""
+    import json
+
     encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
     encode: Callable[[Any], str] = encoder.encode
     make: Any = getattr(json.encoder, "c_make_encoder", None)

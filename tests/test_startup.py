@@ -143,3 +143,17 @@ def test_reads_start_without_the_write_path(repo: Repo, argv: list[str], code: i
     answer = ast.literal_eval(_probe("-C", str(repo.path), *argv, environ=repo.environ))
     write_path = {"patches", "merge"} & set(answer["ours"])
     assert (answer["code"], answer["err"], write_path) == (code, "", set())
+
+
+def test_text_answers_leave_the_json_module_unloaded(repo: Repo) -> None:
+    """The json module (a millisecond to import) is loaded by answers in JSON only: a
+    text answer escapes strings with the json module's C part alone."""
+    repo.task()
+    assert repo.run("checkpoint", 'seen with "quotes" and \u00e9').code == 0
+    text = ast.literal_eval(_probe("-C", str(repo.path), "history", environ=repo.environ))
+    as_json = ast.literal_eval(
+        _probe("-C", str(repo.path), "history", "--json", environ=repo.environ)
+    )
+    assert text["code"] == as_json["code"] == 0 and "quotes" in text["out"]
+    assert "json" not in text["loaded"] and "json" in as_json["loaded"]
+    assert json.loads(as_json["out"])["records"][0]["body"] == 'seen with "quotes" and \u00e9'
