@@ -219,22 +219,72 @@ def _each_bit(mask: int, many: int, into: list[int]) -> None:
         mask ^= low
 
 
-def streamed_counts(lines: Iterator[Line], rev: str, targets: Sequence[str]) -> Counter[int] | None:
+def streamed_counts(
+    lines: Iterator[Line], rev: str, targets: Sequence[str]
+) -> Mapping[int, int] | None:
     """`count` over a walk read line by line: each commit's mask is complete when its line
     comes (all its children came before), so only the masks still owed to parents not
     yet listed are held. None when a parent came before a child (dates out of order)
     or never came (a cut graph): the caller walks again in topological order."""
+    return counted_walk(lines, rev, targets).masks
+
+
+class CountedWalk(NamedTuple):
+    ranks: dict[str, int]  # the commits looked for, by their place in the walk
+    kept: list[Line] | None  # its lines, while there are at most WALK_KEEP (when asked)
+    masks: dict[int, int] | None  # as `streamed_counts` gives them (targets asked for)
+    listed: set[str]  # the targets the walk listed
+
+
+def counted_walk(
+    lines: Iterator[Line],
+    rev: str,
+    targets: Sequence[str],
+    wanted: Collection[str] = frozenset(),
+    keep: bool = False,
+) -> CountedWalk:
+    """One pass over a walk's lines: the rank of each commit `wanted`, the lines kept
+    (`keep`), and, for `targets`, the commits carrying each mask (`streamed_counts`),
+    counted in runs (along a chain the mask rarely changes)."""
+    counting = bool(targets)
     bits: dict[str, int] = {rev: 1}
     for i, target in enumerate(targets):
         bits[target] = bits.get(target, 0) | 1 << (i + 1)
     owed: dict[str, int] = {}
-    masks: Counter[int] = Counter()
-    for line in lines:
-        mask = owed.pop(line[0], 0) | bits.get(line[0], 0)
-        masks[mask] += 1
-        for parent in line[1:]:
+    masks: dict[int, int] = {}
+    current, run = 0, 0
+    listed: set[str] = set()
+    ranks: dict[str, int] = {}
+    kept: list[Line] | None = [] if keep else None
+    for rank, line in enumerate(lines):
+        commit = line[0]
+        if commit in wanted:
+            ranks[commit] = rank
+        if kept is not None:
+            kept.append(line)
+            if len(kept) > WALK_KEEP:
+                kept = None
+        if not counting:
+            continue
+        mask = owed.pop(commit, 0)
+        bit = bits.get(commit)
+        if bit is not None:
+            mask |= bit
+            listed.add(commit)
+        if mask != current:
+            if run:
+                masks[current] = masks.get(current, 0) + run
+            current, run = mask, 0
+        run += 1
+        if len(line) == 2:  # one parent: most commits
+            parent = line[1]
             owed[parent] = owed.get(parent, 0) | mask
-    return None if owed else masks
+        else:
+            for parent in line[1:]:
+                owed[parent] = owed.get(parent, 0) | mask
+    if run:
+        masks[current] = masks.get(current, 0) + run
+    return CountedWalk(ranks, kept, None if owed or not counting else masks, listed)
 
 
 def from_counts(ahead: int, behind: int, related: Callable[[], bool]) -> Divergence:
@@ -410,26 +460,27 @@ class CommitGraph:
     def _streamed_ranks(self, rev: str, candidates: Collection[str]) -> dict[str, int]:
         """Ranks in `git rev-list REV`, read line by line. The lines are kept for the labels
         of the same command while there are at most WALK_KEEP of them; past that, nothing
-        but the ranks (the labels then walk again, line by line, unless they were counted
-        on the way: `_counted`)."""
+        but the ranks (the labels then walk again, line by line), and the labels expected
+        (`expect_labels`), counted on the way. Each of those targets that the walk lists is
+        reached by REV, so all its own history is in the walk: when the walk ends in order
+        (no parent listed before a child, none missing) its label is read from the counts.
+        A target the walk does not list (off REV's history, or not here) is left to
+        `labels`."""
         wanted = candidates if isinstance(candidates, set | frozenset | dict) else set(candidates)
         self.walks += 1
-        lines = self.source.stream([rev], topo=False)
         targets = self._expected_targets(rev)
-        if targets:
-            ranks, kept = self._counted(lines, wanted, rev, targets)
-        else:
-            ranks, kept = {}, []
-            for rank, line in enumerate(lines):
-                if line[0] in wanted:
-                    ranks[line[0]] = rank
-                if kept is not None:
-                    kept.append(line)
-                    if len(kept) > WALK_KEEP:
-                        kept = None
-        if kept is not None:
-            self._walked = Walked(rev, kept)
-        return ranks
+        walk = counted_walk(self.source.stream([rev], topo=False), rev, targets, wanted, True)
+        if walk.kept is not None:
+            self._walked = Walked(rev, walk.kept)
+        if walk.masks is not None:
+            only_rev, only_target, _ = tally(walk.masks, len(targets))
+            for i, target in enumerate(targets):
+                if target in walk.listed:
+                    div = from_counts(only_rev[i], only_target[i], lambda: True)  # an ancestor
+                    self._told[rev, target] = div
+                    if self.memory is not None:
+                        self.memory.put_label(target, rev, (div.label, div.ahead, div.behind))
+        return walk.ranks
 
     def _expected_targets(self, rev: str) -> list[str]:
         """The handovers whose labels from `rev` an order walk of `rev` is to read too: in a
@@ -443,60 +494,6 @@ class CommitGraph:
             and (rev, h) not in self._told
             and (self.memory is None or self.memory.label(h, rev) is None)
         ]
-
-    def _counted(
-        self, lines: Iterator[Line], wanted: Collection[str], rev: str, targets: list[str]
-    ) -> tuple[dict[str, int], list[Line] | None]:
-        """The ranks (and the lines kept) of REV's walk, its lines counted on the way as
-        `streamed_counts` counts them, in the same loop (a million lines: a pass of their
-        own costs as much again). Each target on that history is reached by REV, so all of
-        its own history is in the walk, and when the walk ends in order (no parent listed
-        before a child, none missing) its label is read from the counts. A target the
-        walk does not list (off REV's history, or not here) is left to `labels`."""
-        bits: dict[str, int] = {rev: 1}
-        for i, target in enumerate(targets):
-            bits[target] = bits.get(target, 0) | 1 << (i + 1)
-        owed: dict[str, int] = {}
-        masks: dict[int, int] = {}  # mask -> commits carrying it, counted in runs
-        current, run = 0, 0
-        listed: set[str] = set()
-        ranks: dict[str, int] = {}
-        kept: list[Line] | None = []
-        for rank, line in enumerate(lines):
-            commit = line[0]
-            if commit in wanted:
-                ranks[commit] = rank
-            if kept is not None:
-                kept.append(line)
-                if len(kept) > WALK_KEEP:
-                    kept = None
-            mask = owed.pop(commit, 0)
-            bit = bits.get(commit)
-            if bit is not None:
-                mask |= bit
-                listed.add(commit)
-            if mask != current:  # along a chain the mask rarely changes: one count a run
-                if run:
-                    masks[current] = masks.get(current, 0) + run
-                current, run = mask, 0
-            run += 1
-            if len(line) == 2:  # one parent: most commits
-                parent = line[1]
-                owed[parent] = owed.get(parent, 0) | mask
-            else:
-                for parent in line[1:]:
-                    owed[parent] = owed.get(parent, 0) | mask
-        if run:
-            masks[current] = masks.get(current, 0) + run
-        if not owed:  # else out of order, or a parent not here: `labels` walks as it did
-            only_rev, _, _ = tally(masks, len(targets))
-            for i, target in enumerate(targets):
-                if target in listed:
-                    div = Divergence("advanced", only_rev[i], 0)
-                    self._told[rev, target] = div
-                    if self.memory is not None:
-                        self.memory.put_label(target, rev, (div.label, div.ahead, div.behind))
-        return ranks, kept
 
     def _mended_ranks(
         self, walked: Walked, rev: str, candidates: Collection[str]
