@@ -416,11 +416,12 @@ class CommitGraph:
         )
         return {commit: rank for commit, rank in ranks.items() if commit in wanted}
 
-    def start_order(self, rev: str) -> None:
+    def start_order(self, rev: str, worth: Callable[[], bool]) -> None:
         """The walk an order of `rev` will take started now, in the background, when it is
         sure to be taken: a complete clone where nothing is kept (a fresh clone, dropped
-        caches), so no answer can come from memory."""
-        if self.boundary or (self.memory is not None and self.memory.kept()):
+        caches), so no answer can come from memory, and `worth()` (asked only then) says
+        there is something to order."""
+        if self.boundary or (self.memory is not None and self.memory.kept()) or not worth():
             return
         self.source.start_stream([rev])
 

@@ -77,16 +77,22 @@ def load_profile(ctx: Context, store: Store) -> profiles.Profile:
     return profiles.load(store.workdir, ctx.profile_name, ctx.environ)
 
 
+def task_prefix(name: str) -> str | None:
+    """The start of a task id a name gives (`t-` and 4 to 12 hex digits, the `t-` optional);
+    None when it is no task id."""
+    match = _TASK_PREFIX.fullmatch(name.strip().lower())
+    return None if match is None else f"t-{match.group(1)}"
+
+
 def resolve_task(task_ids: Collection[str], name: str) -> str:
     """A task id from a unique prefix of at least 4 hex digits, with or without `t-`."""
-    match = _TASK_PREFIX.fullmatch(name.strip().lower())
-    if match is None:
+    prefix = task_prefix(name)
+    if prefix is None:
         raise RefusedError(
             f"'{name}' is not a task id: give t- and at least 4 of its hex digits "
             "(see majordomus task list)."
         )
-    digits = match.group(1)
-    candidates = sorted(task for task in task_ids if task[2:].startswith(digits))
+    candidates = sorted(task for task in task_ids if task.startswith(prefix))
     if not candidates:
         raise RefusedError(f"no task matches '{name}'; see majordomus task list.")
     if len(candidates) > 1:
@@ -466,13 +472,12 @@ def history(
         raise RefusedError(f"--limit must be 1 or more, not {limit}.")
     store = open_store(ctx)
     commit = store.resolve(rev)
-    if store.ref_targets():  # records to order: on a first read git walks meanwhile
-        store.graph().start_order(commit)
+    # A first read: git walks for the order while the notes are read (if there are any).
+    store.graph().start_order(commit, worth=lambda: bool(store.ref_targets()))
     if task is not None:
         # A first read keeps the notes of the task (of each the name could be) it parses.
-        named = _TASK_PREFIX.fullmatch(task.strip().lower())
-        shown_task = notes_of_tasks(f"t-{named.group(1)}") if named else None
-        views = Views(store, shown=shown_task)
+        prefix = task_prefix(task)
+        views = Views(store, shown=notes_of_tasks(prefix) if prefix else None)
         task_id: str | None = resolve_task(views.task_ids, task)
         index = views.index(task_id or "", rev=commit)
     else:

@@ -430,7 +430,9 @@ def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
     store = store_of(repo)
     graph = store.graph()
-    graph.start_order(rev)
+    graph.start_order(rev, worth=lambda: False)  # nothing to order: nothing started
+    assert store._started is None
+    graph.start_order(rev, worth=lambda: True)
     assert store._started is not None
     graph.expect_labels(rev, handovers)
     order = graph.order(rev, history.commits)
@@ -440,8 +442,45 @@ def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     assert graph.labels(rev, handovers) == {h: git_label(repo, h, rev) for h in handovers}
     assert graph.walks <= 2
     kept = store_of(repo)  # the graph cache now holds this revision: nothing to start
-    kept.graph().start_order(rev)
+    kept.graph().start_order(rev, worth=lambda: True)
     assert kept._started is None
+
+
+def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_folder(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shallow clone's walk is made whole, as asked (its cut is mended first), and a
+    walk cannot be started without a temporary folder to write in: in both, nothing is
+    started, and `history` answers with what git counts."""
+    import tempfile
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    repo.task()
+    for n in range(4):
+        repo.commit(f"work {n}")
+        assert repo.run("checkpoint", f"step {n}").code == 0
+    assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
+    repo.commit("after")
+    shallow = shallow_clone(repo, tmp_path / "shallow", depth=3)
+    shallow.git("fetch", "-q", "origin", "refs/notes/*:refs/notes/*")
+    store = store_of(shallow)
+    store.graph().start_order(shallow.head(), worth=lambda: True)
+    assert store._started is None
+    out = json.loads(shallow.run("history", "--json").out)
+    assert [r["label"] for r in out["records"] if r["kind"] == "handover"] == ["advanced"]
+
+    def no_folder() -> None:
+        raise FileNotFoundError("no usable temporary directory")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_folder)
+    (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+    store = store_of(repo)
+    store.graph().start_order(repo.head(), worth=lambda: True)
+    assert store._started is None
+    handover = json.loads(repo.run("history", "--json").out)["records"][0]
+    expected = git_label(repo, handover["commit"], repo.head())
+    assert handover["kind"] == "handover"
+    assert (handover["label"], handover["ahead"], handover["behind"]) == tuple(expected)
 
 
 def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(
