@@ -111,7 +111,7 @@ class Store:
 
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run the user's own git on this repository; arguments never pass through a shell."""
-        command = ["git", f"--git-dir={self.gitdir}", *args]
+        command = self._git_argv(args)
         try:
             result = subprocess.run(
                 command,
@@ -227,14 +227,13 @@ class Store:
             out = tempfile.TemporaryFile()  # noqa: SIM115
         except OSError:  # no temporary folder to write in: the walk is made when asked
             return
-        err = subprocess.DEVNULL  # a failure is walked again as asked, and said then
         try:
             process = subprocess.Popen(
-                ["git", f"--git-dir={self.gitdir}", "rev-list", "--parents", "--stdin"],
+                self._git_argv(_walk_args(topo=False)),
                 stdin=subprocess.PIPE,
                 stdout=out,
-                stderr=err,
-                env={**self.environ, "GIT_FLUSH": "0"},
+                stderr=subprocess.DEVNULL,  # a failure is walked again as asked, said then
+                env=self._buffered_env(),
                 preexec_fn=_lowest_priority,  # noqa: PLW1509 (no thread runs: checked above)
             )
         except OSError:
@@ -242,7 +241,7 @@ class Store:
             return
         assert process.stdin is not None
         with contextlib.suppress(BrokenPipeError):  # git refused a tip: `stream` says so
-            process.stdin.write("".join(f"{tip}\n" for tip in tips).encode("ascii"))
+            process.stdin.write(_tips(tips).encode("ascii"))
             process.stdin.close()
         self._started = _Started(tuple(tips), process, out)
         weakref.finalize(self, _Started.stop, self._started)  # never read: stopped
@@ -262,7 +261,7 @@ class Store:
                 # past the lines it gave (the same walk gives the same lines), and a walk
                 # that fails again says why.
             started.stop()
-        args = ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
+        args = _walk_args(topo)
         process = self._buffered_git(args, stdin=True)
         assert process.stdin is not None and process.stdout is not None
         assert process.stderr is not None
@@ -270,7 +269,7 @@ class Store:
             try:
                 # git reads every tip before it writes a line: no pipe can fill both ways.
                 with contextlib.suppress(BrokenPipeError):  # git refused a tip: said below
-                    process.stdin.write("".join(f"{tip}\n" for tip in tips))
+                    process.stdin.write(_tips(tips))
                     process.stdin.close()
                 for line in itertools.islice(process.stdout, given, None):
                     yield line.split()
@@ -296,17 +295,24 @@ class Store:
         every line of a walk, a write per commit."""
         try:
             return subprocess.Popen(
-                ["git", f"--git-dir={self.gitdir}", *args],
+                self._git_argv(args),
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env={**self.environ, "GIT_FLUSH": "0"},
+                env=self._buffered_env(),
                 text=True,
                 encoding="utf-8",
                 errors="replace",
             )
         except FileNotFoundError:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
+
+    def _git_argv(self, args: Sequence[str]) -> list[str]:
+        return ["git", f"--git-dir={self.gitdir}", *args]
+
+    def _buffered_env(self) -> dict[str, str]:
+        """GIT_FLUSH=0: into a pipe or a file git would flush every line of a walk."""
+        return {**self.environ, "GIT_FLUSH": "0"}
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         import pygit2
@@ -742,6 +748,15 @@ class Store:
             name, email = "majordomus", "majordomus@localhost>"
         now = datetime.datetime.now(datetime.UTC)
         return pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
+
+
+def _walk_args(topo: bool) -> list[str]:
+    """`git rev-list --parents` of the tips written to its standard input."""
+    return ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
+
+
+def _tips(tips: Sequence[str]) -> str:
+    return "".join(f"{tip}\n" for tip in tips)
 
 
 def _lowest_priority() -> None:
