@@ -204,8 +204,8 @@ class NotesReader:
             _summarised_in_workers(str(self.repo.path), unread, cache.put_blob, put_form, shown)
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in _ids(unread) if blob not in cache.blobs]
-            for blob, parsed in _entries(self.blobs, left):
-                cache.put_blob(blob, parsed)
+            for blob, summarised, _ in _parsed(self.blobs, left):
+                cache.put_blob(blob, summarised)
             del left
         elif unread:
             self.blobs.prefetch(list(_ids(unread)))
@@ -583,17 +583,12 @@ def _frames(pipe: BinaryIO) -> Iterator[bytes]:
         yield frame
 
 
-def _entries(blobs: NoteBlobs, share: Sequence[str]) -> Iterator[tuple[str, BlobEntry]]:
-    """The entry of each blob of a share that is here (read by one git process a batch at a
-    time while libgit2 is not loaded, else by libgit2 one by one)."""
-    for blob, entry, _ in _parsed(blobs, share):
-        yield blob, entry
-
-
 def _parsed(
     blobs: NoteBlobs, share: Sequence[str]
 ) -> Iterator[tuple[str, BlobEntry, Note | NoteError]]:
-    """`_entries`, each with the parse it was made of."""
+    """The entry of each blob of a share that is here, with the parse it was made of (read
+    by one git process a batch at a time while libgit2 is not loaded, else by libgit2
+    one by one)."""
     for start in range(0, len(share), FRAME_ENTRIES):
         batch = share[start : start + FRAME_ENTRIES]
         blobs.prefetch(batch)
