@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from majordomus import __version__
 from majordomus.records import Entry, Note, Summary, validated_record
@@ -114,9 +114,9 @@ class CacheFile:
         """The head, then each frame, marshalled one at a time. Whether it was written."""
 
         def chunks() -> Iterator[bytes]:
-            yield from _framed((self.version(), *head))
+            yield from framed((self.version(), *head))
             for value in frames:
-                yield from _framed(value)
+                yield from framed(value)
 
         return self._replace(chunks())
 
@@ -124,9 +124,21 @@ class CacheFile:
 _LENGTH = struct.Struct("<Q")
 
 
-def _framed(value: Any) -> tuple[bytes, bytes]:
+def framed(value: Any) -> tuple[bytes, bytes]:
+    """A frame of a cache file, or of a pipe (`frames_of`): its length, then its value."""
     data = marshal.dumps(value)
     return _LENGTH.pack(len(data)), data
+
+
+def frames_of(stream: BinaryIO) -> Iterator[Any]:
+    """The values of the frames written to a stream, up to its end (a frame cut short
+    ends it)."""
+    while len(head := stream.read(_LENGTH.size)) == _LENGTH.size:
+        (length,) = _LENGTH.unpack(head)
+        data = stream.read(length)
+        if len(data) != length:
+            return
+        yield marshal.loads(data)
 
 
 def _frame(data: memoryview, offset: int) -> tuple[Any, int]:

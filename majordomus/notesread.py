@@ -6,11 +6,9 @@ one batch first; many notes parsed at once through the document cache.
 from __future__ import annotations
 
 import contextlib
-import marshal
 import os
 import shutil
 import signal
-import struct
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -27,6 +25,8 @@ from majordomus.cache import (
     DocumentCache,
     ReadCache,
     blob_entry,
+    framed,
+    frames_of,
     plain_entry,
 )
 from majordomus.errors import RepositoryError
@@ -515,7 +515,6 @@ def _entry_of(parsed: Note | NoteError) -> BlobEntry | None:
 SHARED_READ_MIN = 2000
 SHARED_READ_MAX = 8  # processes
 FRAME_ENTRIES = 2000
-_FRAME_LENGTH = struct.Struct("<Q")
 
 
 def _summarised_in_workers(
@@ -559,8 +558,8 @@ def _summarised_in_workers(
         while children:
             pid, pipe = children[0]
             with pipe, contextlib.suppress(ValueError, EOFError, TypeError):
-                for frame in _frames(pipe):  # each whole frame holds entries as parsed
-                    for blob, (value, form) in marshal.loads(frame).items():
+                for entries in frames_of(pipe):  # each whole frame holds entries as parsed
+                    for blob, (value, form) in entries.items():
                         put(blob, blob_entry(value))
                         if put_form is not None and form is not None:
                             put_form(blob, form)
@@ -572,15 +571,6 @@ def _summarised_in_workers(
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-
-
-def _frames(pipe: BinaryIO) -> Iterator[bytes]:
-    """The frames a helper wrote, up to the end of its pipe (a cut frame is dropped)."""
-    while len(head := pipe.read(_FRAME_LENGTH.size)) == _FRAME_LENGTH.size:
-        frame = pipe.read(_FRAME_LENGTH.unpack(head)[0])
-        if len(frame) != _FRAME_LENGTH.unpack(head)[0]:
-            return
-        yield frame
 
 
 def _parsed(
@@ -612,7 +602,7 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         repo = pygit2.Repository(gitdir)
-        frames: list[bytes] = []
+        frames: list[tuple[bytes, bytes]] = []
         entries = {}
         for blob, entry, parsed in _parsed(NoteBlobs(lambda: repo), share):
             form = None
@@ -620,14 +610,14 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
                 form = DocumentCache.form(parsed)
             entries[blob] = (plain_entry(entry), form)
             if len(entries) == FRAME_ENTRIES:
-                frames.append(marshal.dumps(entries))
+                frames.append(framed(entries))
                 entries = {}
         if entries:
-            frames.append(marshal.dumps(entries))
+            frames.append(framed(entries))
         with os.fdopen(writer, "wb") as pipe:
-            for frame in frames:
-                pipe.write(_FRAME_LENGTH.pack(len(frame)))
-                pipe.write(frame)
+            for head, data in frames:
+                pipe.write(head)
+                pipe.write(data)
         code = 0
     finally:
         os._exit(code)
