@@ -231,11 +231,12 @@ def is_object_id(text: str) -> bool:
     return _OID.fullmatch(text) is not None
 
 
-def _cat_file(gitdir: str, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment of `git cat-file --batch`: replacement refs are
-    not honoured, as libgit2 does not honour them."""
-    command = ["git", f"--git-dir={gitdir}", "cat-file", "--batch"]
-    return command, {**environ, "GIT_NO_REPLACE_OBJECTS": "1"}
+def _as_libgit2(
+    gitdir: str, environ: Mapping[str, str], *args: str
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a git that reads objects as libgit2 reads them:
+    replacement refs are not honoured, as libgit2 does not honour them."""
+    return ["git", f"--git-dir={gitdir}", *args], {**environ, "GIT_NO_REPLACE_OBJECTS": "1"}
 
 
 def _answer(stream: IO[bytes], oid: str) -> tuple[str, bytes] | None:
@@ -263,7 +264,7 @@ def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Obj
     import io
     import subprocess
 
-    command, env = _cat_file(gitdir, environ)
+    command, env = _as_libgit2(gitdir, environ, "cat-file", "--batch")
     try:
         result = subprocess.run(
             command,
@@ -314,7 +315,7 @@ class Batch:
         """OSError when git cannot run."""
         import subprocess
 
-        command, env = _cat_file(gitdir, environ)
+        command, env = _as_libgit2(gitdir, environ, "cat-file", "--batch")
         self._process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -447,14 +448,9 @@ def tree_notes(gitdir: str, environ: Mapping[str, str], tree_id: str) -> str | N
         return None
     import subprocess
 
-    command = ["git", f"--git-dir={gitdir}", "ls-tree", "-r", "-z", "--full-tree", tree_id]
+    command, env = _as_libgit2(gitdir, environ, "ls-tree", "-r", "-z", "--full-tree", tree_id)
     try:
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            env={**environ, "GIT_NO_REPLACE_OBJECTS": "1"},
-            check=False,
-        )
+        result = subprocess.run(command, capture_output=True, env=env, check=False)
     except OSError:
         return None
     if result.returncode != 0:

@@ -205,3 +205,17 @@ def test_a_first_read_in_a_second_clone_behind_a_bare_remote_is_libgit2s_read(
         assert bob.run(*argv).out == first.out  # from the caches
     tree = bob.git("rev-parse", "refs/notes/remotes/origin/majordomus^{tree}").strip()
     assert listed(bob, tree) == walked(bob, tree) != ""
+
+
+def test_a_replaced_notes_tree_is_listed_as_libgit2_walks_it(repo: Repo) -> None:
+    """libgit2 honours no `git replace`: neither does the listing by git, which would
+    otherwise list the notes of the replacement."""
+    blob = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nv = 1\n").strip()
+    ids = [f"{n:02x}" + "0123456789abcdef0123456789abcdef012345" for n in range(3)]
+    stored = raw_tree(
+        repo, [(b"100644", ids[0].encode(), blob), (b"100644", ids[1].encode(), blob)]
+    )
+    replacement = raw_tree(repo, [(b"100644", ids[2].encode(), blob)])
+    repo.git("replace", stored, replacement)
+    assert repo.git("ls-tree", stored).count("\n") == 1  # git itself reads the replacement
+    assert listed(repo, stored) == walked(repo, stored) == ids[0] + blob + ids[1] + blob
