@@ -234,7 +234,11 @@ def _resolving(summary: tuple[Any, ...]) -> tuple[str, ...]:
 
 
 def _shard_of(key: str) -> str:
-    return _shard_name(zlib.crc32(key.encode()) % LEDGER_SHARDS)
+    return _shard_name(_shard_number(key))
+
+
+def _shard_number(key: str) -> int:
+    return zlib.crc32(key.encode()) % LEDGER_SHARDS
 
 
 def _shard_name(number: int) -> str:
@@ -287,9 +291,8 @@ class Ledger:
     def built(keys: Iterable[str], resolved: Iterable[str]) -> dict[str, bytes | None]:
         # Keys by shard number first (one set per shard, not one per key made and dropped).
         numbered: dict[int, set[str]] = collections.defaultdict(set)
-        crc32 = zlib.crc32
         for key in keys:
-            numbered[crc32(key.encode()) % LEDGER_SHARDS].add(key)
+            numbered[_shard_number(key)].add(key)
         shards = {_shard_name(n): (k, collections.Counter[str]()) for n, k in numbered.items()}
         for handover in resolved:
             name = _shard_of(_handover_key(handover))
