@@ -403,12 +403,13 @@ def load_document(data: bytes) -> dict[str, Any]:
 # A basic string's text, written as plain runs between escapes (the same strings as
 # `(?:plain|escape)*`, matched without trying both branches at every character).
 _PLAIN = r'[^"\\\x00-\x08\x0a-\x1f\x7f]*'
+_INT = r"-?(?:0|[1-9][0-9]{0,17})"  # an integer, under 2**63 whatever its digits
 _STR = rf'{_PLAIN}(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{{4}}){_PLAIN})*'
 _WRITTEN_LINE = re.compile(
     r"\[\[([A-Za-z0-9_-]+)\]\]"
     r"|([A-Za-z0-9_-]+) = "
     rf'(?:"({_STR})"'
-    r"|(-?(?:0|[1-9][0-9]{0,17}))"
+    rf"|({_INT})"
     r"|([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
     r"T([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])(?:\.([0-9]{1,6})[0-9]*)?Z"
     rf'|\[((?:"{_STR}"(?:, "{_STR}")*)?)\])'
@@ -434,7 +435,7 @@ class _NotWritten(Exception):
 # arrays and inline tables of them, spaced as written. A value is followed by the end,
 # or by what may follow it inside an array or table.
 _WRITTEN_SCALAR = re.compile(
-    rf'"({_STR})"|(-?(?:0|[1-9][0-9]{{0,17}}))(\.[0-9]+)?(?=$|[,\]}} ])|(true|false)(?=$|[,\]}} ])'
+    rf'"({_STR})"|({_INT})(\.[0-9]+)?(?=$|[,\]}} ])|(true|false)(?=$|[,\]}} ])'
 )
 _WRITTEN_KEY = re.compile(r"([A-Za-z0-9_-]+) = ")
 _INLINE_DEPTH = 4  # deeper inline values go to tomllib (which also says how deep is too deep)
