@@ -19,6 +19,7 @@ from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
 from majordomus.store import Store
 from tests.conftest import EMAIL, NAME, Clock, Repo
+from tests.support.repo import worked
 
 UNKNOWN = Divergence("unknown", None, None)
 
@@ -455,12 +456,7 @@ def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_fold
     import tempfile
 
     monkeypatch.setattr(threading, "active_count", lambda: 1)
-    repo.task()
-    for n in range(4):
-        repo.commit(f"work {n}")
-        assert repo.run("checkpoint", f"step {n}").code == 0
-    assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
-    repo.commit("after")
+    worked(repo, [f"step {n}" for n in range(4)])
     shallow = shallow_clone(repo, tmp_path / "shallow", depth=3)
     shallow.git("fetch", "-q", "origin", "refs/notes/*:refs/notes/*")
     store = store_of(shallow)

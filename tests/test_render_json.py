@@ -14,6 +14,7 @@ from majordomus import render
 from majordomus.records import REFUSED
 from majordomus.render import _finite, _indent, _json_default, dumps, safe
 from tests.conftest import Repo
+from tests.support.repo import worked
 
 LEAVES = st.one_of(
     st.none(),
@@ -146,12 +147,7 @@ def test_history_written_in_parts_is_the_history_written_whole(
     """`history` with parts of two records (a part boundary between every other record,
     and after a handover's label) writes what it writes in one part, and its JSON is what
     `dumps` writes for the whole document."""
-    repo.task()
-    for n in range(4):
-        repo.commit(f"work {n}")
-        assert repo.run("checkpoint", f'step {n}: é, ü, 漢字, "quoted"').code == 0
-    assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
-    repo.commit("after")
+    worked(repo, [f'step {n}: é, ü, 漢字, "quoted"' for n in range(4)])
     argv = ("history", "--json") if as_json else ("history",)
     whole = repo.run(*argv)
     earlier = repo.run(*argv, "HEAD~2")  # records on later commits: the hidden ones said

@@ -8,7 +8,7 @@ sleeping, or as a real process where a test needs one (concurrency, kills, termi
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -113,3 +113,14 @@ def seeded(root: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, Rep
     first.commit("initial")
     first.git("push", "-q", "origin", "main")
     return remote, first
+
+
+def worked(repo: Repo, bodies: Sequence[str]) -> None:
+    """A task, a commit and a checkpoint for each body, a handover on the last, then one
+    more commit (so the handover reads as `advanced`)."""
+    repo.task()
+    for n, body in enumerate(bodies):
+        repo.commit(f"work {n}")
+        assert repo.run("checkpoint", body).code == 0
+    assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
+    repo.commit("after")
