@@ -40,12 +40,6 @@ from tests.remote_fixtures import clone, seeded
 CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 
 
-def drop_caches(repo: Repo) -> None:
-    for name in CACHES:
-        (repo.path / ".git" / name).unlink(missing_ok=True)
-    shutil.rmtree(repo.path / ".git" / VIEWS_FOLDER_NAME, ignore_errors=True)
-
-
 def answers(repo: Repo) -> tuple[object, ...]:
     history = json.loads(repo.run("history", "--all", "--json").out)
     check = json.loads(repo.run("check", "--json").out)
@@ -118,7 +112,7 @@ def test_cached_answers_equal_fresh_answers_as_the_graph_moves(repo: Repo) -> No
         repo.clock.advance(rng.choice([0, 1, 30]))
         if step % 4 == 3:
             cached = answers(repo)
-            drop_caches(repo)
+            repo.drop_caches()
             assert answers(repo) == cached, f"step {step}"
     assert {"hand", "amend", "foreign", "overwrite", "remove"} <= performed
 
@@ -181,7 +175,7 @@ def test_views_carried_over_many_foreign_writes_equal_a_fresh_read(
         cached = answers(repo)
         shutil.rmtree(fresh.path, ignore_errors=True)
         shutil.copytree(repo.path, fresh.path)
-        drop_caches(fresh)
+        fresh.drop_caches()
         assert answers(fresh) == cached, f"step {step}: {action}"
     # Every write by git was carried over, but where a part it needed was lost.
     assert by_git >= 5 and len(carried) >= by_git - lost, (by_git, lost, len(carried))
@@ -232,7 +226,7 @@ def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
     assert not views.full_read  # carried over from the cached state, no full read
     assert views_key(repo) == current_key(repo)
     cached = answers(repo)
-    drop_caches(repo)
+    repo.drop_caches()
     assert answers(repo) == cached
     history = json.loads(repo.run("history", "--task", task, "--json").out)
     got = [r.get("body") or r.get("state") or r["kind"] for r in history["records"]]
@@ -473,7 +467,7 @@ def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
     views = Views(Store(str(bob.path), bob.environ))
     assert not views.full_read  # carried over from the notes the fetch changed
     cached = json.loads(bob.run("history", "--task", task, "--json").out)
-    drop_caches(bob)
+    bob.drop_caches()
     assert json.loads(bob.run("history", "--task", task, "--json").out) == cached
     assert [r.get("body") for r in cached["records"]][:3] == ["alice 2", "bob 1", "alice 1"]
 
@@ -572,7 +566,7 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
             json.loads(repo.run("history", "--task", t, "--all", "--json").out)
             for t in (first, second)
         ]
-        drop_caches(repo)
+        repo.drop_caches()
         fresh = [answers(repo)] + [
             json.loads(repo.run("history", "--task", t, "--all", "--json").out)
             for t in (first, second)
@@ -670,7 +664,7 @@ def test_notes_a_cold_read_parsed_are_kept_for_the_next_read(repo: Repo) -> None
         repo.commit(f"c{i}", {"f.txt": f"{i}\n"})
         assert repo.run("checkpoint", f"checkpoint {i}").code == 0
     repo.git("notes", "--ref=majordomus", "append", "-m", "# looked at this one", "HEAD~3")
-    drop_caches(repo)
+    repo.drop_caches()
     first = repo.run("history", "--json").out
     blobs = [line.split()[0] for line in repo.git("notes", "--ref=majordomus", "list").splitlines()]
     documents = DocumentCache(repo.path / ".git" / RECORDS_FILE_NAME)
@@ -729,7 +723,7 @@ def test_a_write_rewrites_only_its_part_and_old_parts_go_once_nobody_can_read_th
     assert {p.name for p in folder.iterdir()} == set(now.files.values()) | set(now.retired)
     assert not (retired | {never.name}) & {p.name for p in folder.iterdir()}
     cached = [bob.run("history", "--task", t, "--all", "--json").out for t in (first, second)]
-    drop_caches(bob)
+    bob.drop_caches()
     assert [bob.run("history", "--task", t, "--all", "--json").out for t in (first, second)] == (
         cached
     )
@@ -753,7 +747,7 @@ def test_a_resume_git_removes_or_adds_reopens_or_resolves_its_handover(
         result = repo.run("resume", "--peek", "--json", "--task", task)
         cached = (result.code, json.loads(result.out).get("handover"))
         history = repo.run("history", "--task", task, "--json").out
-        drop_caches(repo)
+        repo.drop_caches()
         again = repo.run("resume", "--peek", "--json", "--task", task)
         assert (again.code, json.loads(again.out).get("handover")) == cached
         assert repo.run("history", "--task", task, "--json").out == history
@@ -797,7 +791,7 @@ def test_a_commit_with_a_flat_and_a_fanned_out_note_lists_the_records_of_both(
         if name != "refs/notes/majordomus":
             notes.references.create(name, damaged)
             notes.references.create("refs/notes/majordomus", notes_commit.id, force=True)
-        drop_caches(repo)
+        repo.drop_caches()
         for _ in range(2):  # without the caches, then through them
             listed = json.loads(repo.run("history", "--json").out)["records"]
             assert {r.get("body") for r in listed} - {None} == bodies, name
@@ -833,7 +827,7 @@ def test_a_write_after_another_writer_writes_the_views_once(
     assert repo.run("checkpoint", "after theirs").code == 0
     assert len(carried) == 1 and writes == [current_key(repo)]
     cached = repo.run("history", "--task", task, "--all", "--json").out
-    drop_caches(repo)
+    repo.drop_caches()
     assert repo.run("history", "--task", task, "--all", "--json").out == cached
 
 
@@ -870,7 +864,7 @@ def test_a_record_appended_to_a_full_note_rewrites_one_shard_of_the_ledger(
     assert len(carried) == 1
     assert written == [{f"task {task}", _shard_of(f"checkpoint c-{7:016x}")}]
     cached = repo.run("history", "--task", task, "--all", "--json").out
-    drop_caches(repo)
+    repo.drop_caches()
     assert repo.run("history", "--task", task, "--all", "--json").out == cached
 
 

@@ -355,5 +355,5 @@ def test_views_kept_in_a_partial_clone_meet_a_plain_git_fetch(
     assert fetches_run(trace) == 1
     bodies = [r.get("body") for r in json.loads(result.out)["records"]]
     assert "written after bob's read" in bodies
-    ok(bob, "doctor", "--drop-cache")
+    bob.drop_caches()
     assert ok(bob, "history", "--task", task, "--all", "--json") == result.out

@@ -6,7 +6,6 @@ fan-out past 38 digits; a tree with a missing subtree is left to libgit2."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -198,18 +197,13 @@ def test_a_first_read_in_a_second_clone_behind_a_bare_remote_is_libgit2s_read(
     commands = [("history", "--all", "--json"), ("history", "--task", task, "--all", "--json")]
     ceiling = {"GIT_CEILING_DIRECTORIES": str(tmp_path)}
 
-    def drop() -> None:
-        """Every cache file gone (`doctor --drop-cache` would read the notes again)."""
-        for cache in (bob.path / ".git").glob("majordomus-*"):
-            shutil.rmtree(cache) if cache.is_dir() else cache.unlink()
-
     for argv in commands:
-        drop()
+        bob.drop_caches()
         with pytest.MonkeyPatch.context() as patch:  # plain: every tree listed with git
             patch.setattr(notestree, "walk_present", _no_walk)
             first = bob.run(*argv)
         assert first.code == 0 and "appended by hand" in first.out and "alice, later" in first.out
-        drop()
+        bob.drop_caches()
         assert bob.run(*argv, environ=ceiling).out == first.out  # every object by libgit2
         assert bob.run(*argv).out == first.out  # from the caches
     tree = bob.git("rev-parse", "refs/notes/remotes/origin/majordomus^{tree}").strip()

@@ -7,12 +7,15 @@ sleeping, or as a real process where a test needs one (concurrency, kills, termi
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pygit2
 
+from majordomus.cache import FILES as CACHE_FILES
+from majordomus.cache import VIEWS_FOLDER_NAME
 from tests.support import cli
 from tests.support.env import EMAIL, NAME, Clock
 from tests.support.git import NOTES_REF, bare
@@ -69,6 +72,14 @@ class Repo:
     def notes_ref(self) -> str | None:
         out = self.git("rev-parse", "--verify", "-q", NOTES_REF, check=False)
         return out.strip() or None
+
+    def drop_caches(self) -> None:
+        """Every cache file gone, and nothing read again: the next command reads afresh.
+        (`doctor --drop-cache` reads the notes again, so what follows it reads caches.)"""
+        common = self.path / self.git("rev-parse", "--git-common-dir").strip()
+        for name in CACHE_FILES:
+            (common / name).unlink(missing_ok=True)
+        shutil.rmtree(common / VIEWS_FOLDER_NAME, ignore_errors=True)
 
     def run(
         self,
