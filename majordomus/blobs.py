@@ -6,7 +6,7 @@ not in this clone is never remembered, because a fetch can bring it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from majordomus.gitfiles import Objects
@@ -28,11 +28,14 @@ class NoteBlobs:
         self,
         repo: Callable[[], pygit2.Repository],
         by_git: Callable[[Sequence[str]], Objects | None] | None = None,
+        stored: Callable[[str], Note | None] | None = None,
     ) -> None:
         """`repo` opens the repository with libgit2 on first use; until then `by_git`, when
-        given, reads the few notes a command shows through one git process."""
+        given, reads the few notes a command shows through one git process. `stored`
+        gives a note parsed by an earlier command (the document cache), if it has it."""
         self._repo = repo
         self._by_git = by_git
+        self._stored = stored
         self._read: Objects = {}  # read by git, not parsed yet
         self._parsed: dict[str, Note | NoteError] = {}
 
@@ -83,6 +86,9 @@ class NoteBlobs:
         """The note a blob holds, or why it cannot be read; `keep`: remembered for a second
         look (while fewer than PARSED_KEEP are)."""
         cached = self._parsed.get(blob_id)
+        if cached is not None:
+            return cached
+        cached = None if self._stored is None else self._stored(blob_id)
         if cached is None:
             try:
                 cached = parse_note(self.data(blob_id))
@@ -90,16 +96,17 @@ class NoteBlobs:
                 return error  # not remembered: it may arrive with a fetch
             except NoteError as error:
                 cached = error
-            if keep and len(self._parsed) < PARSED_KEEP:
-                self._parsed[blob_id] = cached
+        if keep and len(self._parsed) < PARSED_KEEP:
+            self._parsed[blob_id] = cached
         return cached
 
     def is_parsed(self, blob_id: str) -> bool:
         return blob_id in self._parsed
 
-    def remember(self, blob_id: str, note: Note | NoteError) -> None:
-        """A parse made another way (from the document cache)."""
-        self._parsed[blob_id] = note
+    def forget(self, blob_ids: Iterable[str]) -> None:
+        """Parses of notes shown already: the memory goes back (a later look parses again)."""
+        for blob_id in blob_ids:
+            self._parsed.pop(blob_id, None)
 
     def note(self, blob_ids: Sequence[str]) -> Note:
         """The united note of the readable blobs among these."""

@@ -1,11 +1,12 @@
 """The derived caches inside the git directory: disposable, never the source of truth.
 
 Each maps content hashes (a notes tree, a note blob, a commit) to what reading them
-produced, so an entry can never be stale. Every cache file shares one base: loaded
-whole, checked against a version made of the package version and the file's own
-format (a file another release or layout wrote is ignored whole), written whole to
-a temporary name and renamed, so concurrent processes see the old file or the new
-one; an unreadable file is simply rebuilt.
+produced, so an entry can never be stale. Every cache file shares one base: checked
+against a version made of the package version and the file's own format (a file
+another release or layout wrote is ignored whole), written whole to a temporary name
+and renamed, so concurrent processes see the old file or the new one; an unreadable
+file is simply rebuilt. Each is loaded whole but the document cache, whose notes are
+read one at a time from the open file.
 """
 
 from __future__ import annotations
@@ -349,65 +350,76 @@ class DocumentCache(CacheFile):
     """Notes by blob id, as read and validated, for commands that show many records
     whole: rebuilding a note from its flat form is several times cheaper than parsing
     its TOML and checking every field again (this release's checks made the form).
-    The notes are kept in groups, one per task (the task of a note's first record), each
-    marshalled on its own: a command that shows one task's records decodes that task's
-    group only, one that shows every record decodes each group once."""
+
+    Each note is marshalled on its own, end to end after the file's head, which says
+    where each one is: a command reads the notes it shows, one at a time, from the open
+    file, so it never holds the forms of every note (100,000 notes: 60 MB as bytes, 150
+    MB decoded) to show a thousand of them at a time, and one task's notes are read
+    without the others'. The file stays open for the command: a writer replaces it
+    under another name, so what this process reads is always the file it opened. The
+    notes put by this command wait in an unnamed file beside it until they are saved."""
 
     FORMAT = (
-        "documents:blob->group,group->marshal(blob->(entries(kind,table,dates,nested,valid),"
-        "plain,invalid-plain))"
+        "documents:head(blob->offset<<32|length),then marshal(entries(kind,table,dates,"
+        "nested,valid),plain,invalid-plain) each"
     )
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self.groups: dict[str, str] = {}  # blob -> its group
-        self._packed: dict[str, bytes] = {}  # group -> its documents, marshalled
-        self._decoded: dict[str, dict[str, Any]] = {}  # group -> blob -> document
-        self._changed: set[str] = set()  # groups to marshal again
-        loaded = self.load()
+        self._file = _Forms()  # the file read
+        self._put = _Forms()  # the notes put by this command, not saved yet
+        self._changed = False
+        self._open()
+
+    def _open(self) -> None:
         try:
-            if loaded is not None:
-                groups, packed = loaded
-                if isinstance(groups, dict) and isinstance(packed, dict):
-                    self.groups, self._packed = groups, packed
-        except (ValueError, TypeError):
+            file = self.path.open("rb")
+        except OSError:
+            return
+        try:
+            (length,) = _LENGTH.unpack(file.read(_LENGTH.size))
+            if length > os.fstat(file.fileno()).st_size - _LENGTH.size:
+                raise ValueError("cut head")
+            head = marshal.loads(file.read(length))
+            if (
+                isinstance(head, tuple)
+                and len(head) == 2
+                and head[0] == self.version()
+                and isinstance(head[1], dict)
+            ):
+                self._file = _Forms(head[1], file, _LENGTH.size + length)
+                return
+        except (OSError, EOFError, ValueError, TypeError, struct.error):
             pass
+        file.close()
 
     def has(self, blob: str) -> bool:
-        return blob in self.groups
+        return blob in self._file.at or blob in self._put.at
 
-    def _group(self, name: str) -> dict[str, Any]:
-        decoded = self._decoded.get(name)
-        if decoded is None:
-            try:
-                decoded = marshal.loads(self._packed[name]) if name in self._packed else {}
-            except (KeyError, EOFError, ValueError, TypeError):
-                decoded = {}
-            if not isinstance(decoded, dict):
-                decoded = {}
-            self._decoded[name] = decoded
-        return decoded
+    def kept(self) -> set[str]:
+        """The blobs this cache holds a note for."""
+        return {*self._file.at, *self._put.at}
 
     def get(self, blob: str) -> Note | None:
-        group = self.groups.get(blob)
-        raw = None if group is None else self._group(group).get(blob)
-        if raw is None:
+        data = self._file.data(blob) if blob in self._file.at else self._put.data(blob)
+        if data is None:
             return None
         try:
-            entries, other, invalid_plain = raw
+            entries, other, invalid_plain = marshal.loads(data)
             return Note(
                 tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain
             )
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, EOFError):
             return None  # not this layout after all: read the blob again
 
     @staticmethod
-    def form(note: Note) -> tuple[Any, ...] | None:
-        """A note read whole from TOML as the cache keeps it (marshal can write it); None
-        for a salvaged note, which is not kept: it is read again."""
+    def form(note: Note) -> bytes | None:
+        """A note read whole from TOML as the cache keeps it, marshalled; None for a
+        salvaged note, which is not kept: it is read again."""
         if note.salvaged or note.unreadable:
             return None
-        return (tuple(map(_flat, note.entries)), _encode(dict(note.other)), note.invalid_plain)
+        flat = (tuple(map(_flat, note.entries)), _encode(dict(note.other)), note.invalid_plain)
+        return marshal.dumps(flat)
 
     def put(self, blob: str, note: Note) -> None:
         """A note read whole from TOML (a salvaged note is not kept: it is read again)."""
@@ -415,34 +427,102 @@ class DocumentCache(CacheFile):
         if form is not None:
             self.put_form(blob, form)
 
-    def put_form(self, blob: str, form: tuple[Any, ...]) -> None:
+    def put_form(self, blob: str, form: bytes) -> None:
         """A note in the form `form` made of it (in this process or in a helper)."""
-        entries = form[0]
-        task = entries[0][1].get("task") if entries else None
-        group = sys.intern(task) if isinstance(task, str) else ""
-        self._group(group)[blob] = form
-        self.groups[blob] = group
-        self._changed.add(group)
+        if not self.has(blob):
+            if self._put.file is None:
+                self._put = _Forms.unnamed(self.path.parent)
+            self._put.append(blob, form)
+            self._changed = True
 
     def save(self, blobs: Collection[str] | None) -> None:
         """When a note was put: keep the notes of `blobs` (the current ones; None: every
-        note kept); groups that gained a note or lost one are marshalled again, the
-        others written as they were read."""
+        note kept), the new ones and the others copied from the files they are in. The
+        file written is then the one read, and the unnamed file is let go."""
         if not self._changed:
             return
-        gone = [] if blobs is None else [blob for blob in self.groups if blob not in blobs]
-        for blob in gone:
-            group = self.groups.pop(blob)
-            self._group(group).pop(blob, None)
-            self._changed.add(group)
-        for group in self._changed:
-            documents = self._group(group)
-            if documents:
-                self._packed[group] = marshal.dumps(documents)
-            else:
-                self._packed.pop(group, None)
-        self.write(self.groups, self._packed)
-        self._changed.clear()
+        sources = (self._file, self._put)
+
+        def kept() -> Iterator[tuple[str, _Forms]]:
+            for forms in sources:
+                for blob in forms.at:
+                    if blobs is None or blob in blobs:
+                        yield blob, forms
+
+        at: dict[str, int] = {}
+        offset = 0
+        for blob, forms in kept():
+            length = forms.at[blob] & _LENGTH_MASK
+            at[blob] = offset << 32 | length
+            offset += length
+
+        def chunks() -> Iterator[bytes]:
+            yield from framed((self.version(), at))
+            at.clear()  # written: the file's head is read again below
+            for blob, forms in kept():
+                data = forms.data(blob)
+                if data is None:  # a file read was cut short under us: write nothing
+                    raise OSError("a note of the document cache could not be read")
+                yield data
+
+        if self._replace(chunks()):
+            for forms in sources:
+                forms.close()
+            self._file, self._put = _Forms(), _Forms()
+            self._open()
+        self._changed = False
+
+
+_LENGTH_MASK = 0xFFFFFFFF
+
+
+class _Forms:
+    """Marshalled notes end to end in a file, from `base` on, and where each one is."""
+
+    def __init__(
+        self, at: dict[str, int] | None = None, file: BinaryIO | None = None, base: int = 0
+    ) -> None:
+        self.at: dict[str, int] = {} if at is None else at  # blob -> offset << 32 | length
+        self.file = file
+        self._base = base
+        self._end = 0  # where the next note appended goes
+        self._memory: dict[str, bytes] = {}  # appended with no file to be had
+
+    @classmethod
+    def unnamed(cls, folder: Path) -> _Forms:
+        """An unnamed file in `folder` (else in the temporary folder; else memory)."""
+        import tempfile
+
+        for where in (folder, None):
+            with contextlib.suppress(OSError):
+                return cls({}, tempfile.TemporaryFile(dir=where))
+        return cls()
+
+    def append(self, blob: str, data: bytes) -> None:
+        if self.file is None:
+            self._memory[blob] = data
+        else:
+            self.file.write(data)
+        self.at[blob] = self._end << 32 | len(data)
+        self._end += len(data)
+
+    def data(self, blob: str) -> bytes | None:
+        if blob in self._memory:
+            return self._memory[blob]
+        where = self.at.get(blob)
+        if where is None or self.file is None:
+            return None
+        length = where & _LENGTH_MASK
+        try:
+            self.file.flush()
+            data = os.pread(self.file.fileno(), length, self._base + (where >> 32))
+        except OSError:
+            return None
+        return data if len(data) == length else None
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 class PatchCache(CacheFile):

@@ -132,6 +132,14 @@ class Index:
         else:  # a few: read in one go (one git process while libgit2 is not loaded)
             self._store.prefetch(list(blobs))
 
+    def forget(self, items: Iterable[Listed]) -> None:
+        """The notes of records shown already: their memory goes back (a second look
+        parses them again)."""
+        for item in items:
+            blobs = self._blobs_of(item)
+            self._notes.pop(blobs, None)
+            self._store.blobs.forget(blobs)
+
     def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
         if not self._row_blobs:  # an index of every note: its commit's notes
             return self._blobs[listed.commit]

@@ -6,13 +6,14 @@ one batch first; many notes parsed at once through the document cache.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import signal
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs
@@ -38,8 +39,7 @@ from majordomus.records import (
     NoteError,
     Shown,
     Summary,
-    load_document,
-    note_from_document,
+    every_note,
     summarise,
     union,
 )
@@ -256,6 +256,8 @@ class NotesReader:
             blob for held in found.values() for blob in ((held,) if isinstance(held, str) else held)
         )
         saved = cache.save(trees, self._current_blobs)
+        if self._documents is not None:  # the notes the helpers sent whole: out of memory
+            self._documents.save(self._current_blobs)
         if len(found) >= SHARED_READ_MIN:
             if walked:
                 self.repo.free()  # mapped again by what the helpers did not send, if any
@@ -351,52 +353,46 @@ class NotesReader:
         return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
     def preload(self, blobs: Collection[str]) -> None:
-        """Parse many notes through the document cache (decoding beats parsing TOML). Notes
-        this command parsed already (a read without its read cache) go into the document
-        cache as they are, for the next command. The notes the document cache lacks are
-        read by one git process (in a plain layout, so never a partial clone) even when
-        libgit2 is loaded: a few thousand notes read by
-        libgit2 map most of the pack index into this process (~130 MiB resident at
-        1,000,000 commits), and git's process ends with the read. Past PRELOAD_BY_GIT_MAX
-        notes, libgit2 reads them (quicker, and the records shown outweigh the index)."""
+        """Before many notes are shown whole: the document cache made to hold them all
+        (decoding beats parsing TOML), so that each is read from it when shown. Notes
+        this command parsed already (a read without its read cache) go into it as they
+        are, for the next command. Many notes it lacks (every task shown after one
+        task's first read) are parsed by forked helpers, as a first read's are. The
+        others are read by one git process (in a plain layout, so never a partial clone)
+        even when libgit2 is loaded: a few thousand notes read by libgit2 map most of the
+        pack index into this process (~130 MiB resident at 1,000,000 commits), and git's
+        process ends with the read. Past PRELOAD_BY_GIT_MAX notes, libgit2 reads them
+        (quicker, and the records shown outweigh the index)."""
         documents = self._document_cache()
-        order = list(blobs)
-        unread = sum(1 for b in order if not self.blobs.is_parsed(b) and not documents.has(b))
-        by_git = 1 < unread <= PRELOAD_BY_GIT_MAX
-        for start in range(0, len(order), FRAME_ENTRIES):  # a batch's bytes at a time
-            batch = order[start : start + FRAME_ENTRIES]
-            self._read_batch(batch, documents, by_git)
-            self._preload_batch(batch, documents)
+        unread = [b for b in blobs if not documents.has(b)]
+        fresh = sorted(b for b in unread if not self.blobs.is_parsed(b))
+        if len(fresh) >= SHARED_READ_MIN:
+            _summarised_in_workers(
+                str(self.commondir), "".join(fresh), _unused, documents.put_form, every_note
+            )
+            unread = [b for b in unread if not documents.has(b)]
+        del fresh
+        by_git = 1 < sum(1 for b in unread if not self.blobs.is_parsed(b)) <= PRELOAD_BY_GIT_MAX
+        for start in range(0, len(unread), FRAME_ENTRIES):  # a batch's bytes at a time
+            batch = unread[start : start + FRAME_ENTRIES]
+            left = [b for b in batch if not self.blobs.is_parsed(b)]
+            if left and by_git and self._plain is not None:
+                self.blobs.prefetch(left, self._plain.shown(left))
+            else:
+                self.blobs.prefetch(left)  # by git while libgit2 is not loaded
+            for blob in batch:
+                parsed = self.blobs.parse(blob)
+                if isinstance(parsed, Note):
+                    documents.put(blob, parsed)
+            # Kept here only what the cache does not keep (a note salvaged, unreadable).
+            self.blobs.forget(filter(documents.has, batch))
         # Pruned to the current notes when this command read them all; else kept whole
         # (the notes shown are not all the notes there are).
         documents.save(self._current_blobs or None)
 
-    def _read_batch(self, batch: Sequence[str], documents: DocumentCache, by_git: bool) -> None:
-        unread = [b for b in batch if not self.blobs.is_parsed(b) and not documents.has(b)]
-        if unread and by_git and self._plain is not None:
-            self.blobs.prefetch(unread, self._plain.shown(unread))
-        else:
-            self.blobs.prefetch(unread)  # by git while libgit2 is not loaded
-
-    def _preload_batch(self, batch: Sequence[str], documents: DocumentCache) -> None:
-        for blob in batch:
-            if self.blobs.is_parsed(blob):
-                parsed = self.blobs.parse(blob)
-                if isinstance(parsed, Note) and not documents.has(blob):
-                    documents.put(blob, parsed)
-                continue
-            note = documents.get(blob)
-            if note is None:
-                try:
-                    note = note_from_document(load_document(self.blobs.data(blob)))
-                except MissingObjectError:
-                    continue
-                except NoteError:
-                    # Not one TOML document: read the way every other read does.
-                    self.blobs.parse(blob)
-                    continue
-                documents.put(blob, note)
-            self.blobs.remember(blob, note)
+    def stored(self, blob: str) -> Note | None:
+        """A note as the document cache holds it, once a command asked for it (`preload`)."""
+        return None if self._documents is None else self._documents.get(blob)
 
     def note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
         """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
@@ -466,6 +462,10 @@ def _pairs(flat: str) -> Iterator[tuple[str, str]]:
     return ((flat[at : at + 40], flat[at + 40 : at + 80]) for at in range(0, len(flat), 80))
 
 
+def _unused(blob: str, entry: BlobEntry) -> None:
+    """A helper's summary of a note the read cache holds already."""
+
+
 def _run(joined: str, count: int, k: int) -> list[str]:
     """The k-th of `count` runs, as even as can be, of the object ids of a string of them."""
     total = len(joined) // 40
@@ -515,13 +515,14 @@ def _entry_of(parsed: Note | NoteError) -> BlobEntry | None:
 SHARED_READ_MIN = 2000
 SHARED_READ_MAX = 8  # processes
 FRAME_ENTRIES = 2000
+SHARE_RUN = 8192  # notes a helper reads before it unmaps the objects
 
 
 def _summarised_in_workers(
     gitdir: str,
     ids: str,
     put: Callable[[str, BlobEntry], None],
-    put_form: Callable[[str, tuple[Any, ...]], None] | None = None,
+    put_form: Callable[[str, bytes], None] | None = None,
     shown: Shown | None = None,
 ) -> None:
     """`put` the entry of each blob parsed by forked processes, one run of the ids each,
@@ -593,8 +594,12 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
     """In a forked child: parse a share of the blobs, write the entries in frames, exit;
     each with its note as the document cache keeps it when the note is `shown` (else None).
     The frames are written at the end, so a helper never stops parsing to wait while the
-    parent reads another helper's pipe; until then each is kept marshalled (a fraction of
-    the size of the objects)."""
+    parent reads another helper's pipe; until then they wait in an unnamed file (else in
+    memory, marshalled). The share is read a run of SHARE_RUN notes at a time, the
+    objects unmapped after each: the blob ids are in order, so each run reads only its
+    part of the pack index, and the packs' pages it read leave this process."""
+    import tempfile
+
     import pygit2
 
     code = 1
@@ -602,22 +607,29 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         repo = pygit2.Repository(gitdir)
-        frames: list[tuple[bytes, bytes]] = []
-        entries = {}
-        for blob, entry, parsed in _parsed(NoteBlobs(lambda: repo), share):
-            form = None
-            if shown is not None and isinstance(parsed, Note) and shown(parsed):
-                form = DocumentCache.form(parsed)
-            entries[blob] = (plain_entry(entry), form)
-            if len(entries) == FRAME_ENTRIES:
-                frames.append(framed(entries))
+        with contextlib.ExitStack() as stack:
+            try:
+                waiting: BinaryIO = stack.enter_context(tempfile.TemporaryFile())
+            except OSError:
+                waiting = io.BytesIO()
+            for start in range(0, len(share), SHARE_RUN):
                 entries = {}
-        if entries:
-            frames.append(framed(entries))
-        with os.fdopen(writer, "wb") as pipe:
-            for head, data in frames:
-                pipe.write(head)
-                pipe.write(data)
+                for blob, entry, parsed in _parsed(
+                    NoteBlobs(lambda: repo), share[start : start + SHARE_RUN]
+                ):
+                    form = None
+                    if shown is not None and isinstance(parsed, Note) and shown(parsed):
+                        form = DocumentCache.form(parsed)
+                    entries[blob] = (plain_entry(entry), form)
+                    if len(entries) == FRAME_ENTRIES:
+                        waiting.writelines(framed(entries))
+                        entries = {}
+                if entries:
+                    waiting.writelines(framed(entries))
+                repo.free()
+            waiting.seek(0)
+            with os.fdopen(writer, "wb") as pipe:
+                shutil.copyfileobj(waiting, pipe)
         code = 0
     finally:
         os._exit(code)

@@ -41,6 +41,7 @@ from majordomus.values import (
     InitReport,
     Listed,
     Located,
+    Made,
     PushReport,
     ResumeResult,
     ShowResult,
@@ -486,6 +487,10 @@ def history(
         every = every_note if limit is None else None
         task_id, index = None, Index(store.read_notes(shown=every), store, rev=commit)
     chosen = index.records if task_id is None else index.of_task(task_id)
+    if limit is None:
+        # Every record is shown whole: the notes the document cache lacks are parsed now,
+        # by helpers forked before the walk for the order grows this process.
+        index.preload(chosen)
     # A walk made for the order reads the handovers' labels in the same pass: those of
     # every record shown, or, with --limit, of the newest records (those it shows are
     # most likely among them; a label not read there is counted when it is asked for).
@@ -498,25 +503,32 @@ def history(
     hidden = len(chosen) - len(visible)
     shown = chosen if include_all else visible
     resolved = index.resolved_handovers()
-    entries = []
     selected = newest_first(shown, index.order_of)[:limit]
-    index.preload(selected)
+    if limit is not None:
+        index.preload(selected)
     handovers = [item.commit for item in selected if item.summary.kind == "handover"]
     labels = store.graph().labels(commit, handovers)
-    for item in selected:
-        is_handover = item.summary.kind == "handover"
-        entries.append(
-            HistoryEntry(
-                located=index.locate(item),
-                reachable=item.commit in order,
-                divergence=labels[item.commit] if is_handover else None,
-                resolved=(item.summary.id in resolved) if is_handover else None,
+
+    def made(items: Sequence[Listed]) -> list[HistoryEntry]:
+        """The entries of a part of the records shown; their notes let go once made."""
+        entries = []
+        for item in items:
+            is_handover = item.summary.kind == "handover"
+            entries.append(
+                HistoryEntry(
+                    located=index.locate(item),
+                    reachable=item.commit in order,
+                    divergence=labels[item.commit] if is_handover else None,
+                    resolved=(item.summary.id in resolved) if is_handover else None,
+                )
             )
-        )
+        index.forget(items)
+        return entries
+
     return HistoryResult(
         rev=commit,
         task=task_id,
-        entries=tuple(entries),
+        entries=Made(selected, made),
         invalid=index.invalid,
         hidden=0 if include_all else hidden,
     )

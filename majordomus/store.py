@@ -86,7 +86,11 @@ class Store:
 
     @cached_property
     def blobs(self) -> NoteBlobs:
-        return NoteBlobs(lambda: self.repo, self._opened.objects_by_git)
+        return NoteBlobs(lambda: self.repo, self._opened.objects_by_git, self._stored)
+
+    def _stored(self, blob: str) -> Note | None:
+        """A note the document cache holds (the reader is made after the blobs it reads)."""
+        return self.reader.stored(blob)
 
     @cached_property
     def ref(self) -> NotesRef:

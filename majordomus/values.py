@@ -4,9 +4,9 @@ command found or did. No git here, so the renderer and the tests import them fre
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar, overload
 
 from majordomus.graph import Divergence
 from majordomus.records import Record, Summary
@@ -155,10 +155,40 @@ class HistoryEntry(NamedTuple):
     resolved: bool | None  # handovers only
 
 
+_Source = TypeVar("_Source")
+_Made = TypeVar("_Made")
+
+
+class Made(Sequence[_Made], Generic[_Source, _Made]):
+    """Items made from their sources when asked for, a slice at a time, and not kept: a
+    command that shows 100,000 records holds the records of the part it writes, never
+    all of them at once."""
+
+    def __init__(
+        self, sources: Sequence[_Source], make: Callable[[Sequence[_Source]], list[_Made]]
+    ) -> None:
+        self._sources = sources
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    @overload
+    def __getitem__(self, index: int) -> _Made: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_Made]: ...
+
+    def __getitem__(self, index: int | slice) -> _Made | list[_Made]:
+        if isinstance(index, slice):
+            return self._make(self._sources[index])
+        return self._make([self._sources[index]])[0]
+
+
 class HistoryResult(NamedTuple):
     rev: str
     task: str | None
-    entries: tuple[HistoryEntry, ...]
+    entries: Sequence[HistoryEntry]  # made a part at a time (`Made`) by `history`
     invalid: int
     hidden: int
 

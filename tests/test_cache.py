@@ -381,9 +381,10 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
 
 
 def head_of(path: Path) -> tuple[Any, ...]:
-    """A cache file's version and payload; of a framed one (the read cache), its first frame."""
+    """A cache file's version and payload; of a framed one (the read cache, the document
+    cache), its first frame."""
     data = path.read_bytes()
-    value = marshal.loads(data[8:] if path.name == FILE_NAME else data)
+    value = marshal.loads(data[8:] if path.name in (FILE_NAME, RECORDS_FILE_NAME) else data)
     assert isinstance(value, tuple)
     return tuple(value)
 
@@ -418,9 +419,14 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     (git_dir / VIEWS_FILE_NAME).write_bytes(
         marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}, {}))
     )
-    for name in (GRAPH_FILE_NAME, RECORDS_FILE_NAME):
-        data = marshal.loads((git_dir / name).read_bytes())
-        (git_dir / name).write_bytes(marshal.dumps((another[name], *data[1:])))
+    data = marshal.loads((git_dir / GRAPH_FILE_NAME).read_bytes())
+    (git_dir / GRAPH_FILE_NAME).write_bytes(marshal.dumps((another[GRAPH_FILE_NAME], *data[1:])))
+    raw = (git_dir / RECORDS_FILE_NAME).read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    _, at = marshal.loads(raw[8 : 8 + length])
+    (git_dir / RECORDS_FILE_NAME).write_bytes(
+        framed((another[RECORDS_FILE_NAME], at)) + raw[8 + length :]
+    )
     head = repo.commit("a change", {"changed.txt": "x\n"})
     wrong = {head: "0" * 40}
     (git_dir / PATCH_FILE_NAME).write_bytes(marshal.dumps((another[PATCH_FILE_NAME], wrong)))
@@ -885,12 +891,14 @@ def test_a_command_that_stops_after_asking_the_graph_keeps_its_answer(repo: Repo
     assert set(reach[0]) == {repo.head()}  # both handovers are on HEAD
 
 
-def test_the_document_cache_decodes_the_group_of_the_task_shown_and_prunes_only_when_told(
+def test_the_document_cache_reads_each_note_alone_and_prunes_only_when_told(
     tmp_path: Path,
 ) -> None:
-    """Notes are kept in one group per task: reading one task's note decodes that group
-    alone; a save that does not know the current notes keeps every note, one that does
-    drops the others (and a group left empty)."""
+    """Each note is read from the open file on its own; a save that does not know the
+    current notes keeps every note, one that does drops the others; after a save the new
+    notes are read from the file, not held. A reader keeps reading the file it opened
+    when another process replaces it, and a file cut short loses the notes past the cut,
+    never the command."""
 
     def note(task: str, n: int) -> tuple[str, Note]:
         data = (
@@ -905,21 +913,63 @@ def test_the_document_cache_decodes_the_group_of_the_task_shown_and_prunes_only_
     for blob, parsed in notes.items():
         writing.put(blob, parsed)
     writing.save(None)
+    assert writing._put.at == {}  # saved: read from the file from now on
+    assert all(writing.get(blob) == parsed for blob, parsed in notes.items())
     reading = DocumentCache(path)
     first = next(iter(notes))
-    assert reading.get(first) is not None
-    assert list(reading._decoded) == ["t-bbbbbbbbbbbb"]  # the other task's group untouched
+    assert reading.get(first) == notes[first]
     extra_blob, extra = note("t-cccccccccccc", 11)
     reading.put(extra_blob, extra)
     reading.save(None)  # the notes shown are not all there are: nothing dropped
-    assert set(DocumentCache(path).groups) == {*notes, extra_blob}
+    assert DocumentCache(path).kept() == {*notes, extra_blob}
+    older = DocumentCache(path)  # opened before the next save replaces the file
     pruning = DocumentCache(path)
-    pruning.put(extra_blob, extra)
+    pruning.put(extra_blob, extra)  # held already: nothing to save
+    pruning.save([extra_blob, first])
+    assert DocumentCache(path).kept() == {*notes, extra_blob}
+    pruning.put(*note("t-cccccccccccc", 12))
     pruning.save([extra_blob, first])  # the current notes: every other note dropped
     again = DocumentCache(path)
-    assert set(again.groups) == {extra_blob, first}
-    assert again.get(first) is not None and again.get(extra_blob) is not None
-    assert set(again._packed) == {"t-bbbbbbbbbbbb", "t-cccccccccccc"}
+    assert again.kept() == {extra_blob, first}
+    assert again.get(first) == notes[first] and again.get(extra_blob) == extra
+    assert older.kept() == {*notes, extra_blob}  # the file it opened, whole
+    assert all(older.get(blob) == parsed for blob, parsed in notes.items())
+    size = path.stat().st_size
+    with path.open("r+b") as file:
+        file.truncate(size - 10)
+    cut = DocumentCache(path)
+    assert [cut.get(blob) is None for blob in (first, extra_blob)] == [False, True]
+
+
+def test_notes_put_wait_in_an_unnamed_file_or_else_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notes a command puts wait in an unnamed file beside the cache; where no file
+    can be made (a read-only git folder, no temporary folder), in memory: either way
+    they read back as put, and the cache file is written from them."""
+    import tempfile
+
+    from majordomus.cache import _Forms
+
+    forms = [marshal.dumps((n, "x" * n)) for n in range(0, 3000, 700)]
+    absent = tmp_path / "absent"
+    monkeypatch.setattr(tempfile, "tempdir", str(absent))
+    for folder, on_disk in ((tmp_path, True), (absent, False)):
+        put = _Forms.unnamed(folder)
+        assert (put.file is not None) is on_disk
+        for n, form in enumerate(forms):
+            put.append(f"{n:040x}", form)
+        assert [put.data(f"{n:040x}") for n in range(len(forms))] == forms
+        assert put.data("f" * 40) is None
+        put.close()
+    note = parse_note(
+        b'[[checkpoint]]\nv = 1\nid = "c-0000000000000001"\ntask = "t-aaaaaaaaaaaa"\n'
+        b'head = "' + b"a" * 40 + b'"\nat = 2026-11-30T10:00:00Z\nauthor = "x"\nbody = "b"\n'
+    )
+    cache = DocumentCache(absent / RECORDS_FILE_NAME)  # nowhere to write, even the cache
+    cache.put("1" * 40, note)
+    cache.save(None)
+    assert cache.get("1" * 40) == note
 
 
 def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:

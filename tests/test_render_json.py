@@ -169,3 +169,38 @@ def test_history_written_in_parts_is_the_history_written_whole(
     alone = repo.git("commit-tree", tree, "-m", "unrelated").strip()
     empty = repo.run("history", alone, *argv[1:])  # nothing reachable from it
     assert empty.code == 0 and ("[]" in empty.out if as_json else "no records" in empty.out)
+
+
+def test_history_holds_the_notes_of_one_part_at_a_time(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`history` makes its records a part at a time and lets each part's notes go once
+    it is made: with parts of four, never more than a part's notes are held, on a history
+    with a merge and another branch checked out, and the answer is the one written whole
+    (and the one read afresh)."""
+    from majordomus.blobs import NoteBlobs
+
+    worked(repo, [f"step {n}" for n in range(30)])
+    repo.git("checkout", "-q", "-b", "side", "HEAD~10")
+    repo.commit("on the side", {"side.txt": "s\n"})
+    assert repo.run("checkpoint", "on the side").code == 0
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    whole = repo.run("history", "--json").out
+    assert len(json.loads(whole)["records"]) == 33
+    held: list[int] = []
+    parse = NoteBlobs.parse
+
+    def counted(self: NoteBlobs, blob_id: str, *, keep: bool = True) -> Any:
+        found = parse(self, blob_id, keep=keep)
+        held.append(len(self._parsed))
+        return found
+
+    monkeypatch.setattr(NoteBlobs, "parse", counted)
+    monkeypatch.setattr(render, "HISTORY_PART", 4)
+    assert repo.run("history", "--json").out == whole
+    assert len(held) >= 30 and max(held) <= 4
+    repo.drop_caches()
+    held.clear()
+    assert repo.run("history", "--json").out == whole  # a first read: parsed, then shown
+    assert max(held) > 4  # the first read's own parses (kept for a second look)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from majordomus.cache import FILES as CACHE_FILES
+from majordomus.cache import VIEWS_FOLDER_NAME
 from tests.corpus import corpus
 from tests.reliability.helpers import git, hermetic_environ, make_clone
 from tests.reliability.hostile import case_of, plant
@@ -34,9 +36,8 @@ mode, argv = sys.argv[1], sys.argv[2:]
 forks = []
 parses = []  # the notes this process parsed (a helper's count stays in the helper)
 import majordomus.blobs as blobs
-parse_note, load_document = blobs.parse_note, notesread.load_document
+parse_note = blobs.parse_note
 blobs.parse_note = lambda data: parses.append(1) or parse_note(data)
-notesread.load_document = lambda data: parses.append(1) or load_document(data)
 if mode == "one":
     notesread.SHARED_READ_MIN = 10**9
 else:
@@ -302,3 +303,56 @@ def _parses(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple
     result = _child(copy, environ, mode, *argv)
     assert result.returncode == 0, result.stderr
     return result.stdout, int(result.stderr.split("parses=", 1)[1].split()[0])
+
+
+def test_every_task_shown_after_one_tasks_first_read_is_parsed_by_helpers(
+    planted: Planted, tmp_path: Path
+) -> None:
+    """A first `history --task` keeps whole only that task's notes; the next `history` of
+    every task finds the others missing from the document cache, and forked helpers parse
+    them (this process, already grown by the read, would map the pack index beside it).
+    Its answer is one process's fresh answer, on a branch with a merge, and so is the
+    answer after one more commit with a note appended by hand, and from the caches."""
+    clone, environ = planted
+    copy = tmp_path / "copy"
+    shutil.copytree(clone, copy)
+    git(copy, environ, "checkout", "-q", "main")
+    base = git(copy, environ, "rev-parse", "main~1").strip()
+    notes = []
+    for number, head in enumerate(_commits_on(copy, environ, "more", base, 40)):
+        task = "t-00000000beef" if number % 4 else "t-00000000cafe"
+        note = f'[[checkpoint]]\nv = 1\nid = "c-00000000beef{number:04x}"\ntask = "{task}"\n'
+        note += f'head = "{head}"\nat = 2026-11-30T03:{number:02d}:00Z\n'
+        note += f'author = "A <a@example.com>"\nbody = "observation {number}"\n'
+        notes.append((head, note))
+    _add_notes(copy, environ, notes)
+    git(copy, environ, "merge", "-q", "--no-ff", "-m", "merge more", "more")
+    every = ("history", "--all", "--json")
+    alone = _fresh_copy(copy, tmp_path / "alone", environ)
+    expected, parsed_alone = _parses(alone, environ, "one", *every)
+    assert parsed_alone >= 40
+    assert _run(copy, environ, "shared", "history", "--task", "t-00000000cafe", "--json")[2] == 4
+    result = _child(copy, environ, "shared", *every)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected
+    assert int(result.stderr.rsplit("forks=", 1)[1]) == 4  # the helpers parsed the rest
+    assert int(result.stderr.split("parses=", 1)[1].split()[0]) <= 4  # none of the 30
+    commit = git(copy, environ, "rev-parse", "HEAD").strip()
+    note = '[[checkpoint]]\nv = 1\nid = "c-00000000feed0001"\ntask = "t-00000000beef"\n'
+    note += f'head = "{commit}"\nat = 2026-11-30T04:00:00Z\nauthor = "A <a@example.com>"\n'
+    note += 'body = "appended by hand"\n'
+    git(copy, environ, "notes", "--ref=majordomus", "append", "-m", note, commit)
+    later = _parses(_fresh_copy(copy, tmp_path / "later", environ), environ, "one", *every)[0]
+    assert "appended by hand" in later
+    assert run_in(copy, environ, "shared", *every) == (later, 0)
+    assert run_in(copy, environ, "shared", *every) == (later, 0)  # from the caches
+
+
+def _fresh_copy(source: Path, copy: Path, environ: dict[str, str]) -> Path:
+    """A copy of a clone without its caches."""
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(source, copy)
+    for name in CACHE_FILES:
+        (copy / ".git" / name).unlink(missing_ok=True)
+    shutil.rmtree(copy / ".git" / VIEWS_FOLDER_NAME, ignore_errors=True)
+    return copy
