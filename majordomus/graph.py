@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, Sequence, Set
 from itertools import pairwise
 from typing import NamedTuple, Protocol
 
@@ -32,10 +32,10 @@ class Source(Protocol):
         with its parents (none for a shallow boundary commit)."""
         ...
 
-    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[Line]:
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
         """`walk(tips, [])` line by line, as git writes them, never held whole (a walk
         of a million commits is a hundred megabytes of lines); `topo`: children always
-        before their parents (`--topo-order`)."""
+        before their parents (`--topo-order`). Each line a new list, the reader's own."""
         ...
 
     def start_stream(self, tips: Sequence[str]) -> None:
@@ -220,7 +220,7 @@ def _each_bit(mask: int, many: int, into: list[int]) -> None:
 
 
 def streamed_counts(
-    lines: Iterator[Line], rev: str, targets: Sequence[str]
+    lines: Iterator[list[str]], rev: str, targets: Sequence[str]
 ) -> Mapping[int, int] | None:
     """`count` over a walk read line by line: each commit's mask is complete when its line
     comes (all its children came before), so only the masks still owed to parents not
@@ -237,7 +237,7 @@ class CountedWalk(NamedTuple):
 
 
 def counted_walk(
-    lines: Iterator[Line],
+    lines: Iterator[list[str]],
     rev: str,
     targets: Sequence[str],
     wanted: Collection[str] = frozenset(),
@@ -256,14 +256,22 @@ def counted_walk(
     listed: set[str] = set()
     ranks: dict[str, int] = {}
     kept: list[Line] | None = [] if keep else None
+    # A commit kept is named by one string, its child's and its own line's: most lines
+    # kept then hold one new string, not two (a third of the memory of a long walk).
+    named: dict[str, str] = {}
     for rank, line in enumerate(lines):
         commit = line[0]
-        if commit in wanted:
-            ranks[commit] = rank
         if kept is not None:
+            same = named.pop(commit, None)
+            if same is not None:
+                line[0] = commit = same
+            if len(line) == 2:  # one parent: most commits
+                named[line[1]] = line[1]
             kept.append(line)
             if len(kept) > WALK_KEEP:
-                kept = None
+                kept, named = None, {}
+        if commit in wanted:
+            ranks[commit] = rank
         if not counting:
             continue
         mask = owed.pop(commit, 0)
@@ -467,7 +475,7 @@ class CommitGraph:
         (no parent listed before a child, none missing) its label is read from the counts.
         A target the walk does not list (off REV's history, or not here) is left to
         `labels`."""
-        wanted = candidates if isinstance(candidates, set | frozenset | dict) else set(candidates)
+        wanted = candidates if isinstance(candidates, Set | dict) else set(candidates)
         self.walks += 1
         targets = self._expected_targets(rev)
         walk = counted_walk(self.source.stream([rev], topo=False), rev, targets, wanted, True)
