@@ -21,6 +21,8 @@ from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
 from majordomus.store import Store
 from tests.conftest import Clock, Repo
+from tests.support import forks
+from tests.support.forks import Job
 from tests.support.git import bare
 from tests.support.repo import clone
 
@@ -184,8 +186,8 @@ WARM_READS = [
 
 
 def _probe(repo: Repo, argv: list[str], environ: dict[str, str]) -> list[object]:
-    command = [sys.executable, "-c", PROBE, "-C", str(repo.path), *argv]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=environ)
+    """PROBE in a process of its own, forked (tests/support/forks.py): a fresh Python."""
+    done = forks.run(Job(PROBE, ["-C", str(repo.path), *argv], environ))
     assert done.returncode == 0, done.stderr
     answer: list[object] = json.loads(done.stdout)
     return answer
