@@ -162,7 +162,11 @@ class Forks:
         if not ready:
             self.close()
             raise AssertionError(f"jobs still running after {JOB_TIMEOUT_S} s: {sent}")
-        codes = json.loads(server.stdout.readline())
+        reply = server.stdout.readline()
+        if not reply:
+            self.close()
+            raise AssertionError("the forking Python ended before its jobs did")
+        codes = json.loads(reply)
         assert isinstance(codes, list) and len(codes) == len(jobs), codes
         answers = []
         for code, (stdout, stderr) in zip(codes, files, strict=True):
