@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from tests.support import forks
 from tests.support.cli import MAJORDOMUS, Result
 from tests.support.env import AUTHOR, EMAIL, NAME, START, Clock, hermetic_environ, isolate_pygit2
 from tests.support.repo import Repo
@@ -45,6 +46,15 @@ def _pygit2_search_paths(tmp_path_factory: pytest.TempPathFactory) -> None:
     # libgit2 fixes its config search paths on first use: point them away from
     # the machine's own configuration before any test opens a repository.
     isolate_pygit2(tmp_path_factory.mktemp("no-config"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # Python scripts as real processes forked from one Python (tests/support/forks.py),
+    # started by the first test of this process that runs one.
+    root = tmp_path_factory.mktemp("forks")
+    with forks.serving(root / "jobs", hermetic_environ(root)):
+        yield
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from majordomus.index import Index
 from majordomus.records import parse_note
 from majordomus.store import Store
-from tests.conftest import Clock, Repo
+from tests.conftest import START, Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, seeded
 
 
@@ -90,6 +91,30 @@ class Feature:
         clock.advance(3600)
         self.meanwhile = self.host.commit("docs meanwhile", {"README": "queue\n"})
 
+    @classmethod
+    def copied(
+        cls, template: Feature, tmp_path: Path, environ: dict[str, str], clock: Clock
+    ) -> Feature:
+        """The feature `template` built, copied into `tmp_path` (its clones' remote made the
+        copy's), with `clock` where the template's clock stood: as `Feature(...)` builds it,
+        without a clone, two pushes and a dozen commands per test."""
+        assert clock.now == START, "a feature is built on a clock that has not moved"
+        for name in ("remote.git", "a", "host"):
+            shutil.copytree(template.tmp_path / name, tmp_path / name, symlinks=True)
+        for name in ("a", "host"):
+            config = tmp_path / name / ".git" / "config"
+            text = config.read_text()
+            assert str(template.remote) in text
+            config.write_text(text.replace(str(template.remote), str(tmp_path / "remote.git")))
+        clock.advance((template.clock.now - START).total_seconds())
+        feature = cls.__new__(cls)
+        feature.__dict__.update(template.__dict__)
+        feature.tmp_path, feature.environ, feature.clock = tmp_path, environ, clock
+        feature.remote = tmp_path / "remote.git"
+        feature.dev = Repo(tmp_path / "a", environ, clock)
+        feature.host = Repo(tmp_path / "host", environ, clock)
+        return feature
+
     @property
     def ids(self) -> set[str]:
         return {self.cp1, self.cp2, self.ho}
@@ -144,6 +169,14 @@ class Feature:
             assert not has_object(dev, commit)
 
 
+@pytest.fixture(scope="module")
+def feature_template(tmp_path_factory: pytest.TempPathFactory) -> Feature:
+    """One feature built per module; each test works on a copy (`Feature.copied`)."""
+    root = tmp_path_factory.mktemp("feature")
+    (root / "home").mkdir()
+    return Feature(root, hermetic_environ(root / "home"), Clock())
+
+
 def adopted_map(result: Any) -> list[tuple[str, str, list[str], list[str]]]:
     return [
         (a["commit"], a["how"], a["from"], sorted(r["id"] for r in a["records"]))
@@ -186,9 +219,9 @@ def test_every_record_stores_its_commits_patch_id_as_git_computes_it(repo: Repo)
 
 
 def test_a_handover_stores_the_branch_it_closes(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     dev = feature.dev
     record = json.loads(dev.run("show", "--json").out)["records"][-1]
     assert record["id"] == feature.ho
@@ -209,9 +242,9 @@ def test_a_handover_stores_the_branch_it_closes(
 
 
 def test_squash_merge_adopted_from_stored_facts_in_a_clone_that_never_had_the_branch(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
     before = json.loads(mate.run("history", "--json").out)
@@ -263,9 +296,9 @@ def test_squash_merge_adopted_from_stored_facts_in_a_clone_that_never_had_the_br
 
 
 def test_squash_merge_adopted_where_the_branch_was_written_then_gc(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     feature.drop_branch()
     dev = feature.dev
@@ -317,9 +350,9 @@ def test_squash_merge_of_records_without_facts_is_recomputed_from_the_commits(
 
 @pytest.mark.parametrize("gone", [False, True], ids=["commits-kept", "commits-gone"])
 def test_rebase_merge_copies_each_commits_records_onto_its_rebased_commit(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, gone: bool
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature, gone: bool
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     r1, r2 = feature.rebase_merge()
     assert git_patch_id(feature.host, r1) == git_patch_id(feature.dev, feature.c1)
     if gone:
@@ -344,9 +377,9 @@ def test_rebase_merge_copies_each_commits_records_onto_its_rebased_commit(
 
 
 def test_cherry_picked_commits_are_adopted_too(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     feature.cherry_pick(feature.c1, feature.c2)
     feature.publish()
     p1, p2 = feature.host.git("rev-list", "-2", "HEAD").split()[::-1]
@@ -363,9 +396,9 @@ def test_cherry_picked_commits_are_adopted_too(
 
 
 def test_two_candidates_adopt_neither_and_say_so(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     host = feature.host
     feature.cherry_pick(feature.c1)
     first = host.head()
@@ -391,9 +424,9 @@ def test_two_candidates_adopt_neither_and_say_so(
 
 
 def test_a_merge_commit_needs_nothing(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     host = feature.host
     host.clock.advance(60)
     git_at(host, "merge", "-q", "--no-ff", "-m", "Merge feature", "origin/feature")
@@ -450,9 +483,9 @@ def test_adopt_outside_a_repository(tmp_path: Path, environ: dict[str, str], clo
 
 
 def test_the_landing_commits_own_note_is_kept_and_united(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
     mate.run("task", "use", feature.task)
@@ -475,9 +508,9 @@ def ci_recipe() -> str:
 
 
 def test_the_ci_recipe_adopts_for_everyone(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     ci = clone(f"file://{feature.remote}", tmp_path / "ci", environ, clock)
     # A CI job: majordomus on PATH, no git identity of its own.
@@ -571,11 +604,11 @@ def test_squash_of_a_branch_that_merged_main_midway(
 
 
 def test_adopt_in_a_shallow_ci_clone_uses_the_stored_facts(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
     """A shallow clone cannot diff a commit at its boundary (its parent is cut off): such a
     commit is never compared, so depth 1 adopts nothing, and depth 2 is enough."""
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     ci = clone(f"file://{feature.remote}", tmp_path / "shallow", environ, clock, "--depth", "1")
     assert ci.git("rev-parse", "--is-shallow-repository").strip() == "true"
@@ -617,9 +650,9 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_the_documented_post_merge_hook_adopts_on_git_pull(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     dev = feature.dev
     (script,) = [
@@ -647,9 +680,9 @@ def test_the_documented_post_merge_hook_adopts_on_git_pull(
 
 
 def test_a_landing_commit_whose_note_is_not_toml_takes_the_copies_after_its_bytes(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
     mate.git("notes", "--ref=majordomus", "add", "-m", "edited by hand = [", squash)
@@ -661,9 +694,9 @@ def test_a_landing_commit_whose_note_is_not_toml_takes_the_copies_after_its_byte
 
 
 def test_a_landing_commit_whose_note_cannot_be_read_is_refused_whole(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
     nested = "x = " + "[" * 100 + "]" * 100
@@ -681,9 +714,9 @@ def test_a_landing_commit_whose_note_cannot_be_read_is_refused_whole(
 
 
 def test_copies_already_written_by_another_adopt_are_not_written_twice(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
     store = Store(str(mate.path), mate.environ)
@@ -698,9 +731,9 @@ def test_copies_already_written_by_another_adopt_are_not_written_twice(
 
 
 def test_the_branch_a_handover_closes_follows_the_upstream(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     dev = feature.dev
 
     def closes() -> str:
@@ -721,10 +754,12 @@ def test_the_branch_a_handover_closes_follows_the_upstream(
     assert closes() == feature.c2
 
 
-def test_adopt_in_a_partial_clone(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
+def test_adopt_in_a_partial_clone(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
+) -> None:
     """A blob:none clone lacks the blobs of the squash commit (main changed the file since):
     git fetches what the compared diffs need; the answer is the one a full clone gives."""
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     feature.host.commit("later", {"queue.py": "retry = 2\nack = True\n"})
     feature.host.git("push", "-q", "origin", "main")
@@ -749,9 +784,9 @@ def test_adopt_in_a_partial_clone(tmp_path: Path, environ: dict[str, str], clock
 
 
 def test_a_branch_that_moved_on_after_its_handover_is_only_adopted_while_it_exists(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:
-    feature = Feature(tmp_path, environ, clock)
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
     dev = feature.dev
     clock.advance(60)
     late = dev.commit("one more", {"late.py": "z = 3\n"})

@@ -20,7 +20,9 @@ from majordomus.location import GIT_READ_OBJECTS, GIT_READS, open_repository
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
 from majordomus.store import Store
-from tests.conftest import Clock, Repo
+from tests.conftest import Clock, Repo, hermetic_environ
+from tests.support import forks
+from tests.support.forks import Job
 from tests.support.git import bare
 from tests.support.repo import clone
 
@@ -184,8 +186,8 @@ WARM_READS = [
 
 
 def _probe(repo: Repo, argv: list[str], environ: dict[str, str]) -> list[object]:
-    command = [sys.executable, "-c", PROBE, "-C", str(repo.path), *argv]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=environ)
+    """PROBE in a process of its own, forked (tests/support/forks.py): a fresh Python."""
+    done = forks.run(Job(PROBE, ["-C", str(repo.path), *argv], environ))
     assert done.returncode == 0, done.stderr
     answer: list[object] = json.loads(done.stdout)
     return answer
@@ -208,14 +210,25 @@ def _published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[P
     return remote, task
 
 
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`_published` once for the module: its tests only clone from the remote."""
+    root = tmp_path_factory.mktemp("published")
+    return _published(root, hermetic_environ(root / "home"), Clock())
+
+
 @pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])
 def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, argv: list[str]
+    tmp_path: Path,
+    environ: dict[str, str],
+    clock: Clock,
+    argv: list[str],
+    published: tuple[Path, str],
 ) -> None:
     """A second clone behind a bare remote, on another branch off an older commit, its
     refs packed, a note edited by hand with git, a new commit: each warm read answers
     without libgit2 as libgit2's path does."""
-    remote, task = _published(tmp_path, environ, clock)
+    remote, task = published
     here = clone(str(remote), tmp_path / "here", environ, clock)
     here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
     here.git("checkout", "-q", "-b", "fix", "HEAD~1")  # another branch, an older commit
@@ -236,11 +249,15 @@ def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
 
 @pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])
 def test_reads_of_a_shallow_clone_answer_as_libgit2_answers(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, argv: list[str]
+    tmp_path: Path,
+    environ: dict[str, str],
+    clock: Clock,
+    argv: list[str],
+    published: tuple[Path, str],
 ) -> None:
     """In a shallow clone the `shallow` file is read as libgit2 reads it, and every read,
     twice over, answers as libgit2's path does."""
-    remote, task = _published(tmp_path, environ, clock)
+    remote, task = published
     here = clone(f"file://{remote}", tmp_path / "here", environ, clock, "--depth", "2")
     here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
     assert here.run("task", "use", task).code == 0

@@ -24,8 +24,47 @@ from tests.support.repo import worked
 UNKNOWN = Divergence("unknown", None, None)
 
 
+class Git:
+    """git's own answers in a complete clone: `git rev-list REV` (its order, and the commits
+    it reaches) and the label `git rev-list --left-right --count` and `git merge-base`
+    give, counted from those lists. A commit's id names its history, so each commit's list
+    is asked of git once per test, not once per label."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.listed: dict[str, list[str] | None] = {}
+
+    def rev_list(self, commit: str) -> list[str] | None:
+        """`git rev-list COMMIT`, or None when COMMIT is not a commit here."""
+        if commit not in self.listed:
+            listed = self.repo.git("rev-list", commit, check=False)
+            if not listed:  # git says why: no such object, or not a commit
+                assert self.repo.git("cat-file", "-t", commit, check=False).strip() != "commit"
+            self.listed[commit] = listed.split() or None
+        return self.listed[commit]
+
+    def order(self, rev: str) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.rev_list(rev) or [])}
+
+    def label(self, handover: str, rev: str) -> Divergence:
+        if handover == rev:
+            return Divergence("current", 0, 0)
+        theirs = self.rev_list(handover)
+        if theirs is None:
+            return Divergence("missing", None, None)
+        mine = set(self.rev_list(rev) or [])
+        # what `git rev-list --left-right --count REV...HANDOVER` counts
+        ahead, behind = len(mine - set(theirs)), len(set(theirs) - mine)
+        if behind == 0:
+            return Divergence("advanced", ahead, 0)
+        if ahead == 0:
+            return Divergence("behind", 0, behind)
+        based = not mine.isdisjoint(theirs)  # whether `git merge-base` finds one
+        return Divergence("diverged" if based else "unrelated", ahead, behind)
+
+
 def git_label(repo: Repo, handover: str, rev: str) -> Divergence:
-    """The label from git's own answers (a complete clone)."""
+    """The label from git's own answers (a complete clone), asked of git there and then."""
     if handover == rev:
         return Divergence("current", 0, 0)
     if repo.git("cat-file", "-t", handover, check=False).strip() != "commit":
@@ -47,7 +86,9 @@ def git_order(repo: Repo, rev: str) -> dict[str, int]:
 
 class History:
     """Random commits, branches and merges made in-process, with dates that sometimes go back
-    (an older-dated branch merged late), so git's order is not the order of creation."""
+    (an older-dated branch merged late), so git's order is not the order of creation.
+    Every commit has the first one's tree, so a branch switch is a move of HEAD alone
+    (`git checkout` would change no file): made in-process too, as are HEAD's moves."""
 
     def __init__(self, repo: Repo, rng: random.Random) -> None:
         self.repo = repo
@@ -64,9 +105,24 @@ class History:
         self.commits.append(str(oid))
         return str(oid)
 
+    def head(self) -> str:
+        return str(self.pygit.head.target)
+
+    def switch(self, branch: str) -> None:
+        """`git checkout BRANCH`, where no file changes."""
+        self.pygit.set_head(f"refs/heads/{branch}")
+
+    def move_head(self, commit: str) -> None:
+        """`git update-ref HEAD COMMIT`: the branch HEAD names moves (or HEAD, detached)."""
+        target = self.pygit.references["HEAD"].target
+        if isinstance(target, str):
+            self.pygit.references.create(target, pygit2.Oid(hex=commit), force=True)
+        else:
+            self.pygit.set_head(pygit2.Oid(hex=commit))
+
     def step(self, i: int) -> None:
         branches = list(self.pygit.branches.local)
-        head = self.repo.head()
+        head = self.head()
         action = self.rng.random()
         if action < 0.55:
             new = self.commit([head], f"work {i}")
@@ -78,41 +134,41 @@ class History:
         elif action < 0.9:
             name = f"b{i}"
             self.pygit.branches.local.create(name, self.pygit.get(self.rng.choice(self.commits)))  # type: ignore[arg-type]
-            self.repo.git("checkout", "-q", name)
+            self.switch(name)
             return
         else:
-            self.repo.git("checkout", "-q", self.rng.choice(branches))
+            self.switch(self.rng.choice(branches))
             return
-        self.repo.git("update-ref", "HEAD", new)
+        self.move_head(new)
 
 
 def store_of(repo: Repo) -> Store:
     return Store(str(repo.path), repo.environ)
 
 
-def check_against_git(repo: Repo, rng: random.Random, commits: list[str]) -> None:
+def check_against_git(repo: Repo, git: Git, rng: random.Random, commits: list[str]) -> None:
     rev = repo.head()
     candidates = rng.sample(commits, min(len(commits), 25))
     handovers = rng.sample(commits, min(len(commits), rng.choice([2, 12])))
     store = store_of(repo)
     order = store.graph().order(rev, candidates)
     labels = store.graph().labels(rev, handovers)
-    expected = git_order(repo, rev)
+    expected = git.order(rev)
     assert order == {c: expected[c] for c in candidates if c in expected}
-    assert labels == {h: git_label(repo, h, rev) for h in handovers}
+    assert labels == {h: git.label(h, rev) for h in handovers}
     assert store.graph().walks <= 2
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_order_and_labels_equal_gits_with_kept_answers_and_without(repo: Repo, seed: int) -> None:
     rng = random.Random(seed)
-    history = History(repo, rng)
+    history, git = History(repo, rng), Git(repo)
     for i in range(40):
         history.step(i)
         if i % 4 == 3:
-            check_against_git(repo, rng, history.commits)  # with what earlier steps kept
+            check_against_git(repo, git, rng, history.commits)  # with what earlier steps kept
             (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
-            check_against_git(repo, rng, history.commits)  # fresh
+            check_against_git(repo, git, rng, history.commits)  # fresh
 
 
 def test_one_walk_answers_every_label_of_a_history(repo: Repo) -> None:
@@ -127,7 +183,14 @@ def test_one_walk_answers_every_label_of_a_history(repo: Repo) -> None:
     graph.order(rev, history.commits)
     labels = graph.labels(rev, handovers)
     assert graph.walks <= 2
+    # git asked there and then, and the answers the other tests count from its lists
     assert labels == {h: git_label(repo, h, rev) for h in handovers}
+    assert labels == {h: Git(repo).label(h, rev) for h in handovers}
+    assert (
+        graph.order(rev, history.commits)
+        == {c: i for c, i in git_order(repo, rev).items() if c in history.commits}
+        == {c: i for c, i in Git(repo).order(rev).items() if c in history.commits}
+    )
 
 
 def shallow_clone(origin: Repo, path: Path, depth: int) -> Repo:
@@ -154,6 +217,7 @@ def test_a_shallow_clone_answers_as_the_full_one_or_unknown(
         history.step(i)
     repo.git("checkout", "-q", "main")
     rev = repo.head()
+    git = Git(repo)  # the full clone's answers
     exact = cuts = 0
     for depth in rng.sample(range(1, 12), 4):
         clone = shallow_clone(repo, tmp_path / f"depth{depth}", depth)
@@ -171,13 +235,13 @@ def test_a_shallow_clone_answers_as_the_full_one_or_unknown(
         assert {c: r for c, r in order.items() if c in listed} == {
             c: listed[c] for c in history.commits if c in listed
         }
-        assert set(order) <= set(git_order(repo, rev))
+        assert set(order) <= set(git.order(rev))
         assert min((r for c, r in order.items() if c not in listed), default=len(listed)) >= len(
             listed
         )
         for handover in handovers:
             if got[handover] != UNKNOWN:
-                assert got[handover] == git_label(repo, handover, rev)
+                assert got[handover] == git.label(handover, rev)
                 exact += 1
         if cut:  # a cut graph is never kept
             assert not (clone.path / ".git" / GRAPH_FILE_NAME).exists()
@@ -302,14 +366,14 @@ def test_a_branch_switch_near_a_kept_revision_is_answered_without_a_walk(
         history.step(i)
     repo.git("checkout", "-q", "-B", "main")
     for i in range(30):
-        history.commit([repo.head()], f"line {i}")
-        repo.git("update-ref", "HEAD", history.commits[-1])
+        history.move_head(history.commit([history.head()], f"line {i}"))
     repo.git("checkout", "-q", "-B", "side", f"HEAD~{rng.randrange(5, 25)}")
     side = history.commit([repo.head()], "side")
     repo.git("update-ref", "HEAD", side)
     repo.git("checkout", "-q", "main")
     commits = [*history.commits]
-    on_main = set(repo.git("rev-list", "main").split())
+    git = Git(repo)
+    on_main = set(git.rev_list(repo.head()) or [])
     handovers = rng.sample([c for c in commits if c in on_main], 16)  # off main: the end
 
     def answers(expect_walks: int | None) -> None:
@@ -318,9 +382,9 @@ def test_a_branch_switch_near_a_kept_revision_is_answered_without_a_walk(
         graph = store.graph()
         order = graph.order(rev, commits)
         labels = graph.labels(rev, handovers)
-        expected = git_order(repo, rev)
+        expected = git.order(rev)
         assert order == {c: expected[c] for c in commits if c in expected}
-        assert labels == {h: git_label(repo, h, rev) for h in handovers}
+        assert labels == {h: git.label(h, rev) for h in handovers}
         if expect_walks is not None:
             assert graph.walks == expect_walks
 
@@ -349,7 +413,7 @@ def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
     by line (again in topological order when dates go back), and equal git's."""
     monkeypatch.setattr(graph_module, "WALK_KEEP", 5)
     rng = random.Random(31)
-    history = History(repo, rng)
+    history, git = History(repo, rng), Git(repo)
     for i in range(40):
         history.step(i)
     for _ in range(3):
@@ -358,9 +422,9 @@ def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
         graph = store.graph()
         order = graph.order(rev, history.commits)
         labels = graph.labels(rev, history.commits)
-        expected = git_order(repo, rev)
+        expected = git.order(rev)
         assert order == {c: expected[c] for c in history.commits if c in expected}
-        assert labels == {h: git_label(repo, h, rev) for h in history.commits}
+        assert labels == {h: git.label(h, rev) for h in history.commits}
         assert graph.walks <= 3
         repo.git("checkout", "-q", rng.choice(history.commits))
 
@@ -378,14 +442,14 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
     the walk in order, one walk answers all."""
     monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
     rng = random.Random(seed)
-    history = History(repo, rng)
+    history, git = History(repo, rng), Git(repo)
     absent = "0123456789abcdef" * 2 + "01234567"
     for i in range(36):
         history.step(i)
         if i % 9 != 8:
             continue
         rev = repo.head()
-        reached = set(repo.git("rev-list", rev).split())
+        reached = set(git.rev_list(rev) or [])
         handovers = [*rng.sample(history.commits, min(len(history.commits), 10)), absent]
         for fresh in (True, False):
             if fresh:
@@ -394,9 +458,9 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
             graph.expect_labels(rev, handovers)
             order = graph.order(rev, history.commits)
             labels = graph.labels(rev, handovers)
-            expected = git_order(repo, rev)
+            expected = git.order(rev)
             assert order == {c: expected[c] for c in history.commits if c in expected}
-            assert labels == {h: git_label(repo, h, rev) for h in handovers}
+            assert labels == {h: git.label(h, rev) for h in handovers}
             assert graph.walks <= 3
         # On the history alone, dates in order (each commit after its parents): one walk.
         on_history = [h for h in handovers if h in reached]
@@ -407,7 +471,7 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
         graph = store_of(repo).graph()
         graph.expect_labels(rev, on_history)
         graph.order(rev, history.commits)
-        assert graph.labels(rev, on_history) == {h: git_label(repo, h, rev) for h in on_history}
+        assert graph.labels(rev, on_history) == {h: git.label(h, rev) for h in on_history}
         if in_order:
             assert graph.walks == 1
 
@@ -422,11 +486,11 @@ def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
     monkeypatch.setattr(threading, "active_count", lambda: 1)  # a test runner's threads
     rng = random.Random(51)
-    history = History(repo, rng)
+    history, git = History(repo, rng), Git(repo)
     for i in range(30):
         history.step(i)
     rev = repo.head()
-    reached = set(repo.git("rev-list", rev).split())
+    reached = set(git.rev_list(rev) or [])
     handovers = [c for c in history.commits if c in reached][::3]
     (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
     store = store_of(repo)
@@ -438,9 +502,9 @@ def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     graph.expect_labels(rev, handovers)
     order = graph.order(rev, history.commits)
     assert store._started is None  # read, and its git waited for
-    expected = git_order(repo, rev)
+    expected = git.order(rev)
     assert order == {c: expected[c] for c in history.commits if c in expected}
-    assert graph.labels(rev, handovers) == {h: git_label(repo, h, rev) for h in handovers}
+    assert graph.labels(rev, handovers) == {h: git.label(h, rev) for h in handovers}
     assert graph.walks <= 2
     kept = store_of(repo)  # the graph cache now holds this revision: nothing to start
     kept.graph().start_order(rev, worth=lambda: True)

@@ -28,7 +28,7 @@ import pytest
 from majordomus import cli
 from tests.conftest import MAJORDOMUS, Clock, Repo
 from tests.remote_fixtures import git_daemon, seeded
-from tests.support.cli import start_text
+from tests.support.cli import _own_job, start_text
 
 WAIT_S = 30.0  # an upper bound for things that happen at once; never a window to hit
 
@@ -90,7 +90,9 @@ def kill_group(pgid: int) -> None:
 
 
 def python_script(repo: Repo, source: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    """A Python script run in the repository, in a session of its own, stdin empty."""
+    """A Python script run in the repository, in a session of its own with SIGINT at its
+    default (a suite run as a background job has it ignored, and the script's own
+    SIGINT would then never come), stdin empty."""
     return subprocess.run(
         [sys.executable, "-c", source, *argv],
         env=repo.environ,
@@ -100,6 +102,7 @@ def python_script(repo: Repo, source: str, *argv: str) -> subprocess.CompletedPr
         text=True,
         check=False,
         start_new_session=True,
+        preexec_fn=_own_job,  # (the tests start no threads)
         timeout=60,
     )
 

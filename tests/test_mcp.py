@@ -8,14 +8,15 @@ import json
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.types import CallToolResult, TextContent
-
-from majordomus import cli, mcp_server
+from majordomus import cli
 from tests.conftest import MAJORDOMUS, Repo
+
+if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
+    # not by every worker that collects this module
+    from mcp import Client
+    from mcp.types import CallToolResult
 
 TOOLS = {
     "context", "checkpoint", "handover", "resume", "history", "check", "task_new",
@@ -24,6 +25,10 @@ TOOLS = {
 
 
 def in_process(repo: Repo, body: Callable[[Client], Awaitable[None]]) -> None:
+    from mcp import Client
+
+    from majordomus import mcp_server
+
     async def main() -> None:
         async with Client(mcp_server.server(str(repo.path), repo.environ, cli.run)) as client:
             await body(client)
@@ -32,6 +37,8 @@ def in_process(repo: Repo, body: Callable[[Client], Awaitable[None]]) -> None:
 
 
 def text_of(result: CallToolResult) -> str:
+    from mcp.types import TextContent
+
     (block,) = result.content
     assert isinstance(block, TextContent)
     return block.text
@@ -112,6 +119,9 @@ def test_exit_1_answers_are_ordinary_results(repo: Repo) -> None:
 
 
 def test_over_stdio_as_an_agent_starts_it(repo: Repo) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
     repo.task("over stdio")
     params = StdioServerParameters(
         command=MAJORDOMUS[0], args=[*MAJORDOMUS[1:], "mcp"], env=repo.environ, cwd=repo.path

@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import Clock, Repo
 from tests.remote_fixtures import clone, git_daemon, history_ids, ref_ids, seeded
+from tests.support import forks
+from tests.support.forks import MAJORDOMUS_MAIN, Job
 
 
 def write(repo: Repo, title: str, body: str) -> set[str]:
@@ -123,14 +125,17 @@ def test_text_output_of_push_after_the_remote_moved(
 
 
 def _concurrent_pushes(clones: list[Repo]) -> tuple[list[dict[str, object]], float]:
+    """`python -m majordomus push --json` in each clone, each a process of its own, all
+    started at once (forked from one Python: tests/support/forks.py)."""
     start = time.monotonic()
-    processes = [repo.spawn("push", "--json") for repo in clones]
+    pushes = [
+        Job(MAJORDOMUS_MAIN, ["-C", str(r.path), "push", "--json"], r.environ) for r in clones
+    ]
     outputs = []
-    for process in processes:
-        out, err = process.communicate(timeout=120)
-        assert process.returncode == 0, err.decode()
-        assert err == b""
-        outputs.append(json.loads(out))
+    for done in forks.run_all(pushes):
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        outputs.append(json.loads(done.stdout))
     return outputs, time.monotonic() - start
 
 

@@ -15,7 +15,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,8 @@ from majordomus.cache import VIEWS_FOLDER_NAME
 from tests.corpus import corpus
 from tests.reliability.helpers import git, hermetic_environ, make_clone
 from tests.reliability.hostile import case_of, plant
+from tests.support.forks import Done, Job
+from tests.support.forks import run as run_forked
 
 # Run in the child Python: the threshold lowered so that the corpus is "many notes", four
 # CPUs whatever the machine has, each fork counted; `dying` helpers exit at once.
@@ -90,12 +91,9 @@ def read(planted: Planted, copy: Path, mode: str, *argv: str) -> tuple[int, str,
     return _run(copy, environ, mode, *argv)
 
 
-def _child(
-    copy: Path, environ: dict[str, str], mode: str, *argv: str
-) -> subprocess.CompletedProcess[str]:
-    """A command run by SCRIPT in a fresh Python, in `mode`."""
-    command = [sys.executable, "-c", SCRIPT, mode, "-C", str(copy), *argv]
-    return subprocess.run(command, env=environ, capture_output=True, text=True, check=False)
+def _child(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> Done:
+    """A command run by SCRIPT in a fresh Python (forked: tests/support/forks.py), in `mode`."""
+    return run_forked(Job(SCRIPT, [mode, "-C", str(copy), *argv], environ))
 
 
 def _run(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> tuple[int, str, int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +20,8 @@ import pytest
 from majordomus import gitfiles, notestree
 from majordomus.notesref import NOTES_REF
 from tests.conftest import Clock, Repo
+from tests.support import forks
+from tests.support.forks import Job
 from tests.support.git import bare
 from tests.support.repo import clone
 
@@ -40,8 +41,8 @@ Answer = list[object]  # [exit code, stdout, stderr, libgit2 loaded]
 
 def _probe(repo: Repo, commands: Sequence[Sequence[str]], environ: dict[str, str]) -> list[Answer]:
     argvs = [["-C", str(repo.path), *argv] for argv in commands]
-    command = [sys.executable, "-c", PROBE, json.dumps(argvs)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True, env=environ)
+    done = forks.run(Job(PROBE, [json.dumps(argvs)], environ))  # a fresh Python, forked
+    assert done.returncode == 0, done.stderr
     answers: list[Answer] = json.loads(done.stdout)
     return answers
 

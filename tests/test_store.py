@@ -14,6 +14,8 @@ from majordomus.records import parse_note
 from majordomus.store import NOTES_REF, Store
 from tests.conftest import AUTHOR, Repo
 from tests.reliability.helpers import store_problems
+from tests.support import forks
+from tests.support.forks import MAJORDOMUS_MAIN, Job
 from tests.support.git import lock_files
 from tests.support.locks import AgedLock
 from tests.support.notes import stored_records
@@ -102,11 +104,14 @@ def test_concurrent_writers_lose_nothing(repo: Repo) -> None:
     task = repo.task()
     # A generous retry budget: on a loaded machine many process start-ups take long.
     budget = {"MAJORDOMUS_WRITE_TIMEOUT": "120"}
-    procs = [
-        repo.spawn("checkpoint", "--task", task, f"writer {i}", environ=budget)
+    # `python -m majordomus checkpoint`, each a process of its own, all started at once
+    # (forked from one Python, tests/support/forks.py: no start-up of their own to stagger them)
+    writers = [
+        Job(MAJORDOMUS_MAIN, ["-C", str(repo.path), "checkpoint", "--task", task, f"writer {i}"],
+            {**repo.environ, **budget})
         for i in range(WRITERS)
-    ]
-    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else b"") for p in procs]
+    ]  # fmt: skip
+    results = [(done.returncode, done.stderr) for done in forks.run_all(writers)]
     assert [code for code, _ in results] == [0] * WRITERS, [e for _, e in results if e]
     note = parse_note(repo.git("notes", "--ref=majordomus", "show", "HEAD").encode())
     bodies = sorted(r.text("body") for r in note.records if r.kind == "checkpoint")

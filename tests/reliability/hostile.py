@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.corpus import CORPUS_TASK, CorpusNote, corpus
-from tests.reliability.helpers import NOTES_REF, commit, git
+from tests.reliability.helpers import NOTES_REF, git
 
 HEAD40 = "0" * 40
 AT = "2026-11-30T03:00:00Z"
@@ -92,33 +92,53 @@ class Planted:
 
 
 def plant(path: Path, environ: Mapping[str, str], corpus: Sequence[Case]) -> list[Planted]:
-    """Each case on a fresh commit (or its tree, or a blob) of the current branch."""
+    """Each case on a fresh commit (or its tree, or a blob) of the current branch.
+
+    The commits, the blobs and the notes on commits are written by one git fast-import
+    (the exact bytes, as `git notes add -C` takes them; its notes tree fanned out as git
+    notes fans it out), then the notes on a tree or a blob by `git notes add`, which
+    fast-import does not attach to anything but a commit, and a gitlink by git's plumbing.
+    """
+    branch = git(path, environ, "symbolic-ref", "HEAD").strip()
+    head = git(path, environ, "rev-parse", "HEAD").strip()
+    tree = git(path, environ, "rev-parse", "HEAD^{tree}").strip()
+    notes = git(path, environ, "rev-parse", "--verify", "-q", NOTES_REF, check=False).strip()
+    committer = f"{environ['GIT_COMMITTER_NAME']} <{environ['GIT_COMMITTER_EMAIL']}>"
+    stream = bytearray()
+    for index, case in enumerate(corpus):
+        message = f"hostile {index}: {case.name}\n".encode()
+        stream += f"commit {branch}\nmark :{2 * index + 1}\ncommitter {committer} now\n".encode()
+        stream += b"data %d\n%s" % (len(message), message)
+        stream += f"from {head}\n\n".encode() if index == 0 else b"\n"
+        if case.on == "blob":
+            blob = f"a blob {index}\n".encode()
+            stream += b"blob\nmark :%d\ndata %d\n%s\n" % (2 * index + 2, len(blob), blob)
+    on_commits = [(i, case) for i, case in enumerate(corpus) if case.on == "commit"]
+    if on_commits:
+        stream += f"commit {NOTES_REF}\ncommitter {committer} now\n".encode()
+        stream += b"data 22\nNotes added by plant()\n"
+        stream += f"from {notes}\n".encode() if notes else b""
+        for index, case in on_commits:
+            stream += b"N inline :%d\ndata %d\n%s\n" % (2 * index + 1, len(case.data), case.data)
+        stream += b"\n"
+    marks = path / ".git" / "plant-marks"
+    git(path, environ, "fast-import", "--quiet", "--date-format=now",
+        f"--export-marks={marks}", stdin=bytes(stream))  # fmt: skip
+    found = dict(line.split() for line in marks.read_text().splitlines())
+    marks.unlink()
     planted = []
     for index, case in enumerate(corpus):
-        head = commit(path, environ, f"hostile {index}: {case.name}")
+        target = found[f":{2 * index + 1}"]
         if case.on == "tree":
-            target = git(path, environ, "rev-parse", "HEAD^{tree}").strip()
+            target = tree
         elif case.on == "blob":
-            blob = f"a blob {index}\n".encode()
-            target = git(path, environ, "hash-object", "-w", "--stdin", stdin=blob).strip()
-        else:
-            target = head
+            target = found[f":{2 * index + 2}"]
         if case.on == "gitlink":
             _plant_gitlink(path, environ, target)
-        else:
+        elif case.on != "commit":
             blob_id = git(path, environ, "hash-object", "-w", "--stdin", stdin=case.data).strip()
-            git(
-                path,
-                environ,
-                "notes",
-                "--ref=majordomus",
-                "add",
-                "-f",
-                "--allow-empty",
-                "-C",
-                blob_id,
-                target,
-            )
+            git(path, environ, "notes", "--ref=majordomus", "add", "-f", "--allow-empty",
+                "-C", blob_id, target)  # fmt: skip
         planted.append(Planted(case, target))
     return planted
 

@@ -147,14 +147,22 @@ def test_a_real_terminal_gets_no_escape_bytes(hostile: Hostile) -> None:
 
 
 def test_writes_never_destroy_what_they_find(hostile: Hostile) -> None:
+    """A write on each planted commit in turn; every note is read before the first and
+    after the last (each write touches its own commit's note only, so each note as it
+    stands at the end is the one its write left, and no later write may have undone it)."""
     env = hostile.environ
-    for planted in hostile.planted:
-        if planted.case.on not in ("commit", "gitlink"):
-            continue
-        before = note_blobs(hostile.path, env).get(planted.target, b"")
+    written = [p for p in hostile.planted if p.case.on in ("commit", "gitlink")]
+    assert len({p.target for p in written}) == len(written)  # each on a commit of its own
+    notes_before = note_blobs(hostile.path, env)
+    results = []
+    for planted in written:
         git(hostile.path, env, "checkout", "-q", "--detach", planted.target)
-        result = run_cli(hostile.path, env, "checkpoint", "--task", hostile.task, "on top")
-        after = note_blobs(hostile.path, env).get(planted.target, b"")
+        results.append(run_cli(hostile.path, env, "checkpoint", "--task", hostile.task, "on top"))
+    git(hostile.path, env, "checkout", "-q", "main")
+    notes_after = note_blobs(hostile.path, env)
+    for planted, result in zip(written, results, strict=True):
+        before = notes_before.get(planted.target, b"")
+        after = notes_after.get(planted.target, b"")
         name = planted.case.name
         assert "Traceback" not in result.err, name
         if planted.case.writable:
@@ -165,7 +173,6 @@ def test_writes_never_destroy_what_they_find(hostile: Hostile) -> None:
             assert result.code == 3, (name, result.err)
             assert result.err.count("\n") == 1 and "will not overwrite" in result.err, name
             assert after == before, name
-    git(hostile.path, env, "checkout", "-q", "main")
 
 
 def test_a_notes_ref_that_is_not_a_commit(tmp_path: Path) -> None:
