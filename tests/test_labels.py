@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from majordomus import graph
 from tests.conftest import Clock, Repo
 
 
@@ -116,3 +119,48 @@ def test_an_amended_handover_is_not_diverged(repo: Repo) -> None:
     out = json.loads(result.out)
     assert out["label"] == "current"
     assert out["handover"]["head"] == old and out["handover"]["commit"] == repo.head()
+
+
+def test_labels_read_line_by_line_and_counted_by_git_are_the_same(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A walk too long to keep (WALK_KEEP lines) reads the labels line by line, and a
+    label no walk adds up is counted by git: each way, a fork is `diverged` and an
+    unrelated history `unrelated`, with git's counts, from the caches and afresh."""
+    repo.task()
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side 1")
+    handover(repo)
+    handed = repo.head()
+    repo.git("checkout", "-q", "main")
+    repo.commit("main 1")
+    repo.commit("main 2")
+    repo.git("checkout", "-q", "--orphan", "other")
+    repo.git("commit", "-q", "--allow-empty", "-m", "a new root")
+    repo.commit("on the new root")
+    repo.git("checkout", "-q", "main")
+    expected = {}
+    for rev, name in (("main", "diverged"), ("other", "unrelated")):
+        ahead, behind = repo.git("rev-list", "--left-right", "--count", f"{rev}...{handed}").split()
+        expected[rev] = (name, int(ahead), int(behind))
+    assert repo.git("merge-base", "other", handed, check=False) == ""
+
+    def labels(rev: str) -> set[tuple[str, int, int]]:
+        result = repo.run("history", rev, "--all", "--json")
+        assert result.code == 0, result.err
+        records = json.loads(result.out)["records"]
+        return {(r["label"], r["ahead"], r["behind"]) for r in records if r["kind"] == "handover"}
+
+    for keep in (graph.WALK_KEEP, 0):  # kept, then read line by line
+        with monkeypatch.context() as patch:
+            patch.setattr(graph, "WALK_KEEP", keep)
+            for rev, label in expected.items():
+                repo.drop_caches()
+                assert labels(rev) == {label}, (keep, rev, "afresh")
+                assert labels(rev) == {label}, (keep, rev, "from the caches")
+    with monkeypatch.context() as patch:  # no walk adds up: git counts each label
+        patch.setattr(graph, "WALK_KEEP", 0)
+        patch.setattr(graph.CommitGraph, "_streamed_labels", lambda self, rev, handovers: None)
+        for rev, label in expected.items():
+            repo.drop_caches()
+            assert labels(rev) == {label}, (rev, "counted by git")
