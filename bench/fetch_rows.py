@@ -35,7 +35,7 @@ from corpus import PlannedNote, Record, Shape, commit_time, plan, render_note
 from probe import Outcome, run_chain
 from repo_cache import RECORD_KINDS, Fixture, _cat_blobs, _get_marks, fast_import, run_git
 from report import results_table
-from suite import Command, Row, Series, Setup, Target, git, mj
+from suite import Command, Row, Series, Setup, Target, git, mj, replace_section
 
 Log = Callable[[str], None]
 NEW_RECORDS = 1_000
@@ -342,9 +342,4 @@ def section(
 
 def write_section(path: Path, text: str) -> None:
     """Replace the fetch section of the report (or add it at the end)."""
-    current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if BEGIN in current and END in current:
-        updated = current[: current.index(BEGIN)] + text + current[current.index(END) + len(END) :]
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text + "\n"
-    path.write_text(updated, encoding="utf-8")
+    replace_section(path, text, BEGIN, END)

@@ -25,7 +25,7 @@ from pathlib import Path
 from corpus import GENERATOR_VERSION, commit_time, plan, shape_for
 from probe import Outcome, run_chain
 from repo_cache import _get_marks, _write_notes_commit, fast_import, run_git
-from suite import COLD, WARM, Command, Row, Series, Setup, Target, git_log
+from suite import COLD, WARM, Command, Row, Series, Setup, Target, git_log, replace_section
 
 Log = Callable[[str], None]
 SIDE_AGE = datetime.timedelta(days=2)
@@ -400,11 +400,4 @@ def section(
 
 def write_section(path: Path, text: str) -> None:
     """Replace the graph section of the report (or add it at the end)."""
-    current = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if BEGIN in current and END in current:
-        start = current.index(BEGIN)
-        end = current.index(END) + len(END)
-        updated = current[:start] + text + current[end:]
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text + "\n"
-    path.write_text(updated, encoding="utf-8")
+    replace_section(path, text, BEGIN, END)

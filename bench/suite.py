@@ -581,3 +581,14 @@ def fresh_clone_row(
     return Row(
         "history", "first, fresh clone", series, Series(theirs, tuple(base)), target, answer=answer
     )
+
+
+def replace_section(path: Path, text: str, begin: str, end: str) -> None:
+    """Replace the section of the report between `begin` and `end` (or add it at the end):
+    the sections one script writes outlive the runs of the others."""
+    current = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if begin in current and end in current:
+        updated = current[: current.index(begin)] + text + current[current.index(end) + len(end) :]
+    else:
+        updated = current.rstrip("\n") + "\n\n" + text + "\n"
+    path.write_text(updated, encoding="utf-8")
