@@ -30,6 +30,24 @@ FILES = (
 )
 
 
+def git_dir_of(repo: Path) -> Path:
+    """The repository's git directory, as an absolute path."""
+    return Path(
+        subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--absolute-git-dir"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+
+
+def drop(git_dir: Path, name: str) -> None:
+    """One cache file gone, and the folder of its parts (the views') with it."""
+    (git_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(git_dir / f"{name}.d", ignore_errors=True)
+
+
 def timed(argv: Sequence[str], repo: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(
@@ -45,14 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args(argv)
     repo: Path = args.repo.resolve()
-    git_dir = Path(
-        subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--absolute-git-dir"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    git_dir = git_dir_of(repo)
     majordomus = str(Path(sys.executable).parent / "majordomus")
     env = dict(os.environ)
     if args.task:
@@ -76,9 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for _ in range(args.runs):
                 if removed is not None:
                     timed(command, repo, env)
-                    (git_dir / removed).unlink(missing_ok=True)
-                    # The views' parts too: a rebuild would otherwise find them written.
-                    shutil.rmtree(git_dir / f"{removed}.d", ignore_errors=True)
+                    drop(git_dir, removed)  # its parts too: a rebuild would find them
                 times.append(timed(command, repo, env))
             medians[removed] = statistics.median(times) * 1000
         base = medians[None]

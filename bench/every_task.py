@@ -16,27 +16,19 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from cache_value import FILES, drop, git_dir_of
 from probe import Outcome, run
 from suite import git_log, replace_section
 
 BEGIN = "<!-- every-task rows: begin -->"
 END = "<!-- every-task rows: end -->"
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-
-CACHES = (
-    "majordomus-cache",
-    "majordomus-graph-cache",
-    "majordomus-records-cache",
-    "majordomus-views",
-    "majordomus-patch-ids",
-)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,26 +39,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="put the section in the report")
     args = parser.parse_args(argv)
     repo: Path = args.repo.resolve()
-    git_dir = Path(
-        subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--absolute-git-dir"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    git_dir = git_dir_of(repo)
     majordomus = str(Path(sys.executable).parent / "majordomus")
     env = dict(os.environ)
     every = [majordomus, "history", "--json"]
     one = [majordomus, "history", "--task", args.task, "--json"]
 
-    def drop() -> None:
-        for name in CACHES:
-            (git_dir / name).unlink(missing_ok=True)
-        shutil.rmtree(git_dir / "majordomus-views.d", ignore_errors=True)
+    def drop_all() -> None:
+        for name in FILES:
+            drop(git_dir, name)
 
     def first_task_read() -> None:
-        drop()
+        drop_all()
         run(one, env, repo)
 
     def timed(before: Callable[[], None]) -> list[Outcome]:
@@ -81,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logged = [run(git_log(repo), env, repo) for _ in range(args.runs)]
     rows = {
-        "fresh (no cache)": timed(drop),
+        "fresh (no cache)": timed(drop_all),
         "after a first `history --task`": timed(first_task_read),
         "warm": timed(lambda: None),
     }
