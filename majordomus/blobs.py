@@ -103,6 +103,10 @@ class NoteBlobs:
     def is_parsed(self, blob_id: str) -> bool:
         return blob_id in self._parsed
 
+    def remember(self, blob_id: str, note: Note) -> None:
+        """A note read another way (from the document cache), for the look about to come."""
+        self._parsed[blob_id] = note
+
     def forget(self, blob_ids: Iterable[str]) -> None:
         """Parses of notes shown already: the memory goes back (a later look parses again)."""
         for blob_id in blob_ids:

@@ -402,15 +402,20 @@ class DocumentCache(CacheFile):
 
     def get(self, blob: str) -> Note | None:
         data = self._file.data(blob) if blob in self._file.at else self._put.data(blob)
-        if data is None:
-            return None
-        try:
-            entries, other, invalid_plain = marshal.loads(data)
-            return Note(
-                tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain
-            )
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, EOFError):
-            return None  # not this layout after all: read the blob again
+        return None if data is None else _note(data)
+
+    def get_many(self, blobs: Iterable[str]) -> Iterator[tuple[str, Note]]:
+        """The notes of these blobs it holds, each once, read in runs of the file (a part
+        of a history shown: a few reads, not one per note)."""
+        put: list[str] = []
+        for blob, data in self._file.runs(dict.fromkeys(blobs), put):
+            note = _note(data)
+            if note is not None:
+                yield blob, note
+        for blob in put:
+            found = self.get(blob)
+            if found is not None:
+                yield blob, found
 
     @staticmethod
     def form(note: Note) -> bytes | None:
@@ -474,6 +479,18 @@ class DocumentCache(CacheFile):
 
 
 _LENGTH_MASK = 0xFFFFFFFF
+_RUN_GAP = 1 << 16  # bytes between two notes read in one run of the file
+_RUN_MAX = 1 << 22  # bytes of one run
+
+
+def _note(data: bytes | memoryview) -> Note | None:
+    """A note from its marshalled form; None when it is not in this layout after all (the
+    blob is then read again)."""
+    try:
+        entries, other, invalid_plain = marshal.loads(data)
+        return Note(tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, EOFError):
+        return None
 
 
 class _Forms:
@@ -510,15 +527,49 @@ class _Forms:
         if blob in self._memory:
             return self._memory[blob]
         where = self.at.get(blob)
-        if where is None or self.file is None:
+        if where is None:
             return None
         length = where & _LENGTH_MASK
+        data = self._run(where >> 32, length)
+        return data if data is not None and len(data) == length else None
+
+    def runs(self, blobs: Iterable[str], elsewhere: list[str]) -> Iterator[tuple[str, memoryview]]:
+        """Each of these blobs it holds in its file and its form, read in runs of notes
+        close together; the others go to `elsewhere`."""
+        held = []
+        for blob in blobs:
+            where = self.at.get(blob) if self.file is not None else None
+            if where is None:
+                elsewhere.append(blob)
+            else:
+                held.append((where >> 32, where & _LENGTH_MASK, blob))
+        held.sort()
+        start = 0
+        while start < len(held):
+            first, end = held[start][0], held[start][0] + held[start][1]
+            stop = start + 1
+            while stop < len(held) and held[stop][0] - end < _RUN_GAP and end - first < _RUN_MAX:
+                end = max(end, held[stop][0] + held[stop][1])
+                stop += 1
+            data = self._run(first, end - first)
+            view = memoryview(b"" if data is None else data)
+            for offset, length, blob in held[start:stop]:
+                part = view[offset - first : offset - first + length]
+                if len(part) != length:
+                    elsewhere.append(blob)
+                else:
+                    yield blob, part
+            start = stop
+
+    def _run(self, offset: int, length: int) -> bytes | None:
+        """`length` bytes of the forms from `offset` on (fewer at a cut end), or None."""
+        if self.file is None:
+            return None
         try:
             self.file.flush()
-            data = os.pread(self.file.fileno(), length, self._base + (where >> 32))
+            return os.pread(self.file.fileno(), length, self._base + offset)
         except OSError:
             return None
-        return data if len(data) == length else None
 
     def close(self) -> None:
         if self.file is not None:

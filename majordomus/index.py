@@ -132,6 +132,11 @@ class Index:
         else:  # a few: read in one go (one git process while libgit2 is not loaded)
             self._store.prefetch(list(blobs))
 
+    def load(self, items: Iterable[Listed]) -> None:
+        """The notes of a part of the records shown, read in one go before each is located
+        (after `preload`, which made the document cache hold them)."""
+        self._store.load(b for item in items for b in self._blobs_of(item))
+
     def forget(self, items: Iterable[Listed]) -> None:
         """The notes of records shown already: their memory goes back (a second look
         parses them again)."""

@@ -390,6 +390,13 @@ class NotesReader:
         # (the notes shown are not all the notes there are).
         documents.save(self._current_blobs or None)
 
+    def load(self, blobs: Iterable[str]) -> None:
+        """The notes of these blobs the document cache holds, read from it in one go (a
+        part of the records shown, about to be located; `NoteBlobs.forget` lets them go)."""
+        if self._documents is not None:
+            for blob, note in self._documents.get_many(blobs):
+                self.blobs.remember(blob, note)
+
     def stored(self, blob: str) -> Note | None:
         """A note as the document cache holds it, once a command asked for it (`preload`)."""
         return None if self._documents is None else self._documents.get(blob)

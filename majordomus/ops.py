@@ -511,6 +511,7 @@ def history(
 
     def made(items: Sequence[Listed]) -> list[HistoryEntry]:
         """The entries of a part of the records shown; their notes let go once made."""
+        index.load(items)
         entries = []
         for item in items:
             is_handover = item.summary.kind == "handover"

@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple
@@ -574,6 +574,10 @@ class Store:
         """Parse many notes through the document cache (decoding beats parsing TOML); the
         notes it lacks read by one git process in a plain layout (see NotesReader.preload)."""
         self.reader.preload(blobs)
+
+    def load(self, blobs: Iterable[str]) -> None:
+        """Many notes about to be shown read in one go (see NotesReader.load)."""
+        self.reader.load(blobs)
 
     def drop_cache(self) -> bool:
         """Remove every derived cache file; the next command rebuilds what it needs."""

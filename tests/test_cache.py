@@ -979,3 +979,55 @@ def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:
 
     for data in (b"", b"a view", bytes(range(256)) * 64):
         assert _content_name(data) == hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Notes asked for together are read in runs of the file (notes close together in one
+    read, notes far apart in another), the notes put and not yet saved from where they
+    wait, and each note once and as `get` reads it; a note it lacks, or one past the end
+    of a file cut short, is not given (the caller reads its blob)."""
+    import os
+
+    from majordomus import cache as cache_module
+
+    def note(n: int, body: str) -> tuple[str, Note]:
+        data = (
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-aaaaaaaaaaaa"\n'
+            f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:{n % 60:02d}Z\nauthor = "x"\n'
+            f'body = "{body}"\n'
+        )
+        return f"{n:040x}", parse_note(data.encode())
+
+    path = tmp_path / RECORDS_FILE_NAME
+    writing = DocumentCache(path)
+    # Small notes, then one of 100 KB: the notes after it are a run of their own.
+    notes = dict(note(n, "x" * (100_000 if n == 5 else 10)) for n in range(10))
+    for blob, parsed in notes.items():
+        writing.put(blob, parsed)
+    writing.save(None)
+    reading = DocumentCache(path)
+    waiting_blob, waiting = note(20, "put, not saved")
+    reading.put(waiting_blob, waiting)
+    reads: list[int] = []
+    pread = os.pread
+
+    def counted(fd: int, n: int, at: int) -> bytes:
+        reads.append(n)
+        return pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", counted)
+    asked = [*reversed(notes), "f" * 40, waiting_blob, *notes]  # each twice, one unknown
+    pairs = list(reading.get_many(asked))
+    got = dict(pairs)
+    assert len(pairs) == len(got) and got == {**notes, waiting_blob: waiting}
+    assert all(reading.get(blob) == parsed for blob, parsed in got.items())
+    monkeypatch.setattr(cache_module, "_RUN_GAP", 1 << 16)
+    reads.clear()
+    dict(reading.get_many([b for b in notes if b != f"{5:040x}"]))
+    assert len(reads) == 2  # the notes before the large one, and those after it
+    with path.open("r+b") as file:
+        file.truncate(path.stat().st_size - 5)
+    cut = dict(DocumentCache(path).get_many(notes))
+    assert cut == {b: n for b, n in notes.items() if b != f"{9:040x}"}  # the last one cut
