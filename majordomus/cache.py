@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import io
 import marshal
 import os
 import struct
@@ -396,10 +397,6 @@ class DocumentCache(CacheFile):
     def has(self, blob: str) -> bool:
         return blob in self._file.at or blob in self._put.at
 
-    def kept(self) -> set[str]:
-        """The blobs this cache holds a note for."""
-        return {*self._file.at, *self._put.at}
-
     def get(self, blob: str) -> Note | None:
         data = self._file.data(blob) if blob in self._file.at else self._put.data(blob)
         return None if data is None else _note(data)
@@ -435,7 +432,7 @@ class DocumentCache(CacheFile):
     def put_form(self, blob: str, form: bytes) -> None:
         """A note in the form `form` made of it (in this process or in a helper)."""
         if not self.has(blob):
-            if self._put.file is None:
+            if self._put.file is None:  # the first note put since the last save
                 self._put = _Forms.unnamed(self.path.parent)
             self._put.append(blob, form)
             self._changed = True
@@ -503,29 +500,25 @@ class _Forms:
         self.file = file
         self._base = base
         self._end = 0  # where the next note appended goes
-        self._memory: dict[str, bytes] = {}  # appended with no file to be had
 
     @classmethod
     def unnamed(cls, folder: Path) -> _Forms:
-        """An unnamed file in `folder` (else in the temporary folder; else memory)."""
+        """Forms to append to, in an unnamed file in `folder` (else in the temporary
+        folder; else in memory)."""
         import tempfile
 
         for where in (folder, None):
             with contextlib.suppress(OSError):
                 return cls({}, tempfile.TemporaryFile(dir=where))
-        return cls()
+        return cls({}, io.BytesIO())
 
     def append(self, blob: str, data: bytes) -> None:
-        if self.file is None:
-            self._memory[blob] = data
-        else:
-            self.file.write(data)
+        assert self.file is not None
+        self.file.write(data)
         self.at[blob] = self._end << 32 | len(data)
         self._end += len(data)
 
     def data(self, blob: str) -> bytes | None:
-        if blob in self._memory:
-            return self._memory[blob]
         where = self.at.get(blob)
         if where is None:
             return None
@@ -563,11 +556,15 @@ class _Forms:
 
     def _run(self, offset: int, length: int) -> bytes | None:
         """`length` bytes of the forms from `offset` on (fewer at a cut end), or None."""
+        start = self._base + offset
         if self.file is None:
             return None
+        if isinstance(self.file, io.BytesIO):  # no file to be had: memory
+            with self.file.getbuffer() as held:
+                return bytes(held[start : start + length])
         try:
             self.file.flush()
-            return os.pread(self.file.fileno(), length, self._base + offset)
+            return os.pread(self.file.fileno(), length, start)
         except OSError:
             return None
 

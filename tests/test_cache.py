@@ -921,18 +921,18 @@ def test_the_document_cache_reads_each_note_alone_and_prunes_only_when_told(
     extra_blob, extra = note("t-cccccccccccc", 11)
     reading.put(extra_blob, extra)
     reading.save(None)  # the notes shown are not all there are: nothing dropped
-    assert DocumentCache(path).kept() == {*notes, extra_blob}
+    assert kept(DocumentCache(path)) == {*notes, extra_blob}
     older = DocumentCache(path)  # opened before the next save replaces the file
     pruning = DocumentCache(path)
     pruning.put(extra_blob, extra)  # held already: nothing to save
     pruning.save([extra_blob, first])
-    assert DocumentCache(path).kept() == {*notes, extra_blob}
+    assert kept(DocumentCache(path)) == {*notes, extra_blob}
     pruning.put(*note("t-cccccccccccc", 12))
     pruning.save([extra_blob, first])  # the current notes: every other note dropped
     again = DocumentCache(path)
-    assert again.kept() == {extra_blob, first}
+    assert kept(again) == {extra_blob, first}
     assert again.get(first) == notes[first] and again.get(extra_blob) == extra
-    assert older.kept() == {*notes, extra_blob}  # the file it opened, whole
+    assert kept(older) == {*notes, extra_blob}  # the file it opened, whole
     assert all(older.get(blob) == parsed for blob, parsed in notes.items())
     size = path.stat().st_size
     with path.open("r+b") as file:
@@ -946,7 +946,9 @@ def test_notes_put_wait_in_an_unnamed_file_or_else_in_memory(
 ) -> None:
     """The notes a command puts wait in an unnamed file beside the cache; where no file
     can be made (a read-only git folder, no temporary folder), in memory: either way
-    they read back as put, and the cache file is written from them."""
+    every note put reads back as put, through a save that cannot write the cache and
+    more notes put after it, and the cache file is written from them."""
+    import io
     import tempfile
 
     from majordomus.cache import _Forms
@@ -954,22 +956,41 @@ def test_notes_put_wait_in_an_unnamed_file_or_else_in_memory(
     forms = [marshal.dumps((n, "x" * n)) for n in range(0, 3000, 700)]
     absent = tmp_path / "absent"
     monkeypatch.setattr(tempfile, "tempdir", str(absent))
-    for folder, on_disk in ((tmp_path, True), (absent, False)):
+    for folder, in_memory in ((tmp_path, False), (absent, True)):
         put = _Forms.unnamed(folder)
-        assert (put.file is not None) is on_disk
+        assert isinstance(put.file, io.BytesIO) is in_memory
         for n, form in enumerate(forms):
             put.append(f"{n:040x}", form)
         assert [put.data(f"{n:040x}") for n in range(len(forms))] == forms
         assert put.data("f" * 40) is None
         put.close()
-    note = parse_note(
-        b'[[checkpoint]]\nv = 1\nid = "c-0000000000000001"\ntask = "t-aaaaaaaaaaaa"\n'
-        b'head = "' + b"a" * 40 + b'"\nat = 2026-11-30T10:00:00Z\nauthor = "x"\nbody = "b"\n'
-    )
+
+    def note(n: int) -> tuple[str, Note]:
+        data = (
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-aaaaaaaaaaaa"\n'
+            f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:0{n}Z\nauthor = "x"\nbody = "b"\n'
+        )
+        return f"{n:040x}", parse_note(data.encode())
+
     cache = DocumentCache(absent / RECORDS_FILE_NAME)  # nowhere to write, even the cache
-    cache.put("1" * 40, note)
-    cache.save(None)
-    assert cache.get("1" * 40) == note
+    notes = dict(note(n) for n in range(4))
+    for blob, parsed in list(notes.items())[:2]:
+        cache.put(blob, parsed)
+    cache.save(None)  # cannot be written: the notes stay where they wait
+    for blob, parsed in list(notes.items())[2:]:
+        cache.put(blob, parsed)
+    assert {blob: cache.get(blob) for blob in notes} == notes
+    assert dict(cache.get_many(notes)) == notes
+    writable = DocumentCache(tmp_path / RECORDS_FILE_NAME)
+    for blob, parsed in notes.items():
+        writable.put(blob, parsed)
+    writable.save(None)
+    assert dict(DocumentCache(tmp_path / RECORDS_FILE_NAME).get_many(notes)) == notes
+
+
+def kept(cache: DocumentCache) -> set[str]:
+    """The blobs a document cache holds a note for, of those its tests put."""
+    return {blob for blob in (f"{n:040x}" for n in range(64)) if cache.has(blob)}
 
 
 def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:
