@@ -315,16 +315,7 @@ def test_every_task_shown_after_one_tasks_first_read_is_parsed_by_helpers(
     copy = tmp_path / "copy"
     shutil.copytree(clone, copy)
     git(copy, environ, "checkout", "-q", "main")
-    base = git(copy, environ, "rev-parse", "main~1").strip()
-    notes = []
-    for number, head in enumerate(_commits_on(copy, environ, "more", base, 40)):
-        task = "t-00000000beef" if number % 4 else "t-00000000cafe"
-        note = f'[[checkpoint]]\nv = 1\nid = "c-00000000beef{number:04x}"\ntask = "{task}"\n'
-        note += f'head = "{head}"\nat = 2026-11-30T03:{number:02d}:00Z\n'
-        note += f'author = "A <a@example.com>"\nbody = "observation {number}"\n'
-        notes.append((head, note))
-    _add_notes(copy, environ, notes)
-    git(copy, environ, "merge", "-q", "--no-ff", "-m", "merge more", "more")
+    _grown(copy, environ)
     every = ("history", "--all", "--json")
     alone = _fresh_copy(copy, tmp_path / "alone", environ)
     expected, parsed_alone = _parses(alone, environ, "one", *every)
@@ -344,6 +335,54 @@ def test_every_task_shown_after_one_tasks_first_read_is_parsed_by_helpers(
     assert "appended by hand" in later
     assert run_in(copy, environ, "shared", *every) == (later, 0)
     assert run_in(copy, environ, "shared", *every) == (later, 0)  # from the caches
+
+
+def test_every_task_shown_after_one_tasks_first_read_in_a_partial_clone(
+    planted: Planted, tmp_path: Path
+) -> None:
+    """In a partial clone (`--filter=blob:none`) the first `history --task` fetches the
+    note blobs in one batch; the next `history` of every task has the helpers parse the
+    notes the document cache lacks from the blobs fetched, and answers as one process
+    reading a partial copy afresh."""
+    _, environ = planted
+    source = make_clone(tmp_path / "source", environ)
+    head = git(source, environ, "rev-parse", "HEAD").strip()
+    first = '[[checkpoint]]\nv = 1\nid = "c-00000000feed0000"\ntask = "t-00000000cafe"\n'
+    first += f'head = "{head}"\nat = 2026-11-30T02:00:00Z\nauthor = "A <a@example.com>"\n'
+    first += 'body = "before the others"\n'
+    git(source, environ, "notes", "--ref=majordomus", "add", "-m", first, head)
+    git(source, environ, "commit", "-q", "--allow-empty", "-m", "second")
+    _grown(source, environ)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, environ, "clone", "-q", "--bare", str(source), str(remote))
+    git(remote, environ, "config", "uploadpack.allowFilter", "true")
+    notes = git(source, environ, "rev-parse", "refs/notes/majordomus").strip()
+    git(remote, environ, "update-ref", "refs/notes/majordomus", notes)
+    partial = tmp_path / "partial"
+    git(tmp_path, environ, "clone", "-q", "--filter=blob:none", f"file://{remote}", str(partial))
+    git(partial, environ, "fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    every = ("history", "--all", "--json")
+    expected = _parses(_fresh_copy(partial, tmp_path / "alone", environ), environ, "one", *every)[0]
+    assert len(json.loads(expected)["records"]) == 41
+    # Helpers for the notes here, then again for those fetched: 8 forks.
+    assert _run(partial, environ, "shared", "history", "--task", "t-00000000cafe", "--json")[2] >= 4
+    assert run_in(partial, environ, "shared", *every) == (expected, 4)  # the helpers parsed
+    assert run_in(partial, environ, "shared", *every) == (expected, 0)  # from the caches
+
+
+def _grown(clone: Path, environ: dict[str, str]) -> None:
+    """Forty notes of two tasks on forty commits of a branch `more` off main~1, added by
+    one git fast-import, and the branch merged into main (checked out)."""
+    base = git(clone, environ, "rev-parse", "main~1").strip()
+    notes = []
+    for number, head in enumerate(_commits_on(clone, environ, "more", base, 40)):
+        task = "t-00000000beef" if number % 4 else "t-00000000cafe"
+        note = f'[[checkpoint]]\nv = 1\nid = "c-00000000beef{number:04x}"\ntask = "{task}"\n'
+        note += f'head = "{head}"\nat = 2026-11-30T03:{number:02d}:00Z\n'
+        note += f'author = "A <a@example.com>"\nbody = "observation {number}"\n'
+        notes.append((head, note))
+    _add_notes(clone, environ, notes)
+    git(clone, environ, "merge", "-q", "--no-ff", "-m", "merge more", "more")
 
 
 def _fresh_copy(source: Path, copy: Path, environ: dict[str, str]) -> Path:
