@@ -13,7 +13,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from majordomus import gitfiles, notestree
+from majordomus import gitfiles, notestree, render
+from majordomus import index as index_module
 from majordomus.notesref import NOTES_REF
 from tests.conftest import Clock, Repo
 from tests.corpus import corpus
@@ -155,14 +156,23 @@ def test_a_tree_git_cannot_read_is_left_to_libgit2(repo: Repo) -> None:
         list(notestree.walk(repo.pygit, _tree(repo, tree)))
 
 
+@pytest.mark.parametrize("through", ["few notes", "document cache in parts"])
 def test_a_first_read_in_a_second_clone_behind_a_bare_remote_is_libgit2s_read(
-    tmp_path: Path, environ: dict[str, str], clock: Clock
+    tmp_path: Path,
+    environ: dict[str, str],
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+    through: str,
 ) -> None:
     """A teammate's clone behind a bare remote: records fetched into the remote-tracking
     notes ref and its own, a note appended by hand with git, a merge, another branch
     checked out. Its first read (no caches) lists each notes tree with git; it answers
     as the read that leaves every object to libgit2 (GIT_CEILING_DIRECTORIES), and as
-    the next read, from the caches."""
+    the next read, from the caches. The records shown are read as a few notes are, or
+    as many are: through the document cache, made two at a time."""
+    if through == "document cache in parts":
+        monkeypatch.setattr(index_module, "PRELOAD_THRESHOLD", 0)
+        monkeypatch.setattr(render, "HISTORY_PART", 2)
     remote = bare(tmp_path / "remote.git", environ)
     alice = clone(str(remote), tmp_path / "alice", environ, clock)
     alice.commit("initial")
@@ -206,6 +216,8 @@ def test_a_first_read_in_a_second_clone_behind_a_bare_remote_is_libgit2s_read(
         bob.drop_caches()
         assert bob.run(*argv, environ=ceiling).out == first.out  # every object by libgit2
         assert bob.run(*argv).out == first.out  # from the caches
+        documents = bob.path / ".git" / "majordomus-records-cache"
+        assert documents.is_file() is (through == "document cache in parts")
     tree = bob.git("rev-parse", "refs/notes/remotes/origin/majordomus^{tree}").strip()
     assert listed(bob, tree) == walked(bob, tree) != ""
 
