@@ -368,7 +368,7 @@ class NotesReader:
         fresh = sorted(b for b in unread if not self.blobs.is_parsed(b))
         if len(fresh) >= SHARED_READ_MIN:
             _summarised_in_workers(
-                str(self.commondir), "".join(fresh), _unused, documents.put_form, every_note
+                str(self.commondir), "".join(fresh), None, documents.put_form, every_note
             )
             unread = [b for b in unread if not documents.has(b)]
         del fresh
@@ -469,10 +469,6 @@ def _pairs(flat: str) -> Iterator[tuple[str, str]]:
     return ((flat[at : at + 40], flat[at + 40 : at + 80]) for at in range(0, len(flat), 80))
 
 
-def _unused(blob: str, entry: BlobEntry) -> None:
-    """A helper's summary of a note the read cache holds already."""
-
-
 def _run(joined: str, count: int, k: int) -> list[str]:
     """The k-th of `count` runs, as even as can be, of the object ids of a string of them."""
     total = len(joined) // 40
@@ -528,12 +524,13 @@ SHARE_RUN = 8192  # notes a helper reads before it unmaps the objects
 def _summarised_in_workers(
     gitdir: str,
     ids: str,
-    put: Callable[[str, BlobEntry], None],
+    put: Callable[[str, BlobEntry], None] | None,
     put_form: Callable[[str, bytes], None] | None = None,
     shown: Shown | None = None,
 ) -> None:
-    """`put` the entry of each blob parsed by forked processes, one run of the ids each,
-    and `put_form` the note of each that is `shown`, as the document cache keeps it; what
+    """`put` the entry of each blob parsed by forked processes, one run of the ids each
+    (None: the read cache holds them), and `put_form` the note of each that is `shown`,
+    as the document cache keeps it; what
     they did not send the caller parses. This process parses nothing meanwhile, so
     the pack index and the parses are only ever in the helpers, never beside what it
     gathers. Nothing when only one CPU is there, when this process runs threads (forking
@@ -568,7 +565,8 @@ def _summarised_in_workers(
             with pipe, contextlib.suppress(ValueError, EOFError, TypeError):
                 for entries in frames_of(pipe):  # each whole frame holds entries as parsed
                     for blob, (value, form) in entries.items():
-                        put(blob, blob_entry(value))
+                        if put is not None:
+                            put(blob, blob_entry(value))
                         if put_form is not None and form is not None:
                             put_form(blob, form)
             os.waitpid(pid, 0)
