@@ -235,6 +235,8 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
         assert tree is not None
         return tree
 
+    empty = store.repo[store.repo.TreeBuilder().write()]
+    assert isinstance(empty, pygit2.Tree)
     for size_a, size_b in ((30, 300), (300, 300), (300, 30), (20, 25)):
         a = {o: rng.choice(blobs) for o in rng.sample(objects, size_a)}
         b = {o: blob for o, blob in a.items() if rng.random() < 0.8}
@@ -242,9 +244,66 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
         old, new = tree_of(a), tree_of(b)
         listed = repo.git("diff-tree", "-r", "--name-only", str(old.id), str(new.id)).split()
         expected = {path.replace("/", "") for path in listed}
-        assert notestree.changed(store.repo, old, new) == expected
-        assert notestree.changed(store.repo, new, old) == expected
-        assert notestree.changed(store.repo, old, old) == set()
+        for compare in (notestree.changed, notestree._changed):  # libgit2's diff; entries
+            assert compare(store.repo, old, new) == expected
+            assert compare(store.repo, new, old) == expected
+            assert compare(store.repo, old, old) == set()
+            assert compare(store.repo, None, new) == set(b)
+            assert compare(store.repo, new, empty) == set(b)  # an empty tree is not None
+
+
+def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alone(
+    repo: Repo,
+) -> None:
+    """Entries a notes walk does not read (a file with another name, a folder that is not
+    two hex digits, a fan-out past 40 digits) are not notes that changed, and a note whose
+    mode alone changed did not change: libgit2's diff and the entry-by-entry comparison
+    agree, and a missing subtree is named by the fallback."""
+    note = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nn = 1\n").strip()
+    other = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nn = 2\n").strip()
+
+    def mktree(lines: list[str], *flags: str) -> str:
+        return repo.git("mktree", *flags, input="".join(line + "\n" for line in lines)).strip()
+
+    a1, a2, a3 = "ab" + "1" * 38, "ab" + "2" * 38, "cd" + "3" * 38
+    deep = mktree([f"100644 blob {other}\t{'4' * 38}"])  # ab/<38>: too deep to be a note
+    fanned_old = mktree([f"100644 blob {note}\t{a1[2:]}", f"100644 blob {note}\t{a2[2:]}"])
+    fanned_new = mktree(
+        [
+            f"100755 blob {note}\t{a1[2:]}",
+            f"100644 blob {other}\t{a2[2:]}",
+            f"040000 tree {deep}\tee",
+        ]
+    )
+    junk = mktree([f"100644 blob {other}\t{a3}"])
+    odd = mktree([f"100644 blob {other}\t{'6' * 39}"])  # a/<39>: 40 digits, not a fan-out
+    old_id = mktree(
+        [
+            f"040000 tree {fanned_old}\tab",
+            f"100644 blob {note}\tREADME",
+            f"100644 blob {note}\t{a3}",
+        ]
+    )
+    new_id = mktree(
+        [
+            f"040000 tree {fanned_new}\tab",
+            f"100644 blob {other}\tREADME",
+            f"040000 tree {junk}\tzz",
+            f"040000 tree {odd}\ta",
+            f"100644 blob {other}\t{'ef' * 20}",
+        ]
+    )
+    store = Store(str(repo.path), repo.environ)
+    old, new = (store.repo[pygit2.Oid(hex=tree)] for tree in (old_id, new_id))
+    assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
+    expected = {a2, a3, "ef" * 20}
+    assert notestree.changed(store.repo, old, new) == expected
+    assert notestree._changed(store.repo, old, new) == expected
+    # A subtree that is not here: libgit2's diff cannot tell, the fallback names it.
+    missing = mktree([f"040000 tree {'5' * 40}\tab"], "--missing")
+    store = Store(str(repo.path), repo.environ)
+    with pytest.raises(notestree.MissingObjectError):
+        notestree.changed(store.repo, old, store.repo[pygit2.Oid(hex=missing)])  # type: ignore[arg-type]
 
 
 def test_a_write_asks_git_for_the_identity_early_and_waits_for_it_when_refused(
@@ -255,6 +314,7 @@ def test_a_write_asks_git_for_the_identity_early_and_waits_for_it_when_refused(
     import gc
     import warnings
 
+    gc.collect()  # what earlier tests left is not this write's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         refused = repo.run("checkpoint", "no task yet")
