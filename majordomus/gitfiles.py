@@ -295,6 +295,23 @@ def committer_time(commit: bytes) -> int | None:
     return None
 
 
+def commit_parents(commit: bytes) -> tuple[str, ...] | None:
+    """The parents a commit object's headers name, in order (libgit2's `parent_ids`);
+    None when the headers are not a commit's as git writes them."""
+    lines = commit.split(b"\n")
+    if not lines[0].startswith(b"tree "):
+        return None
+    parents = []
+    for line in lines[1:]:
+        if not line.startswith(b"parent "):
+            break
+        parent = line[7:].decode("ascii", "replace")
+        if not is_object_id(parent):
+            return None
+        parents.append(parent)
+    return tuple(parents)
+
+
 class UnsureError(Exception):
     """git answered with something these functions do not read (an object of another type
     than expected, a tree not in git's order, an unusual mode, a reply cut short): ask

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, Sequence, Set
+from contextlib import AbstractContextManager
 from itertools import pairwise
 from typing import NamedTuple, Protocol
 
@@ -48,6 +49,10 @@ class Source(Protocol):
 
     def true_parents(self, commit: str) -> tuple[str, ...] | None:
         """The parents the commit object names, even those a shallow clone cut off."""
+        ...
+
+    def reading(self) -> AbstractContextManager[object]:
+        """A block within which `parents` is asked of many commits in a row (a chain)."""
         ...
 
     def has_commit(self, commit: str) -> bool: ...
@@ -576,27 +581,31 @@ class CommitGraph:
         assert self.memory is not None
         if rev in self._meeting_cache:
             return self._meeting_cache[rev]
-        mine = self._chain(rev)
-        position = {commit: s for s, commit in enumerate(mine)}
         found: list[Meeting] = []
-        for kept in self.memory.kept():
-            theirs = self._chain(kept) if kept not in position else [kept]
-            for t, commit in enumerate(theirs):
-                s = position.get(commit)
-                if s is not None:
-                    found.append(Meeting(mine[:s], theirs[:t], kept))
-                    break
+        with self.source.reading():
+            mine = self._chain(rev)
+            position = {commit: s for s, commit in enumerate(mine)}
+            for kept in self.memory.kept():
+                theirs = self._chain(kept, position)
+                for t, commit in enumerate(theirs):
+                    s = position.get(commit)
+                    if s is not None:
+                        found.append(Meeting(mine[:s], theirs[:t], kept))
+                        break
         found.sort(key=lambda m: len(m.up) + len(m.down))
         self._meeting_cache[rev] = found
         return found
 
-    def _chain(self, rev: str) -> list[str]:
+    def _chain(self, rev: str, meets: Collection[str] = ()) -> list[str]:
         """`rev` and its ancestors down a line of single-parent commits: each is the
-        whole difference between one and the next (at most CHAIN_MAX of them)."""
+        whole difference between one and the next (at most CHAIN_MAX of them); followed
+        no further than the first commit of `meets` (where it meets another chain)."""
         chain = self._chains.get(rev)
         if chain is None:
             chain = [rev]
             while len(chain) < CHAIN_MAX:
+                if chain[-1] in meets:
+                    return chain  # not kept: a part of the chain
                 parents = self.source.parents(chain[-1])
                 if parents is None or len(parents) != 1:
                     break

@@ -319,6 +319,15 @@ class Store:
         return {**self.environ, "GIT_FLUSH": "0"}
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
+        # Read by git while libgit2 is not loaded (one process for a chain: `reading`).
+        found = self._opened.objects_by_git([commit]) if gitfiles.is_object_id(commit) else None
+        if found is not None:
+            read = found.get(commit)
+            if read is None or read[0] != "commit":
+                return None
+            parents = gitfiles.commit_parents(read[1])
+            if parents is not None:  # else headers not as git writes them: libgit2 reads them
+                return parents
         import pygit2
 
         try:
@@ -328,6 +337,11 @@ class Store:
         if not isinstance(obj, pygit2.Commit):
             return None
         return tuple(str(parent) for parent in obj.parent_ids)
+
+    def reading(self) -> contextlib.AbstractContextManager[object]:
+        """Objects asked for one by one within the block (`parents` along a chain) read by
+        one git process while libgit2 is not loaded."""
+        return self._opened.git_batch()
 
     def true_parents(self, commit: str) -> tuple[str, ...] | None:
         import pygit2

@@ -3,6 +3,7 @@ optionally cut the way a shallow clone cuts it, and the answers computed by brut
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -32,6 +33,7 @@ class MemorySource:
         }
         self.walks: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self.counts = 0
+        self.parents_asked = 0
 
     def _reach(self, tips: Sequence[str]) -> set[str]:
         seen: set[str] = set()
@@ -77,7 +79,11 @@ class MemorySource:
         """Nothing to start ahead: an in-memory graph answers at once."""
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
+        self.parents_asked += 1
         return self.cut.get(commit)
+
+    def reading(self) -> contextlib.AbstractContextManager[object]:
+        return contextlib.nullcontext()
 
     def has_commit(self, commit: str) -> bool:
         return commit in self.cut

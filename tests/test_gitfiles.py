@@ -162,6 +162,15 @@ def test_commits_and_their_times_read_by_git_are_libgit2s(repo: Repo) -> None:
     for hex_id in ids:
         assert by_git.commit_time(hex_id) == by_libgit2.commit_time(hex_id)
     assert by_git.commit_time(second) == int(repo.git("log", "-1", "--format=%ct").strip())
+    repo.git("checkout", "-q", "-b", "side", first)
+    side = repo.commit("on the side", {"side.txt": "x"})
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    merge = repo.head()
+    with by_git.reading():  # one git process for them all
+        for hex_id in (first, second, side, merge, tree, absent):
+            assert by_git.parents(hex_id) == by_libgit2.parents(hex_id)
+        assert by_git.parents(merge) == (second, side) and by_git.parents(first) == ()
     assert "repo" not in by_git.__dict__  # all of it answered without libgit2
 
 
@@ -245,6 +254,41 @@ def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
     assert warm[:3] == by_libgit2[:3]
     assert warm[0] in (0, 1) and warm[2] == ""
     assert (warm[3], by_libgit2[3]) == (False, True)
+
+
+SWITCH_READS = [a for a in WARM_READS if a[0] in ("check", "resume", "history")]
+
+
+@pytest.mark.parametrize("argv", SWITCH_READS, ids=[" ".join(a[:2]) for a in SWITCH_READS])
+def test_the_first_read_after_a_branch_switch_answers_without_libgit2(
+    tmp_path: Path,
+    environ: dict[str, str],
+    clock: Clock,
+    argv: list[str],
+    published: tuple[Path, str],
+) -> None:
+    """A second clone behind a bare remote (a merge in its history) moves on, reads (caches
+    kept for its tip), then switches to a new branch off an older commit and commits: the
+    first read there follows the chains of commits between the two (their parents read by
+    one git process), not libgit2, and answers as a fresh read by libgit2 does."""
+    remote, task = published
+    here = clone(str(remote), tmp_path / "here", environ, clock)
+    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    assert here.run("task", "use", task).code == 0
+    for n in range(4):
+        here.commit(f"on main {n}")
+    assert here.run("checkpoint", "on main, three commits up").code == 0
+    here.commit("on main, last")
+    argv = [task if a == "TASK" else a for a in argv]
+    _probe(here, argv, here.environ)  # caches kept for main's tip
+    here.git("checkout", "-q", "-b", "fix", "HEAD~3")  # another branch, an older commit
+    here.commit("the fix")
+    switched = _probe(here, argv, here.environ)
+    here.drop_caches()
+    fresh = _probe(here, argv, {**here.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert switched[:3] == fresh[:3]
+    assert switched[0] in (0, 1) and switched[2] == ""
+    assert (switched[3], fresh[3]) == (False, True)
 
 
 @pytest.mark.parametrize("argv", WARM_READS, ids=[" ".join(a[:2]) for a in WARM_READS])

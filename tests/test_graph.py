@@ -4,10 +4,12 @@ few walks per command, and shallow cuts that answer exactly or `unknown`, never 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from majordomus.cache import GraphCache
 from majordomus.graph import CommitGraph, Divergence, labels_of, tally
 from tests.graph_support import MemorySource, random_dag, true_label
 
@@ -69,6 +71,25 @@ def test_order_and_labels_of_one_command_share_the_walk() -> None:
     order = graph.order("c079", list(parents))
     graph.labels("c079", [c for c in parents if c in order][:2])
     assert len(source.walks) == 1 and source.counts == 0
+
+
+def test_a_switch_to_an_older_commit_is_carried_along_chains_read_only_to_where_they_meet(
+    tmp_path: Path,
+) -> None:
+    """A line of 100 commits, the order of its tip kept; a new commit on the commit thirty
+    below it (a branch switch): its order is the kept one carried along the two chains of
+    single-parent commits, with no walk, and the tip's chain is read only down to where it
+    meets the new commit's (30 parents, not 63)."""
+    parents: dict[str, tuple[str, ...]] = {"c000": ()}
+    parents.update({f"c{i:03d}": (f"c{i - 1:03d}",) for i in range(1, 100)})
+    parents["fix"] = ("c069",)
+    source = MemorySource(parents)
+    CommitGraph(source, GraphCache(tmp_path / "graph")).order("c099", list(parents))
+    walks, source.parents_asked = len(source.walks), 0
+    order = CommitGraph(source, GraphCache(tmp_path / "graph")).order("fix", list(parents))
+    assert order == {line[0]: rank for rank, line in enumerate(source.walk(["fix"], []))}
+    assert len(source.walks) == walks + 1  # the walk just above, for the expected answer
+    assert source.parents_asked == 63 + 30  # the new commit's chain, the tip's down to c069
 
 
 @settings(max_examples=60, deadline=None)
