@@ -445,27 +445,19 @@ class DocumentCache(CacheFile):
             return
         sources = (self._file, self._put)
 
-        def kept() -> Iterator[tuple[str, _Forms]]:
-            for forms in sources:
-                for blob in forms.at:
-                    if blobs is None or blob in blobs:
-                        yield blob, forms
-
-        at: dict[str, int] = {}
+        at: dict[str, int] = {}  # the new file's head
         offset = 0
-        for blob, forms in kept():
-            length = forms.at[blob] & _LENGTH_MASK
-            at[blob] = offset << 32 | length
-            offset += length
+        runs: list[tuple[_Forms, list[tuple[int, int]]]] = []
+        for forms in sources:
+            held, offset = forms.runs_of(blobs, at, offset)
+            runs.append((forms, held))
 
         def chunks() -> Iterator[bytes]:
             yield from framed((self.version(), at))
             at.clear()  # written: the file's head is read again below
-            for blob, forms in kept():
-                data = forms.data(blob)
-                if data is None:  # a file read was cut short under us: write nothing
-                    raise OSError("a note of the document cache could not be read")
-                yield data
+            for forms, held in runs:
+                for start, end in held:
+                    yield forms.whole(start, end - start)
 
         if self._replace(chunks()):
             for forms in sources:
@@ -525,6 +517,38 @@ class _Forms:
         length = where & _LENGTH_MASK
         data = self._run(where >> 32, length)
         return data if data is not None and len(data) == length else None
+
+    def runs_of(
+        self, blobs: Collection[str] | None, at: dict[str, int], offset: int
+    ) -> tuple[list[tuple[int, int]], int]:
+        """Where the forms of the notes of `blobs` it holds (None: all) lie in its file, as
+        runs of notes next to each other (copied by a few reads, not one per note), and
+        the offset past them once written from `offset` on; each note goes into `at`
+        where it will then lie."""
+        runs: list[tuple[int, int]] = []
+        start = end = 0
+        for blob, where in self.at.items():
+            if blobs is not None and blob not in blobs:
+                continue
+            length = where & _LENGTH_MASK
+            at[blob] = offset << 32 | length
+            offset += length
+            if where >> 32 != end or end - start >= _RUN_MAX:
+                if end > start:
+                    runs.append((start, end))
+                start = where >> 32
+            end = (where >> 32) + length
+        if end > start:
+            runs.append((start, end))
+        return runs, offset
+
+    def whole(self, offset: int, length: int) -> bytes:
+        """`length` bytes of the forms from `offset` on; OSError when the read is cut short
+        under us."""
+        data = self._run(offset, length)
+        if data is None or len(data) != length:
+            raise OSError("a note of the document cache could not be read")
+        return data
 
     def runs(self, blobs: Iterable[str], elsewhere: list[str]) -> Iterator[tuple[str, memoryview]]:
         """Each of these blobs it holds in its file and its form, read in runs of notes
