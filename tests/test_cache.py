@@ -1052,3 +1052,46 @@ def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
         file.truncate(path.stat().st_size - 5)
     cut = dict(DocumentCache(path).get_many(notes))
     assert cut == {b: n for b, n in notes.items() if b != f"{9:040x}"}  # the last one cut
+
+
+def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save copies the notes kept from the file read and from those put, in runs of notes
+    next to each other (a note dropped ends a run): a read per run, not one per note; the
+    file saved holds exactly the notes kept, as they were."""
+    import os
+
+    def note(n: int) -> tuple[str, Note]:
+        data = (
+            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-aaaaaaaaaaaa"\n'
+            f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:{n % 60:02d}Z\nauthor = "x"\n'
+            f'body = "note {n}"\n'
+        )
+        return f"{n:040x}", parse_note(data.encode())
+
+    path = tmp_path / RECORDS_FILE_NAME
+    first = DocumentCache(path)
+    notes = dict(note(n) for n in range(40))
+    for blob, parsed in list(notes.items())[:30]:
+        first.put(blob, parsed)
+    first.save(None)
+    second = DocumentCache(path)
+    for blob, parsed in list(notes.items())[30:]:
+        second.put(blob, parsed)
+    reads: list[int] = []
+    pread = os.pread
+
+    def counted(fd: int, n: int, at: int) -> bytes:
+        reads.append(n)
+        return pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", counted)
+    dropped = {f"{n:040x}" for n in (10, 35)}
+    second.save([blob for blob in notes if blob not in dropped])
+    assert len(reads) == 4  # the file read: 0-9, 11-29; the notes put: 30-34, 36-39
+    monkeypatch.undo()
+    saved = DocumentCache(path)
+    assert kept(saved) == set(notes) - dropped
+    held = dict(saved.get_many(notes))
+    assert held == {blob: parsed for blob, parsed in notes.items() if blob not in dropped}
