@@ -4,7 +4,7 @@ command found or did. No git here, so the renderer and the tests import them fre
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar, overload
 
@@ -183,6 +183,14 @@ class Made(Sequence[_Made], Generic[_Source, _Made]):
         if isinstance(index, slice):
             return self._make(self._sources[index])
         return self._make([self._sources[index]])[0]
+
+    def __iter__(self) -> Iterator[_Made]:
+        """Every item, made a part of MADE_PART at a time (not one by one)."""
+        for start in range(0, len(self._sources), MADE_PART):
+            yield from self._make(self._sources[start : start + MADE_PART])
+
+
+MADE_PART = 1000
 
 
 class HistoryResult(NamedTuple):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -204,3 +205,22 @@ def test_history_holds_the_notes_of_one_part_at_a_time(
     held.clear()
     assert repo.run("history", "--json").out == whole  # a first read: parsed, then shown
     assert max(held) > 4  # the first read's own parses (kept for a second look)
+
+
+def test_made_items_are_made_a_part_at_a_time_however_they_are_asked_for() -> None:
+    """`Made` (history's records): a slice is made in one call, iteration a part of
+    MADE_PART at a time, an index alone; every way gives the same items."""
+    from majordomus.values import MADE_PART, Made
+
+    calls: list[int] = []
+
+    def make(part: Sequence[int]) -> list[str]:
+        calls.append(len(part))
+        return [f"item {n}" for n in part]
+
+    made = Made(range(2 * MADE_PART + 5), make)
+    assert list(made) == [f"item {n}" for n in range(2 * MADE_PART + 5)]
+    assert calls == [MADE_PART, MADE_PART, 5]
+    calls.clear()
+    assert made[3:6] == ["item 3", "item 4", "item 5"] and made[7] == "item 7"
+    assert calls == [3, 1] and len(made) == 2 * MADE_PART + 5
