@@ -327,7 +327,8 @@ class Store:
                 return None
             parents = gitfiles.commit_parents(read[1])
             if parents is not None:  # else headers not as git writes them: libgit2 reads them
-                return parents
+                # A shallow clone's boundary commit has none, as libgit2 and a walk see it.
+                return () if parents and commit in self.shallow_boundary() else parents
         import pygit2
 
         try:

@@ -310,6 +310,10 @@ def test_reads_of_a_shallow_clone_answer_as_libgit2_answers(
     assert by_libgit2._opened.refs is None  # the environment leaves it to libgit2
     assert plain.is_shallow() and by_libgit2.is_shallow()
     assert plain.shallow_boundary() == by_libgit2.shallow_boundary() != frozenset()
+    with plain.reading():  # parents as a walk sees them: none past the boundary
+        for commit in (*plain.shallow_boundary(), here.head()):
+            assert plain.parents(commit) == by_libgit2.parents(commit)
+        assert all(plain.parents(commit) == () for commit in plain.shallow_boundary())
     assert "repo" not in plain.__dict__  # told from the file, not by libgit2
     argv = [task if a == "TASK" else a for a in argv]
     first = _probe(here, argv, here.environ)

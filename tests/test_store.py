@@ -244,21 +244,20 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
         old, new = tree_of(a), tree_of(b)
         listed = repo.git("diff-tree", "-r", "--name-only", str(old.id), str(new.id)).split()
         expected = {path.replace("/", "") for path in listed}
-        for compare in (notestree.changed, notestree._changed):  # libgit2's diff; entries
-            assert compare(store.repo, old, new) == expected
-            assert compare(store.repo, new, old) == expected
-            assert compare(store.repo, old, old) == set()
-            assert compare(store.repo, None, new) == set(b)
-            assert compare(store.repo, new, empty) == set(b)  # an empty tree is not None
+        assert notestree.changed(store.repo, old, new) == expected
+        assert notestree.changed(store.repo, new, old) == expected
+        assert notestree.changed(store.repo, old, old) == set()
+        assert notestree.changed(store.repo, None, new) == set(b)
+        assert notestree.changed(store.repo, new, empty) == set(b)  # an empty tree is not None
 
 
 def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alone(
-    repo: Repo,
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Entries a notes walk does not read (a file with another name, a folder that is not
     two hex digits, a fan-out past 40 digits) are not notes that changed, and a note whose
-    mode alone changed did not change: libgit2's diff and the entry-by-entry comparison
-    agree, and a missing subtree is named by the fallback."""
+    mode alone changed did not change; only the subtrees that differ are opened, and a
+    missing one is named."""
     note = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nn = 1\n").strip()
     other = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nn = 2\n").strip()
 
@@ -297,9 +296,16 @@ def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alo
     old, new = (store.repo[pygit2.Oid(hex=tree)] for tree in (old_id, new_id))
     assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
     expected = {a2, a3, "ef" * 20}
+    opened: list[str] = []
+    tree = notestree.tree
+
+    def counted(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
+        opened.append(str(oid))
+        return tree(repo, oid)
+
+    monkeypatch.setattr(notestree, "tree", counted)
     assert notestree.changed(store.repo, old, new) == expected
-    assert notestree._changed(store.repo, old, new) == expected
-    # A subtree that is not here: libgit2's diff cannot tell, the fallback names it.
+    assert sorted(opened) == sorted([fanned_old, fanned_new, deep])  # not `zz`, `a`: no fan-out
     missing = mktree([f"040000 tree {'5' * 40}\tab"], "--missing")
     store = Store(str(repo.path), repo.environ)
     with pytest.raises(notestree.MissingObjectError):
