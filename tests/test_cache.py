@@ -1002,35 +1002,20 @@ def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:
         assert _content_name(data) == hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Notes asked for together are read in runs of the file (notes close together in one
-    read, notes far apart in another), the notes put and not yet saved from where they
-    wait, and each note once and as `get` reads it; a note it lacks, or one past the end
-    of a file cut short, is not given (the caller reads its blob)."""
+def _checkpoint(n: int, body: str) -> tuple[str, Note]:
+    """A note blob's id (its number, in hex) and the note: one checkpoint saying `body`."""
+    data = (
+        f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-aaaaaaaaaaaa"\n'
+        f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:{n % 60:02d}Z\nauthor = "x"\n'
+        f'body = "{body}"\n'
+    )
+    return f"{n:040x}", parse_note(data.encode())
+
+
+def _counted_preads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the length of each `os.pread` (each read of a cache file)."""
     import os
 
-    from majordomus import cache as cache_module
-
-    def note(n: int, body: str) -> tuple[str, Note]:
-        data = (
-            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-aaaaaaaaaaaa"\n'
-            f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:{n % 60:02d}Z\nauthor = "x"\n'
-            f'body = "{body}"\n'
-        )
-        return f"{n:040x}", parse_note(data.encode())
-
-    path = tmp_path / RECORDS_FILE_NAME
-    writing = DocumentCache(path)
-    # Small notes, then one of 100 KB: the notes after it are a run of their own.
-    notes = dict(note(n, "x" * (100_000 if n == 5 else 10)) for n in range(10))
-    for blob, parsed in notes.items():
-        writing.put(blob, parsed)
-    writing.save(None)
-    reading = DocumentCache(path)
-    waiting_blob, waiting = note(20, "put, not saved")
-    reading.put(waiting_blob, waiting)
     reads: list[int] = []
     pread = os.pread
 
@@ -1039,6 +1024,30 @@ def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
         return pread(fd, n, at)
 
     monkeypatch.setattr(os, "pread", counted)
+    return reads
+
+
+def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Notes asked for together are read in runs of the file (notes close together in one
+    read, notes far apart in another), the notes put and not yet saved from where they
+    wait, and each note once and as `get` reads it; a note it lacks, or one past the end
+    of a file cut short, is not given (the caller reads its blob)."""
+
+    from majordomus import cache as cache_module
+
+    path = tmp_path / RECORDS_FILE_NAME
+    writing = DocumentCache(path)
+    # Small notes, then one of 100 KB: the notes after it are a run of their own.
+    notes = dict(_checkpoint(n, "x" * (100_000 if n == 5 else 10)) for n in range(10))
+    for blob, parsed in notes.items():
+        writing.put(blob, parsed)
+    writing.save(None)
+    reading = DocumentCache(path)
+    waiting_blob, waiting = _checkpoint(20, "put, not saved")
+    reading.put(waiting_blob, waiting)
+    reads = _counted_preads(monkeypatch)
     asked = [*reversed(notes), "f" * 40, waiting_blob, *notes]  # each twice, one unknown
     pairs = list(reading.get_many(asked))
     got = dict(pairs)
@@ -1060,33 +1069,17 @@ def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
     """A save copies the notes kept from the file read and from those put, in runs of notes
     next to each other (a note dropped ends a run): a read per run, not one per note; the
     file saved holds exactly the notes kept, as they were."""
-    import os
-
-    def note(n: int) -> tuple[str, Note]:
-        data = (
-            f'[[checkpoint]]\nv = 1\nid = "c-{n:016x}"\ntask = "t-aaaaaaaaaaaa"\n'
-            f'head = "{"a" * 40}"\nat = 2026-11-30T10:00:{n % 60:02d}Z\nauthor = "x"\n'
-            f'body = "note {n}"\n'
-        )
-        return f"{n:040x}", parse_note(data.encode())
 
     path = tmp_path / RECORDS_FILE_NAME
     first = DocumentCache(path)
-    notes = dict(note(n) for n in range(40))
+    notes = dict(_checkpoint(n, f"note {n}") for n in range(40))
     for blob, parsed in list(notes.items())[:30]:
         first.put(blob, parsed)
     first.save(None)
     second = DocumentCache(path)
     for blob, parsed in list(notes.items())[30:]:
         second.put(blob, parsed)
-    reads: list[int] = []
-    pread = os.pread
-
-    def counted(fd: int, n: int, at: int) -> bytes:
-        reads.append(n)
-        return pread(fd, n, at)
-
-    monkeypatch.setattr(os, "pread", counted)
+    reads = _counted_preads(monkeypatch)
     dropped = {f"{n:040x}" for n in (10, 35)}
     second.save([blob for blob in notes if blob not in dropped])
     assert len(reads) == 4  # the file read: 0-9, 11-29; the notes put: 30-34, 36-39
