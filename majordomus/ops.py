@@ -302,11 +302,17 @@ def task_list(ctx: Context) -> list[TaskSummary]:
     index = Index(store.read_notes(), store)
     now = ctx.now()
     current = store.current_task()
+    tasks = index.tasks()
+    open_handovers = {task: index.open_handovers(task) for task in tasks}
+    # The records shown whole (each title, each open handover) read in one go, not one
+    # process (or libgit2 loaded) for the first of them.
+    shown = [*filter(None, tasks.values()), *(p[0] for p in open_handovers.values() if p)]
+    index.preload(shown)
     summaries = []
-    for task, task_record in index.tasks().items():
+    for task, task_record in tasks.items():
         last_at = max(item.summary.at for item in index.of_task(task))
         last_checkpoint, skewed = _counted_checkpoint(index, task, now)
-        pending = index.open_handovers(task)
+        pending = open_handovers[task]
         summaries.append(
             TaskSummary(
                 task=task,

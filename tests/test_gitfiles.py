@@ -191,6 +191,7 @@ WARM_READS = [
     ["history", "--json"],
     ["adopt", "--dry-run", "--json"],
     ["show", "--json"],
+    ["task", "list", "--json"],
 ]
 
 
@@ -387,6 +388,25 @@ def test_a_warm_check_reads_the_notes_it_shows_in_one_git_process(
     again = repo.run("check", "--json")
     assert (again.code, again.out) == (expected.code, expected.out)
     assert calls == [3]
+
+
+def test_a_warm_task_list_reads_the_notes_it_shows_in_one_git_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`task list` shows each task's title and its open handover: the notes of all of
+    them, on several commits, are read by one git process, not one each (past a few,
+    libgit2 would be loaded for the rest)."""
+    for n in range(4):
+        repo.task(f"task {n}")
+        repo.commit(f"work {n}")
+        assert repo.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
+        repo.commit(f"after {n}")
+    expected = repo.run("task", "list", "--json")
+    calls = count_cat_files(monkeypatch)
+    again = repo.run("task", "list", "--json")
+    assert (again.code, again.out) == (expected.code, expected.out)
+    assert len(json.loads(again.out)["tasks"]) == 4
+    assert calls == [1, 8]  # the notes commit; then four task records, four open handovers
 
 
 def test_notes_shown_whole_are_read_by_git_even_once_libgit2_is_loaded(
