@@ -57,6 +57,7 @@ class Index:
         self._resolved: set[str] | None = None
         self._task_ids: tuple[str, ...] | None = None
         self._by_task: dict[str, list[Listed]] | None = None
+        self._tasks: dict[str, Listed | None] | None = None
         self.records: list[Listed] = [
             Listed(summary, commit)
             for commit, annotated in noteset.commits.items()
@@ -95,7 +96,7 @@ class Index:
         index._blobs = {row[1]: row[2] for row in rows}
         index._row_blobs = {(row[0][0], row[0][1]): row[2] for row in rows}
         index.invalid, index._resolved, index._task_ids = invalid, resolved, task_ids
-        index.has_copies, index._by_task = False, None
+        index.has_copies, index._by_task, index._tasks = False, None, None
         return index
 
     @property
@@ -163,16 +164,18 @@ class Index:
         items = self.records if task is None else self.of_task(task)
         return [item for item in items if item.summary.kind == kind]
 
-    def tasks(self) -> dict[str, Listed | None]:
+    def tasks(self) -> Mapping[str, Listed | None]:
         """Task id -> its task record (None when only other records name it, or when this
-        index holds another task's view)."""
-        found: dict[str, Listed | None] = dict.fromkeys(self._task_ids or ())
-        for item in self.records:
-            if item.summary.kind == "task":
-                found[item.summary.task] = item
-            else:
-                found.setdefault(item.summary.task, None)
-        return found
+        index holds another task's view); found once per index."""
+        if self._tasks is None:
+            found: dict[str, Listed | None] = dict.fromkeys(self._task_ids or ())
+            for item in self.records:
+                if item.summary.kind == "task":
+                    found[item.summary.task] = item
+                else:
+                    found.setdefault(item.summary.task, None)
+            self._tasks = found
+        return self._tasks
 
     def resolved_handovers(self) -> set[str]:
         if self._resolved is not None:

@@ -611,7 +611,7 @@ def check_task(
         since = min(past, default=None)
     age = age_s(now, since) if since is not None else 0
     pending = index.open_handovers(task)
-    index.preload([x for x in (task_record, last, *pending[:1], skewed) if x is not None])
+    index.preload(_shown_by_check(index, task, now))
     return CheckResult(
         task=task,
         title=index.locate(task_record).record.text("title") if task_record else None,
@@ -642,8 +642,20 @@ def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> lis
     now = ctx.now()
     if all_tasks:
         index = Index(store.read_notes(), store)
-        return [check_task(index, t, prof, now) for t in sorted(index.tasks())]
+        tasks = sorted(index.tasks())
+        # The records shown whole, of every task, read in one go (one git process).
+        index.preload([item for t in tasks for item in _shown_by_check(index, t, now)])
+        return [check_task(index, t, prof, now) for t in tasks]
     return [_check_current(ctx, store, task, prof)]
+
+
+def _shown_by_check(index: Index, task: str, now: datetime.datetime) -> list[Listed]:
+    """The records `check_task` shows whole: the task record, the last checkpoint (and
+    one dated in the future), the open handover."""
+    last, skewed = _counted_checkpoint(index, task, now)
+    pending = index.open_handovers(task)
+    shown = (index.tasks().get(task), last, *pending[:1], skewed)
+    return [item for item in shown if item is not None]
 
 
 def _check_current(

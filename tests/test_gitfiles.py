@@ -390,22 +390,24 @@ def test_a_warm_check_reads_the_notes_it_shows_in_one_git_process(
     assert calls == [3]
 
 
-def test_a_warm_task_list_reads_the_notes_it_shows_in_one_git_process(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("argv", [["task", "list", "--json"], ["check", "--all", "--json"]])
+def test_a_warm_read_of_every_task_reads_the_notes_it_shows_in_one_git_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
-    """`task list` shows each task's title and its open handover: the notes of all of
-    them, on several commits, are read by one git process, not one each (past a few,
-    libgit2 would be loaded for the rest)."""
+    """`task list` and `check --all` show each task's title and its open handover: the
+    notes of all of them, on several commits, are read by one git process, not one per
+    task (past a few, libgit2 would be loaded for the rest)."""
     for n in range(4):
         repo.task(f"task {n}")
         repo.commit(f"work {n}")
         assert repo.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
         repo.commit(f"after {n}")
-    expected = repo.run("task", "list", "--json")
+    expected = repo.run(*argv)
     calls = count_cat_files(monkeypatch)
-    again = repo.run("task", "list", "--json")
+    again = repo.run(*argv)
     assert (again.code, again.out) == (expected.code, expected.out)
-    assert len(json.loads(again.out)["tasks"]) == 4
+    shown = json.loads(again.out)
+    assert len(shown["tasks" if "tasks" in shown else "checks"]) == 4
     assert calls == [1, 8]  # the notes commit; then four task records, four open handovers
 
 
