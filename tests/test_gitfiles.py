@@ -192,6 +192,8 @@ WARM_READS = [
     ["adopt", "--dry-run", "--json"],
     ["show", "--json"],
     ["task", "list", "--json"],
+    ["show", "HEAD~1", "--json"],  # a revision named by git, not libgit2
+    ["history", "main~1", "--limit", "2", "--json"],
 ]
 
 
