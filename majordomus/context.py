@@ -47,16 +47,20 @@ class Session(NamedTuple):
     check: CheckResult
 
 
-def session(ctx: ops.Context, task: str | None = None) -> Session:
+def session(ctx: ops.Context, task: str | None = None, checkpoints: int = 0) -> Session:
     """Open the repository and choose the task as `resume` does; raises like `resume` when
-    no task can be chosen (NoTaskError, AmbiguousTaskError)."""
+    no task can be chosen (NoTaskError, AmbiguousTaskError). Every note the check shows,
+    and those of the newest `checkpoints` checkpoints, are read in one go."""
     store = ops.open_store(ctx)
     head = store.head()
     prof = ops.load_profile(ctx, store)
     views = Views(store)
     task_id, implied = ops.current_task(ctx, store, views, task, imply=True)
     index = views.index(task_id)
-    check = ops.check_task(index, task_id, prof, ctx.now())
+    now = ctx.now()
+    newest = index.newest_first(index.of_kind("checkpoint", task_id))[:checkpoints]
+    index.preload([*ops.shown_by_check(index, task_id, now), *newest])
+    check = ops.check_task(index, task_id, prof, now)
     return Session(store, head, prof, index, task_id, implied, check)
 
 
@@ -96,12 +100,11 @@ def check_budget(max_chars: int) -> None:
 
 def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> Status:
     """Read what the block shows. Raises like `resume` when no task can be chosen."""
-    opened = session(ctx, task)
+    opened = session(ctx, task, checkpoints)  # every note the block shows, read in one go
     store, index, task_id = opened.store, opened.task_index, opened.task
     pending = index.open_handovers(task_id)
     found = index.newest_first(index.of_kind("checkpoint", task_id))
     shown = found[:checkpoints]
-    index.preload([*pending[:1], *shown])  # every note the block shows, read in one go
     handover = index.locate(pending[0]) if pending else None
     div = (
         store.graph().labels(opened.head, [handover.commit])[handover.commit]

@@ -611,7 +611,7 @@ def check_task(
         since = min(past, default=None)
     age = age_s(now, since) if since is not None else 0
     pending = index.open_handovers(task)
-    index.preload(_shown_by_check(index, task, now))
+    index.preload(shown_by_check(index, task, now))
     return CheckResult(
         task=task,
         title=index.locate(task_record).record.text("title") if task_record else None,
@@ -644,12 +644,12 @@ def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> lis
         index = Index(store.read_notes(), store)
         tasks = sorted(index.tasks())
         # The records shown whole, of every task, read in one go (one git process).
-        index.preload([item for t in tasks for item in _shown_by_check(index, t, now)])
+        index.preload([item for t in tasks for item in shown_by_check(index, t, now)])
         return [check_task(index, t, prof, now) for t in tasks]
     return [_check_current(ctx, store, task, prof)]
 
 
-def _shown_by_check(index: Index, task: str, now: datetime.datetime) -> list[Listed]:
+def shown_by_check(index: Index, task: str, now: datetime.datetime) -> list[Listed]:
     """The records `check_task` shows whole: the task record, the last checkpoint (and
     one dated in the future), the open handover."""
     last, skewed = _counted_checkpoint(index, task, now)

@@ -413,6 +413,25 @@ def test_a_warm_read_of_every_task_reads_the_notes_it_shows_in_one_git_process(
     assert calls == [1, 8]  # the notes commit; then four task records, four open handovers
 
 
+def test_a_warm_context_reads_the_notes_it_shows_in_one_git_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The context block shows the task, its check (last checkpoint, open handover) and
+    its newest checkpoints: their notes, on five commits, are read by one git process."""
+    repo.task()
+    for n in range(3):
+        repo.commit(f"step {n}")
+        assert repo.run("checkpoint", f"seen {n}").code == 0
+    repo.commit("last")
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    expected = repo.run("context", "--json")
+    calls = count_cat_files(monkeypatch)
+    again = repo.run("context", "--json")
+    assert (again.code, again.out) == (expected.code, expected.out)
+    assert "seen 0" in again.out and "seen 2" in again.out
+    assert calls == [5]  # the task record, three checkpoints, the handover
+
+
 def test_notes_shown_whole_are_read_by_git_even_once_libgit2_is_loaded(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
