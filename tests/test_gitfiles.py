@@ -359,6 +359,16 @@ def count_cat_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
+def warm_again(repo: Repo, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[str, list[int]]:
+    """A warm read run twice: the second answers as the first, and the `git cat-file`
+    processes it ran (the objects each read) are counted."""
+    expected = repo.run(*argv)
+    calls = count_cat_files(monkeypatch)
+    again = repo.run(*argv)
+    assert (again.code, again.out) == (expected.code, expected.out)
+    return again.out, calls
+
+
 def test_a_read_of_many_notes_runs_few_git_processes(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -385,10 +395,7 @@ def test_a_warm_check_reads_the_notes_it_shows_in_one_git_process(
     assert repo.run("checkpoint", "seen").code == 0
     repo.commit("third")
     assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
-    expected = repo.run("check", "--json")
-    calls = count_cat_files(monkeypatch)
-    again = repo.run("check", "--json")
-    assert (again.code, again.out) == (expected.code, expected.out)
+    _, calls = warm_again(repo, monkeypatch, "check", "--json")
     assert calls == [3]
 
 
@@ -404,11 +411,8 @@ def test_a_warm_read_of_every_task_reads_the_notes_it_shows_in_one_git_process(
         repo.commit(f"work {n}")
         assert repo.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
         repo.commit(f"after {n}")
-    expected = repo.run(*argv)
-    calls = count_cat_files(monkeypatch)
-    again = repo.run(*argv)
-    assert (again.code, again.out) == (expected.code, expected.out)
-    shown = json.loads(again.out)
+    out, calls = warm_again(repo, monkeypatch, *argv)
+    shown = json.loads(out)
     assert len(shown["tasks" if "tasks" in shown else "checks"]) == 4
     assert calls == [1, 8]  # the notes commit; then four task records, four open handovers
 
@@ -424,11 +428,8 @@ def test_a_warm_context_reads_the_notes_it_shows_in_one_git_process(
         assert repo.run("checkpoint", f"seen {n}").code == 0
     repo.commit("last")
     assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
-    expected = repo.run("context", "--json")
-    calls = count_cat_files(monkeypatch)
-    again = repo.run("context", "--json")
-    assert (again.code, again.out) == (expected.code, expected.out)
-    assert "seen 0" in again.out and "seen 2" in again.out
+    out, calls = warm_again(repo, monkeypatch, "context", "--json")
+    assert "seen 0" in out and "seen 2" in out
     assert calls == [5]  # the task record, three checkpoints, the handover
 
 
