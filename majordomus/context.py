@@ -20,6 +20,7 @@ from majordomus.values import (
     CONTEXT_MAX_CHARS,
     CONTEXT_MIN_CHARS,
     CheckResult,
+    Listed,
     Located,
 )
 
@@ -45,12 +46,14 @@ class Session(NamedTuple):
     task: str
     implied: bool
     check: CheckResult
+    checkpoints: list[Listed]  # the task's checkpoints newest first, when asked for
 
 
 def session(ctx: ops.Context, task: str | None = None, checkpoints: int = 0) -> Session:
     """Open the repository and choose the task as `resume` does; raises like `resume` when
     no task can be chosen (NoTaskError, AmbiguousTaskError). Every note the check shows,
-    and those of the newest `checkpoints` checkpoints, are read in one go."""
+    and those of the newest `checkpoints` checkpoints, are read in one go; with
+    `checkpoints`, the task's checkpoints come with it, newest first."""
     store = ops.open_store(ctx)
     head = store.head()
     prof = ops.load_profile(ctx, store)
@@ -58,10 +61,9 @@ def session(ctx: ops.Context, task: str | None = None, checkpoints: int = 0) -> 
     task_id, implied = ops.current_task(ctx, store, views, task, imply=True)
     index = views.index(task_id)
     now = ctx.now()
-    newest = index.newest_first(index.of_kind("checkpoint", task_id))[:checkpoints]
-    index.preload([*ops.shown_by_check(index, task_id, now), *newest])
-    check = ops.check_task(index, task_id, prof, now)
-    return Session(store, head, prof, index, task_id, implied, check)
+    found = index.newest_first(index.of_kind("checkpoint", task_id)) if checkpoints else []
+    check = ops.check_task(index, task_id, prof, now, also=found[:checkpoints])
+    return Session(store, head, prof, index, task_id, implied, check, found)
 
 
 class Status(NamedTuple):
@@ -103,7 +105,7 @@ def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> 
     opened = session(ctx, task, checkpoints)  # every note the block shows, read in one go
     store, index, task_id = opened.store, opened.task_index, opened.task
     pending = index.open_handovers(task_id)
-    found = index.newest_first(index.of_kind("checkpoint", task_id))
+    found = opened.checkpoints
     shown = found[:checkpoints]
     handover = index.locate(pending[0]) if pending else None
     div = (

@@ -594,9 +594,14 @@ def _shown(
 
 
 def check_task(
-    index: Index, task: str, prof: profiles.Profile, now: datetime.datetime
+    index: Index,
+    task: str,
+    prof: profiles.Profile,
+    now: datetime.datetime,
+    also: Sequence[Listed] = (),
 ) -> CheckResult:
-    """What `check` says of one task: the age of its last checkpoint against the interval."""
+    """What `check` says of one task: the age of its last checkpoint against the interval.
+    `also`: records the caller shows next, read in one go with those the check shows."""
     # A record dated in the future says nothing about when it was written: freshness
     # is judged on what is dated up to now, so a fast clock can make a task look
     # stale, never fresh.
@@ -611,7 +616,8 @@ def check_task(
         since = min(past, default=None)
     age = age_s(now, since) if since is not None else 0
     pending = index.open_handovers(task)
-    index.preload(shown_by_check(index, task, now))
+    shown = (task_record, last, *pending[:1], skewed, *also)
+    index.preload([item for item in shown if item is not None])
     return CheckResult(
         task=task,
         title=index.locate(task_record).record.text("title") if task_record else None,
