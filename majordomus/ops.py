@@ -602,35 +602,68 @@ def check_task(
 ) -> CheckResult:
     """What `check` says of one task: the age of its last checkpoint against the interval.
     `also`: records the caller shows next, read in one go with those the check shows."""
+    return check_tasks(index, [task], prof, now, also)[0]
+
+
+def check_tasks(
+    index: Index,
+    tasks: Sequence[str],
+    prof: profiles.Profile,
+    now: datetime.datetime,
+    also: Sequence[Listed] = (),
+) -> list[CheckResult]:
+    """`check_task` of each task, the notes all of them show (and `also`) read in one go:
+    one git process, not one a task."""
+    picked = [_picked(index, task, now) for task in tasks]
+    shown = [i for p in picked for i in (p.record, p.last, p.handover, p.skewed) if i]
+    index.preload([*shown, *also])
+    return [
+        CheckResult(
+            task=p.task,
+            title=index.locate(p.record).record.text("title") if p.record else None,
+            profile=prof.name,
+            interval_s=prof.interval_s,
+            last_checkpoint=index.locate(p.last) if p.last else None,
+            age_s=p.age,
+            stale=p.since is None or p.age > prof.interval_s,
+            open_handover=index.locate(p.handover) if p.handover else None,
+            skewed=index.locate(p.skewed) if p.skewed else None,
+            skew_s=skew_s(now, p.skewed.at) if p.skewed else _least_skew(index, p.task, now),
+            undated=p.since is None,
+        )
+        for p in picked
+    ]
+
+
+class _Picked(NamedTuple):
+    """What `check` of a task looks at: its task record, its last checkpoint (and one dated
+    in the future), its open handover, and the time its age counts from."""
+
+    task: str
+    record: Listed | None
+    last: Listed | None
+    skewed: Listed | None
+    handover: Listed | None
+    since: datetime.datetime | None
+    age: int  # seconds since `since` (0 when there is none)
+
+
+def _picked(index: Index, task: str, now: datetime.datetime) -> _Picked:
     # A record dated in the future says nothing about when it was written: freshness
     # is judged on what is dated up to now, so a fast clock can make a task look
     # stale, never fresh.
     last, skewed = _counted_checkpoint(index, task, now)
-    task_record = index.tasks().get(task)
-    past = [item.at for item in index.of_task(task) if skew_s(now, item.at) is None]
+    record = index.tasks().get(task)
+    since: datetime.datetime | None
     if last is not None:
-        since: datetime.datetime | None = last.at
-    elif task_record is not None and skew_s(now, task_record.at) is None:
-        since = task_record.at
+        since = last.at
+    elif record is not None and skew_s(now, record.at) is None:
+        since = record.at
     else:
-        since = min(past, default=None)
-    age = age_s(now, since) if since is not None else 0
+        since = min((i.at for i in index.of_task(task) if skew_s(now, i.at) is None), default=None)
     pending = index.open_handovers(task)
-    shown = (task_record, last, *pending[:1], skewed, *also)
-    index.preload([item for item in shown if item is not None])
-    return CheckResult(
-        task=task,
-        title=index.locate(task_record).record.text("title") if task_record else None,
-        profile=prof.name,
-        interval_s=prof.interval_s,
-        last_checkpoint=index.locate(last) if last else None,
-        age_s=age,
-        stale=since is None or age > prof.interval_s,
-        open_handover=index.locate(pending[0]) if pending else None,
-        skewed=index.locate(skewed) if skewed else None,
-        skew_s=skew_s(now, skewed.at) if skewed else _least_skew(index, task, now),
-        undated=since is None,
-    )
+    age = age_s(now, since) if since is not None else 0
+    return _Picked(task, record, last, skewed, pending[0] if pending else None, since, age)
 
 
 def _least_skew(index: Index, task: str, now: datetime.datetime) -> int | None:
@@ -648,20 +681,8 @@ def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> lis
     now = ctx.now()
     if all_tasks:
         index = Index(store.read_notes(), store)
-        tasks = sorted(index.tasks())
-        # The records shown whole, of every task, read in one go (one git process).
-        index.preload([item for t in tasks for item in shown_by_check(index, t, now)])
-        return [check_task(index, t, prof, now) for t in tasks]
+        return check_tasks(index, sorted(index.tasks()), prof, now)
     return [_check_current(ctx, store, task, prof)]
-
-
-def shown_by_check(index: Index, task: str, now: datetime.datetime) -> list[Listed]:
-    """The records `check_task` shows whole: the task record, the last checkpoint (and
-    one dated in the future), the open handover."""
-    last, skewed = _counted_checkpoint(index, task, now)
-    pending = index.open_handovers(task)
-    shown = (index.tasks().get(task), last, *pending[:1], skewed)
-    return [item for item in shown if item is not None]
 
 
 def _check_current(
