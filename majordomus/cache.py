@@ -472,6 +472,17 @@ _RUN_GAP = 1 << 16  # bytes between two notes read in one run of the file
 _RUN_MAX = 1 << 22  # bytes of one run
 
 
+def unnamed_file(folder: Path | None = None) -> BinaryIO:
+    """A file that goes away when closed, for bytes that wait to be written elsewhere: in
+    `folder`, else in the temporary folder, else (no file to be had) in memory."""
+    import tempfile
+
+    for where in (folder, None):
+        with contextlib.suppress(OSError):
+            return tempfile.TemporaryFile(dir=where)
+    return io.BytesIO()
+
+
 def _note(data: bytes | memoryview) -> Note | None:
     """A note from its marshalled form; None when it is not in this layout after all (the
     blob is then read again)."""
@@ -495,14 +506,8 @@ class _Forms:
 
     @classmethod
     def unnamed(cls, folder: Path) -> _Forms:
-        """Forms to append to, in an unnamed file in `folder` (else in the temporary
-        folder; else in memory)."""
-        import tempfile
-
-        for where in (folder, None):
-            with contextlib.suppress(OSError):
-                return cls({}, tempfile.TemporaryFile(dir=where))
-        return cls({}, io.BytesIO())
+        """Forms to append to, in an unnamed file in `folder` (`unnamed_file`)."""
+        return cls({}, unnamed_file(folder))
 
     def append(self, blob: str, data: bytes) -> None:
         assert self.file is not None

@@ -6,7 +6,6 @@ one batch first; many notes parsed at once through the document cache.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import shutil
 import signal
@@ -29,6 +28,7 @@ from majordomus.cache import (
     framed,
     frames_of,
     plain_entry,
+    unnamed_file,
 )
 from majordomus.errors import RepositoryError
 from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects
@@ -603,8 +603,6 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
     memory, marshalled). The share is read a run of SHARE_RUN notes at a time, the
     objects unmapped after each: the blob ids are in order, so each run reads only its
     part of the pack index, and the packs' pages it read leave this process."""
-    import tempfile
-
     import pygit2
 
     code = 1
@@ -612,11 +610,7 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         repo = pygit2.Repository(gitdir)
-        with contextlib.ExitStack() as stack:
-            try:
-                waiting: BinaryIO = stack.enter_context(tempfile.TemporaryFile())
-            except OSError:
-                waiting = io.BytesIO()
+        with unnamed_file() as waiting:
             for start in range(0, len(share), SHARE_RUN):
                 entries = {}
                 for blob, entry, parsed in _parsed(
