@@ -193,7 +193,9 @@ WARM_READS = [
     ["show", "--json"],
     ["task", "list", "--json"],
     ["show", "HEAD~1", "--json"],  # a revision named by git, not libgit2
+    ["show", "side-done", "--json"],  # an annotated tag, peeled to its commit
     ["history", "main~1", "--limit", "2", "--json"],
+    ["check", "--all", "--json"],
 ]
 
 
@@ -206,8 +208,9 @@ def _probe(repo: Repo, argv: list[str], environ: dict[str, str]) -> list[object]
 
 
 def _published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, str]:
-    """A bare remote holding a history with a merge, a checkpoint on the merged branch and
-    a handover on the merge, with its notes; and the task's id."""
+    """A bare remote holding a history with a merge, a checkpoint on the merged branch (an
+    annotated tag names it) and a handover on the merge, with its notes; and the task's
+    id."""
     origin = Repo.init(tmp_path / "origin", environ, clock)
     task = origin.task()
     origin.commit("side start")
@@ -217,9 +220,19 @@ def _published(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[P
     origin.git("checkout", "-q", "main")
     origin.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
     assert origin.run("handover", "-o", "find it", "-s", "seen", "-n", "bisect").code == 0
+    origin.git("tag", "-a", "-m", "the merged side", "side-done", "side")  # a tag object
     remote = bare(tmp_path / "remote.git", environ)
-    origin.git("push", "-q", str(remote), "main", f"{NOTES_REF}:{NOTES_REF}")
+    origin.git("push", "-q", str(remote), "main", "side-done", f"{NOTES_REF}:{NOTES_REF}")
     return remote, task
+
+
+def _with_records(
+    url: str, tmp_path: Path, environ: dict[str, str], clock: Clock, *options: str
+) -> Repo:
+    """A second clone of the remote (with `options`), its records fetched."""
+    here = clone(url, tmp_path / "here", environ, clock, *options)
+    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    return here
 
 
 @pytest.fixture(scope="module")
@@ -241,8 +254,7 @@ def test_warm_reads_answer_without_libgit2_as_libgit2_answers(
     refs packed, a note edited by hand with git, a new commit: each warm read answers
     without libgit2 as libgit2's path does."""
     remote, task = published
-    here = clone(str(remote), tmp_path / "here", environ, clock)
-    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    here = _with_records(str(remote), tmp_path, environ, clock)
     here.git("checkout", "-q", "-b", "fix", "HEAD~1")  # another branch, an older commit
     here.git("pack-refs", "--all")
     assert here.run("task", "use", task).code == 0
@@ -275,8 +287,7 @@ def test_the_first_read_after_a_branch_switch_answers_without_libgit2(
     first read there follows the chains of commits between the two (their parents read by
     one git process), not libgit2, and answers as a fresh read by libgit2 does."""
     remote, task = published
-    here = clone(str(remote), tmp_path / "here", environ, clock)
-    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    here = _with_records(str(remote), tmp_path, environ, clock)
     assert here.run("task", "use", task).code == 0
     for n in range(4):
         here.commit(f"on main {n}")
@@ -305,8 +316,7 @@ def test_reads_of_a_shallow_clone_answer_as_libgit2_answers(
     """In a shallow clone the `shallow` file is read as libgit2 reads it, and every read,
     twice over, answers as libgit2's path does."""
     remote, task = published
-    here = clone(f"file://{remote}", tmp_path / "here", environ, clock, "--depth", "2")
-    here.git("fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    here = _with_records(f"file://{remote}", tmp_path, environ, clock, "--depth", "2")
     assert here.run("task", "use", task).code == 0
     plain = Store(str(here.path), here.environ)
     by_libgit2 = Store(str(here.path), {**here.environ, "GIT_CEILING_DIRECTORIES": "/"})
