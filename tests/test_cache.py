@@ -1068,8 +1068,8 @@ def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
 ) -> None:
     """A save copies the notes kept from the file read and from those put, in runs of notes
     next to each other (a note dropped ends a run): a read per run, not one per note; the
-    file saved holds exactly the notes kept, as they were."""
-
+    file saved holds exactly the notes kept, as they were. A save whose file was cut short
+    under it writes nothing: the file stays as it is, and no temporary file is left."""
     path = tmp_path / RECORDS_FILE_NAME
     first = DocumentCache(path)
     notes = dict(_checkpoint(n, f"note {n}") for n in range(40))
@@ -1088,3 +1088,10 @@ def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
     assert kept(saved) == set(notes) - dropped
     held = dict(saved.get_many(notes))
     assert held == {blob: parsed for blob, parsed in notes.items() if blob not in dropped}
+    with path.open("r+b") as file:
+        file.truncate(path.stat().st_size - 10)  # the last note kept, cut
+    cut = path.read_bytes()
+    saved.put(*_checkpoint(50, "put after the cut"))
+    saved.save(None)
+    assert path.read_bytes() == cut
+    assert sorted(p.name for p in tmp_path.iterdir()) == [RECORDS_FILE_NAME]
