@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import io
 import marshal
 import os
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 from majordomus import __version__
-from majordomus.records import Entry, Note, Summary, validated_record
+from majordomus.jsontext import record_text
+from majordomus.records import Entry, Note, Summary, union, validated_record
 
 FILE_NAME = "majordomus-cache"
 GRAPH_FILE_NAME = "majordomus-graph-cache"
@@ -361,9 +363,16 @@ class DocumentCache(CacheFile):
     notes put by this command wait in an unnamed file beside it until they are saved."""
 
     FORMAT = (
-        "documents:head(blob->offset<<32|length),then marshal(entries(kind,table,dates,"
-        "nested,valid),plain,invalid-plain) each"
+        "documents:head(blob->offset<<32|length),then each note: length of its texts, "
+        "marshal(record texts),marshal(entries(kind,table,dates,nested,valid),plain,"
+        "invalid-plain)"
     )
+
+    @classmethod
+    def version(cls) -> str:
+        """The release, the format, and the text this code makes of a sample record: a
+        text kept by another encoder is never spliced into this one's output."""
+        return f"{super().version()} {_sample_text()}"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -404,15 +413,27 @@ class DocumentCache(CacheFile):
     def get_many(self, blobs: Iterable[str]) -> Iterator[tuple[str, Note]]:
         """The notes of these blobs it holds, each once, read in runs of the file (a part
         of a history shown: a few reads, not one per note)."""
-        put: list[str] = []
-        for blob, data in self._file.runs(dict.fromkeys(blobs), put):
+        for blob, data in self._forms(blobs):
             note = _note(data)
             if note is not None:
                 yield blob, note
+
+    def texts_many(self, blobs: Iterable[str]) -> Iterator[tuple[str, tuple[str | None, ...]]]:
+        """The texts of the records (`jsontext.record_text`, in the order of the note's
+        records; None for a record kept without) of these blobs it holds, each once, read
+        as `get_many` reads notes."""
+        for blob, data in self._forms(blobs):
+            texts = _texts(data)
+            if texts is not None:
+                yield blob, texts
+
+    def _forms(self, blobs: Iterable[str]) -> Iterator[tuple[str, bytes | memoryview]]:
+        put: list[str] = []
+        yield from self._file.runs(dict.fromkeys(blobs), put)
         for blob in put:
-            found = self.get(blob)
-            if found is not None:
-                yield blob, found
+            data = self._put.data(blob)
+            if data is not None:
+                yield blob, data
 
     @staticmethod
     def form(note: Note) -> bytes | None:
@@ -421,7 +442,9 @@ class DocumentCache(CacheFile):
         if note.salvaged or note.unreadable:
             return None
         flat = (tuple(map(_flat, note.entries)), _encode(dict(note.other)), note.invalid_plain)
-        return marshal.dumps(flat)
+        # In the order of the records a read numbers: those of the note read alone.
+        texts = marshal.dumps(tuple(map(record_text, union([note]).records)))
+        return b"".join((_LENGTH.pack(len(texts)), texts, marshal.dumps(flat)))
 
     def put(self, blob: str, note: Note) -> None:
         """A note read whole from TOML (a salvaged note is not kept: it is read again)."""
@@ -484,13 +507,51 @@ def unnamed_file(folder: Path | None = None) -> BinaryIO:
 
 
 def _note(data: bytes | memoryview) -> Note | None:
-    """A note from its marshalled form; None when it is not in this layout after all (the
-    blob is then read again)."""
+    """A note from its form; None when it is not in this layout after all (the blob is
+    then read again)."""
     try:
-        entries, other, invalid_plain = marshal.loads(data)
+        (skip,) = _LENGTH.unpack_from(data)
+        entries, other, invalid_plain = marshal.loads(data[_LENGTH.size + skip :])
         return Note(tuple(map(_unflat, entries)), _decode(other) if other else {}, invalid_plain)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, EOFError):
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, EOFError, struct.error):
         return None
+
+
+def _texts(data: bytes | memoryview) -> tuple[str | None, ...] | None:
+    """The texts of a note's records from its form, without the rest of it; None when it
+    is not in this layout after all."""
+    try:
+        (length,) = _LENGTH.unpack_from(data)
+        texts = marshal.loads(data[_LENGTH.size : _LENGTH.size + length])
+    except (ValueError, TypeError, EOFError, struct.error):
+        return None
+    if type(texts) is not tuple or not all(type(t) is str or t is None for t in texts):
+        return None
+    return texts
+
+
+@functools.cache
+def _sample_text() -> str:
+    """A short digest of the text `record_text` makes of a sample record with every kind of
+    value a record can hold."""
+    import zlib
+
+    sample = validated_record(
+        "checkpoint",
+        {
+            "v": 1,
+            "id": "c-0123456789abcdef",
+            "task": "t-0123456789ab",
+            "head": "0" * 40,
+            "at": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC),
+            "author": "A <a@example.com>",
+            "body": 'x\n"\u00e9\u202e\x7f',
+            "extra": {"list": [1, 2.5, float("nan"), True], "when": datetime.date(2026, 1, 2)},
+        },
+    )
+    text = None if sample is None else record_text(sample)
+    assert text is not None
+    return f"{zlib.crc32(text.encode()):08x}"
 
 
 class _Forms:

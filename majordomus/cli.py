@@ -30,7 +30,7 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus import ops, render
+    from majordomus import jsontext, ops, render
 else:
 
     class _OnFirstUse:
@@ -43,6 +43,7 @@ else:
         def __getattr__(self, attribute: str) -> Any:
             return getattr(importlib.import_module(self._name), attribute)
 
+    jsontext = _OnFirstUse("majordomus.jsontext")
     ops = _OnFirstUse("majordomus.ops")
     render = _OnFirstUse("majordomus.render")
 
@@ -378,7 +379,7 @@ def history(
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label."""
     invocation = _invocation(ctx)
-    result = ops.history(invocation.context(), rev, task, include_all, limit)
+    result = ops.history(invocation.context(), rev, task, include_all, limit, as_json)
     invocation.out_parts(render.history_parts(result, as_json))
 
 
@@ -630,7 +631,7 @@ def context(
     result = contexts.build(invocation.context(), max_chars, task)
     if as_json:
         invocation.out(
-            render.dumps(
+            jsontext.dumps(
                 {
                     "task": result.task,
                     "text": result.text,

@@ -138,6 +138,18 @@ class Index:
         (after `preload`, which made the document cache hold them)."""
         self._store.load(b for item in items for b in self._blobs_of(item))
 
+    def texts(self, items: Sequence[Listed]) -> list[str | None]:
+        """Each record's JSON text as the document cache keeps it (after `preload`), or None
+        (a note it lacks, or one of several on a commit: their records are renumbered)."""
+        blobs = [blobs[0] if len(blobs) == 1 else "" for blobs in map(self._blobs_of, items)]
+        texts = self._store.texts(blobs)
+        found: list[str | None] = []
+        for item, blob in zip(items, blobs, strict=True):
+            held = texts.get(blob)
+            position = item.summary.position
+            found.append(held[position] if held is not None and position < len(held) else None)
+        return found
+
     def forget(self, items: Iterable[Listed]) -> None:
         """The notes of records shown already: their memory goes back (a second look
         parses them again)."""

@@ -397,6 +397,11 @@ class NotesReader:
             for blob, note in self._documents.get_many(blobs):
                 self.blobs.remember(blob, note)
 
+    def texts(self, blobs: Iterable[str]) -> dict[str, tuple[str | None, ...]]:
+        """The texts of the records of these blobs the document cache holds (see
+        DocumentCache.texts_many), read from it in one go."""
+        return {} if self._documents is None else dict(self._documents.texts_many(blobs))
+
     def stored(self, blob: str) -> Note | None:
         """A note as the document cache holds it, once a command asked for it (`preload`)."""
         return None if self._documents is None else self._documents.get(blob)

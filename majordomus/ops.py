@@ -43,6 +43,7 @@ from majordomus.values import (
     Located,
     Made,
     PushReport,
+    RecordText,
     ResumeResult,
     ShowResult,
     StaleLock,
@@ -474,7 +475,10 @@ def history(
     task: str | None = None,
     include_all: bool = False,
     limit: int | None = None,
+    as_json: bool = False,
 ) -> HistoryResult:
+    """`as_json`: the entries are to be shown as JSON; a record whose JSON text the document
+    cache keeps is given as that text (`RecordText`), its note never decoded."""
     if limit is not None and limit < 1:
         raise RefusedError(f"--limit must be 1 or more, not {limit}.")
     store = open_store(ctx)
@@ -517,13 +521,14 @@ def history(
 
     def made(items: Sequence[Listed]) -> list[HistoryEntry]:
         """The entries of a part of the records shown; their notes let go once made."""
-        index.load(items)
+        texts = index.texts(items) if as_json else [None] * len(items)
+        index.load(item for item, text in zip(items, texts, strict=True) if text is None)
         entries = []
-        for item in items:
+        for item, text in zip(items, texts, strict=True):
             is_handover = item.summary.kind == "handover"
             entries.append(
                 HistoryEntry(
-                    located=index.locate(item),
+                    located=index.locate(item) if text is None else RecordText(text, item.commit),
                     reachable=item.commit in order,
                     divergence=labels[item.commit] if is_handover else None,
                     resolved=(item.summary.id in resolved) if is_handover else None,

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import datetime
-import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from majordomus.graph import Divergence
+from majordomus.jsontext import (
+    ITEM,
+    dumps,
+    encode_string,
+    escaped,
+    items,
+    record_members,
+    rfc3339,
+    with_members,
+)
 from majordomus.profile import Profile
 from majordomus.records import HANDOVER_FIELDS, REFUSED, skew_s
 from majordomus.values import (
@@ -24,6 +33,7 @@ from majordomus.values import (
     InitReport,
     Located,
     PushReport,
+    RecordText,
     ResumeResult,
     ShowResult,
     SyncResult,
@@ -44,224 +54,9 @@ def safe(text: str) -> str:
     return REFUSED.sub(_escape_text, text)
 
 
-def dumps(value: Any) -> str:
-    """JSON with every character of the refused set as a \\uXXXX escape, never raw."""
-    out: list[str] = []
-    try:
-        _indented(value, "\n", out)
-        text = "".join(out)
-    except _NotPlain:
-        import json
-
-        text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
-    return _escaped(text)
-
-
-def _escaped(text: str) -> str:
-    """JSON text with every character of the refused set as a \\uXXXX escape."""
-    if text.isascii() and "\x7f" not in text:
-        return text  # the encoder escaped every other character of the set (all below 0x20)
-    return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _items(values: Sequence[Any], inner: str) -> str:
-    """The items of a non-empty list as `dumps` writes them inside it, `inner` being the
-    newline and indentation of its items (one after another, without the brackets)."""
-    out: list[str] = []
-    try:
-        _list_items(values, inner, out, "")
-        return "".join(out)
-    except _NotPlain:  # as json.dumps writes each, indented as the list's items are
-        import json
-
-        return ("," + inner).join(
-            json.dumps(_finite(v), ensure_ascii=False, indent=2, default=_json_default).replace(
-                "\n", inner
-            )
-            for v in values
-        )
-
-
-class _NotPlain(Exception):
-    """A value `_indented` leaves to the json module (a key that is not a string)."""
-
-
-# What json.dumps uses with ensure_ascii=False, from the json module's C part: the module
-# itself (a millisecond to import) is loaded only by output that is JSON.
-try:
-    from _json import encode_basestring as _encode_string
-except ImportError:  # a Python without it
-    from json.encoder import encode_basestring as _encode_string
-
-
-def _indented(value: Any, newline: str, out: list[str]) -> None:
-    """`json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)`,
-    written into `out`: the json module indents only with its pure-Python encoder, which
-    costs more than the rest of a large `history --json`."""
-    if isinstance(value, str):
-        out.append(_encode_string(value))
-    elif isinstance(value, dict):
-        if not value:
-            out.append("{}")
-            return
-        flat = _flat_object(value, newline)
-        if flat is not None:
-            out.append(flat)
-            return
-        inner = newline + "  "
-        separator = "{" + inner
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _NotPlain
-            out.append(separator)
-            out.append(_encode_string(key))
-            out.append(": ")
-            _indented(item, inner, out)
-            separator = "," + inner
-        out.append(newline + "}")
-    elif isinstance(value, list | tuple):
-        if not value:
-            out.append("[]")
-            return
-        out.append("[")
-        _list_items(value, newline + "  ", out, newline + "  ")
-        out.append(newline + "]")
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, int):
-        out.append(int.__repr__(value))
-    elif isinstance(value, float):
-        finite = _finite(value)
-        out.append(float.__repr__(value) if finite is value else _encode_string(finite))
-    else:
-        _indented(_json_default(value), newline, out)
-
-
-def _list_items(value: Sequence[Any], inner: str, out: list[str], first: str) -> None:
-    """The items of a non-empty list into `out`, after `first` (the newline before the
-    first item, or nothing), `inner` before each of the others."""
-    separator = first
-    run: list[dict[str, Any]] = []  # consecutive flat objects (records): one encoding
-    for item in value:
-        if type(item) is dict and item and _is_flat(item):
-            run.append(item)
-            continue
-        if run:
-            out.append(separator)
-            out.append(_flat_objects(run, inner))
-            separator = "," + inner
-            run = []
-        out.append(separator)
-        _indented(item, inner, out)
-        separator = "," + inner
-    if run:
-        out.append(separator)
-        out.append(_flat_objects(run, inner))
-
-
-_PLAIN = frozenset({str, int, bool, type(None)})  # scalars whose JSON needs no check
-_TEXT = frozenset({str})
-_flat_encoders: dict[str, Callable[[Any], str]] = {}
-
-
-def _is_flat(value: dict[Any, Any]) -> bool:
-    """Whether an object has only plain keys and scalar values (most records; an empty
-    list counts as one): the json module's C encoder writes it as `_indented` does, its
-    item separator carrying the newline and the indentation (nothing inside needs
-    another)."""
-    items = value.values()
-    return _TEXT.issuperset(map(type, value)) and (
-        _PLAIN.issuperset(map(type, items))
-        or all(
-            type(item) in _PLAIN
-            or (type(item) is list and not item)
-            or (type(item) is float and math.isfinite(item))
-            for item in items
-        )
-    )
-
-
-def _flat_object(value: dict[Any, Any], newline: str) -> str | None:
-    """A flat object as `_indented` writes it; None for any other object."""
-    if not _is_flat(value):
-        return None
-    inner = newline + "  "
-    encode = _flat_encoders.get(inner) or _flat_encoder(inner)
-    return "{" + inner + encode(value)[1:-1] + newline + "}"
-
-
-def _flat_objects(run: list[dict[str, Any]], newline: str) -> str:
-    """Non-empty flat objects, items of one list, as `_indented` writes them, in one call
-    to the C encoder: a newline appears in its output only in separators (a string's
-    newline is escaped), so where one object ends and the next begins, `}` separator
-    `{`, is rewritten to the separators an indented list of them has."""
-    inner = newline + "  "
-    encode = _flat_encoders.get(inner) or _flat_encoder(inner)
-    body = encode(run)[2:-2]  # without the list's `[{` and `}]`
-    between = "}," + inner + "{"
-    return (
-        "{" + inner + body.replace(between, newline + "}," + newline + "{" + inner) + newline + "}"
-    )
-
-
-_SAMPLE = [{"a": "x\n}", "b": 1, "c": None, "d": True, "e": 1.5, "f": []}, {"g": ""}]
-
-
-def _flat_encoder(inner: str) -> Callable[[Any], str]:
-    """`JSONEncoder(ensure_ascii=False, separators=...).encode` for flat objects, without
-    the set-up that method repeats on every call (made once per indentation). The C
-    encoder is private to the json module: where it is missing, or takes other arguments,
-    or answers otherwise, that method is used."""
-    import json
-
-    encoder = json.JSONEncoder(ensure_ascii=False, separators=("," + inner, ": "))
-    encode: Callable[[Any], str] = encoder.encode
-    make: Any = getattr(json.encoder, "c_make_encoder", None)
-    try:
-        # (markers, default, encoder, indent, key and item separators, sort_keys,
-        # skipkeys, allow_nan): what `encode` passes it
-        chunks = make(
-            None, encoder.default, _encode_string, None, ": ", "," + inner, False, False, True
-        )
-        if "".join(chunks(_SAMPLE, 0)) == encoder.encode(_SAMPLE):
-            encode = lambda value: "".join(chunks(value, 0))  # noqa: E731
-    except TypeError:  # missing (None), or made with other arguments
-        pass
-    _flat_encoders[inner] = encode
-    return encode
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities (TOML has them, JSON does not: jq refuses `NaN`) as TOML spells them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        return value.isoformat()
-    raise TypeError(f"cannot encode {type(value).__name__}")
-
-
-def rfc3339(when: datetime.datetime) -> str:
-    text = (when if when.tzinfo is datetime.UTC else when.astimezone(datetime.UTC)).isoformat()
-    return text.removesuffix("+00:00") + "Z"
-
-
 def record_json(loc: Located) -> dict[str, Any]:
     """Every stored field, `at` as RFC 3339, plus `kind` and `commit`."""
-    out: dict[str, Any] = {"kind": loc.record.kind}
-    out.update(loc.record.table)
-    out["at"] = rfc3339(loc.record.at)  # in its stored place: a valid record has one
+    out = record_members(loc.record)
     out["commit"] = loc.commit
     return out
 
@@ -506,19 +301,19 @@ def history_parts(result: HistoryResult, as_json: bool) -> Iterator[str]:
     held at once. The parts joined are what `dumps` writes for the whole document."""
     entries = result.entries
     if as_json:
-        yield f'{{\n  "rev": {_escaped(_encode_string(result.rev))},\n  "records": '
+        yield f'{{\n  "rev": {escaped(encode_string(result.rev))},\n  "records": '
         if not entries:
             yield "[]"
         for start in range(0, len(entries), HISTORY_PART):
-            values = [_history_json(entry) for entry in entries[start : start + HISTORY_PART]]
-            yield ("[\n    " if start == 0 else ",\n    ") + _escaped(_items(values, "\n    "))
+            part = _history_items(entries[start : start + HISTORY_PART])
+            yield ("[" if start == 0 else ",") + ITEM + escaped(part)
         if entries:
             yield "\n  ]"
         yield f',\n  "invalid": {result.invalid},\n  "hidden": {result.hidden}\n}}'
         return
     for start in range(0, len(entries), HISTORY_PART):
         blocks = [
-            record_block(e.located, _history_suffix(e))
+            record_block(_record_of(e), _history_suffix(e))
             for e in entries[start : start + HISTORY_PART]
         ]
         yield ("" if start == 0 else "\n") + "\n".join(blocks)
@@ -538,14 +333,40 @@ def history_parts(result: HistoryResult, as_json: bool) -> Iterator[str]:
         yield ("\n" if entries else "") + "\n".join(tail)
 
 
-def _history_json(entry: HistoryEntry) -> dict[str, Any]:
-    item = record_json(entry.located)
-    if entry.divergence is not None:
-        item["label"] = entry.divergence.label
-        item["ahead"] = entry.divergence.ahead
-        item["behind"] = entry.divergence.behind
-        item["resolved"] = entry.resolved
-    return item
+def _history_items(entries: Sequence[HistoryEntry]) -> str:
+    """Records of a history as the items of its JSON list (`items` at ITEM): a record the
+    document cache keeps as text is spliced, the others encoded from their values."""
+    out: list[str] = []
+    run: list[dict[str, Any]] = []  # consecutive records without text: one encoding
+    for entry in entries:
+        shown = entry.located
+        if isinstance(shown, RecordText):
+            if run:
+                out.append(items(run, ITEM))
+                run = []
+            out.append(with_members(shown.text, shown.commit, _labels(entry)))
+        else:
+            run.append({**record_json(shown), **_labels(entry)})
+    if run:
+        out.append(items(run, ITEM))
+    return ("," + ITEM).join(out)
+
+
+def _labels(entry: HistoryEntry) -> dict[str, Any]:
+    if entry.divergence is None:
+        return {}
+    return {
+        "label": entry.divergence.label,
+        "ahead": entry.divergence.ahead,
+        "behind": entry.divergence.behind,
+        "resolved": entry.resolved,
+    }
+
+
+def _record_of(entry: HistoryEntry) -> Located:
+    if isinstance(entry.located, RecordText):  # a history read for JSON shown as text
+        raise TypeError("a record kept as JSON text cannot be shown as text")
+    return entry.located
 
 
 def show(result: ShowResult, as_json: bool) -> str:

@@ -609,6 +609,11 @@ class Store:
         """Many notes about to be shown read in one go (see NotesReader.load)."""
         self.reader.load(blobs)
 
+    def texts(self, blobs: Iterable[str]) -> dict[str, tuple[str | None, ...]]:
+        """The JSON texts of the records of many notes about to be shown, as the document
+        cache keeps them (see NotesReader.texts); a note it lacks is not in the answer."""
+        return self.reader.texts(blobs)
+
     def drop_cache(self) -> bool:
         """Remove every derived cache file; the next command rebuilds what it needs."""
         self._graph = None

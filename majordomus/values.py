@@ -94,6 +94,15 @@ class Located(NamedTuple):
     position: int  # order of the record within that commit's note
 
 
+class RecordText(NamedTuple):
+    """A record as its JSON text (`jsontext.record_text`, kept by the document cache) and the
+    commit its note is attached to now: what `history --json` shows of it, without the
+    record itself."""
+
+    text: str
+    commit: str
+
+
 class Listed(NamedTuple):
     """A record as the index knows it, without its text: its summary and its commit."""
 
@@ -149,7 +158,7 @@ class ResumeResult(NamedTuple):
 
 
 class HistoryEntry(NamedTuple):
-    located: Located
+    located: Located | RecordText  # RecordText only in a history read to be shown as JSON
     reachable: bool
     divergence: Divergence | None  # handovers only
     resolved: bool | None  # handovers only

@@ -1,21 +1,25 @@
-"""`render.dumps` writes exactly what `json.dumps(..., indent=2)` writes, escapes included."""
+"""`jsontext.dumps` writes exactly what `json.dumps(..., indent=2)` writes, escapes included."""
 
 from __future__ import annotations
 
 import datetime
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import render
+from majordomus import jsontext, render
+from majordomus.cache import DocumentCache
+from majordomus.jsontext import dumps, finite, json_default
 from majordomus.records import REFUSED
-from majordomus.render import _finite, _indent, _json_default, dumps, safe
+from majordomus.render import _indent, safe
 from tests.conftest import Repo
-from tests.support.repo import worked
+from tests.support.env import Clock
+from tests.support.repo import clone, seeded, worked
 
 LEAVES = st.one_of(
     st.none(),
@@ -38,7 +42,7 @@ VALUES = st.recursive(
 
 
 def reference(value: Any) -> str:
-    text = json.dumps(_finite(value), ensure_ascii=False, indent=2, default=_json_default)
+    text = json.dumps(finite(value), ensure_ascii=False, indent=2, default=json_default)
     return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -114,7 +118,7 @@ def test_without_the_json_module_s_c_encoder_the_output_is_the_same(
     answers as its public `encode` does; without it, through `encode`: the same text."""
     value = {"records": [{"id": "c-1", "n": 1, "x": []}, {"id": "c-2\\n}", "ok": None}, [{}]]}
     with_c = dumps(value)
-    monkeypatch.setattr(render, "_flat_encoders", {})
+    monkeypatch.setattr(jsontext, "_flat_encoders", {})
     monkeypatch.setattr(json.encoder, "c_make_encoder", None)
     assert dumps(value) == with_c == reference(value)
 
@@ -127,7 +131,7 @@ def test_a_list_written_in_parts_is_the_list_dumps_writes(values: list[Any], cut
     inner = "\n    "
     whole = dumps({"records": values})
     parts = [values[:cut], values[cut:]]
-    joined = ("," + inner).join(render._escaped(render._items(p, inner)) for p in parts if p)
+    joined = ("," + inner).join(jsontext.escaped(jsontext.items(p, inner)) for p in parts if p)
     assert whole == '{\n  "records": [' + inner + joined + "\n  ]\n}"
 
 
@@ -137,7 +141,10 @@ def test_a_list_with_keys_that_are_not_strings_written_in_parts_is_dumps_list() 
     expected = dumps({"records": values})
     assert (
         expected
-        == '{\n  "records": [' + inner + render._escaped(render._items(values, inner)) + "\n  ]\n}"
+        == '{\n  "records": ['
+        + inner
+        + jsontext.escaped(jsontext.items(values, inner))
+        + "\n  ]\n}"
     )
 
 
@@ -178,7 +185,8 @@ def test_history_holds_the_notes_of_one_part_at_a_time(
     """`history` makes its records a part at a time and lets each part's notes go once
     it is made: with parts of four, never more than a part's notes are held, on a history
     with a merge and another branch checked out, and the answer is the one written whole
-    (and the one read afresh)."""
+    (and the one read afresh). As JSON, the records' texts the document cache keeps are
+    spliced: no note is parsed or decoded at all."""
     from majordomus.blobs import NoteBlobs
 
     worked(repo, [f"step {n}" for n in range(30)])
@@ -189,6 +197,7 @@ def test_history_holds_the_notes_of_one_part_at_a_time(
     repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
     whole = repo.run("history", "--json").out
     assert len(json.loads(whole)["records"]) == 33
+    text = repo.run("history").out
     held: list[int] = []
     parse = NoteBlobs.parse
 
@@ -199,12 +208,17 @@ def test_history_holds_the_notes_of_one_part_at_a_time(
 
     monkeypatch.setattr(NoteBlobs, "parse", counted)
     monkeypatch.setattr(render, "HISTORY_PART", 4)
-    assert repo.run("history", "--json").out == whole
+    assert repo.run("history").out == text
     assert len(held) >= 30 and max(held) <= 4
-    repo.drop_caches()
     held.clear()
-    assert repo.run("history", "--json").out == whole  # a first read: parsed, then shown
-    assert max(held) > 4  # the first read's own parses (kept for a second look)
+    assert repo.run("history", "--json").out == whole
+    assert held == []  # spliced from the texts kept
+    repo.drop_caches()
+    for argv in (("history",), ("history", "--json")):
+        held.clear()
+        assert repo.run(*argv).out == (text if len(argv) == 1 else whole)  # a first read
+        assert max(held) > 4  # the first read's own parses (kept for a second look)
+        repo.drop_caches()
 
 
 def test_made_items_are_made_a_part_at_a_time_however_they_are_asked_for() -> None:
@@ -224,3 +238,113 @@ def test_made_items_are_made_a_part_at_a_time_however_they_are_asked_for() -> No
     calls.clear()
     assert made[3:6] == ["item 3", "item 4", "item 5"] and made[7] == "item 7"
     assert calls == [3, 1] and len(made) == 2 * MADE_PART + 5
+
+
+RECORD_KEYS = {"v", "id", "task", "head", "at", "author", "body", "session", "kind"}
+HOSTILE = ["é ü 漢字", 'a "quoted" \\ path', "two\nlines", "tab\there", "—"]
+
+
+def test_history_json_spliced_from_kept_texts_is_the_json_of_the_records(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`history --json` splices each record's text the document cache keeps: byte for byte
+    what encoding the records gives, in a second clone behind a bare remote, on another
+    branch off an older commit, with a merge, hostile text, a record written by hand with
+    plain git (a nested table, a date, a NaN; appended twice, then another) and a note a
+    person appended a line to (not
+    kept: encoded among the spliced ones), every record shown or only those reachable."""
+    remote, first = seeded(tmp_path, environ, clock)
+    first.task()
+    for n in range(30):
+        first.commit(f"work {n}")
+        assert first.run("checkpoint", f"step {n}: {HOSTILE[n % len(HOSTILE)]}").code == 0
+    first.git("checkout", "-q", "-b", "side", "HEAD~10")
+    first.commit("on the side", {"side.txt": "s\n"})
+    assert first.run("checkpoint", "on the side").code == 0
+    first.git("checkout", "-q", "main")
+    first.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    assert first.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
+    task = json.loads(first.run("history", "--json").out)["records"][0]["task"]
+    by_hand = (
+        '[[checkpoint]]\nv = 1\nid = "c-00000000000000aa"\n'
+        f'task = "{task}"\nhead = "{first.head()}"\nat = 2026-01-02T03:04:05+01:00\n'
+        'author = "A Person <a@example.com>"\n'
+        'body = "by hand \\u0007 \\u001b[31m \\u202e \\u007f \\u2028"\n'
+        "weight = nan\nwhen = 2026-01-02\n[checkpoint.extra]\nlist = [1, 2.5, true]\n"
+    )
+    # Twice (one record: a read numbers it once), then another: numbered after it.
+    for text in (by_hand, by_hand, by_hand.replace("00aa", "00ab").replace("by hand", "later")):
+        first.git("notes", "--ref=majordomus", "append", "-m", text, "HEAD~3")
+    first.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD~5")
+    first.git("push", "-q", "origin", "main", "refs/notes/majordomus")
+    here = clone(str(remote), tmp_path / "here", environ, clock)
+    here.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    here.git("checkout", "-q", "-b", "fix", "HEAD~2")
+    here.commit("on fix")
+
+    spliced: list[str] = []
+    with_members = jsontext.with_members
+
+    def counted(text: str, commit: str, members: dict[str, Any]) -> str:
+        spliced.append(commit)
+        return with_members(text, commit, members)
+
+    monkeypatch.setattr(render, "with_members", counted)
+    for argv in (("history", "--json"), ("history", "--json", "--all")):
+        here.run(*argv)  # the document cache made
+        spliced.clear()
+        kept = here.run(*argv)
+        assert kept.code == 0 and len(spliced) >= 30
+        with monkeypatch.context() as without:
+            without.setattr(DocumentCache, "texts_many", lambda self, blobs: iter(()))
+            spliced.clear()
+            encoded = here.run(*argv)
+            assert spliced == []
+        assert kept.out == encoded.out
+        document = json.loads(kept.out)
+        assert kept.out == dumps(document) + "\n"
+        ids = [record["id"] for record in document["records"]]
+        assert ids.count("c-00000000000000aa") == ids.count("c-00000000000000ab") == 1
+        assert document["invalid"] == 1
+        by_hand_json = document["records"][ids.index("c-00000000000000aa")]
+        assert (by_hand_json["weight"], by_hand_json["at"]) == ("nan", "2026-01-02T02:04:05Z")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(sorted(jsontext.AFTER)) | st.text(max_size=6),
+        VALUES,
+        max_size=3,
+    ).map(lambda extra: {k: v for k, v in extra.items() if k not in RECORD_KEYS}),
+    st.one_of(st.none(), st.tuples(st.text(max_size=8), st.none() | st.integers(0, 9))),
+)
+def test_a_record_s_kept_text_with_its_commit_is_the_object_items_writes(
+    extra: dict[str, Any], label: tuple[str, int | None] | None
+) -> None:
+    """`record_text` then `with_members` (the splice `history --json` makes) write what
+    `items` writes for the record's whole object, whatever else a hand-written record
+    holds, with or without a handover's label; a record holding a member the history
+    writes after its own (replaced in its place) is kept without a text."""
+    from majordomus.records import validated_record
+
+    table = {
+        "v": 1,
+        "id": "c-0123456789abcdef",
+        "task": "t-0123456789ab",
+        "head": "0" * 40,
+        "at": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC),
+        "author": "A <a@example.com>",
+        "body": "é \x1b \u202e",
+        **extra,
+    }
+    record = validated_record("checkpoint", table)
+    assert record is not None
+    more: dict[str, Any] = {}
+    if label is not None:
+        more = {"label": label[0], "ahead": label[1], "behind": 0, "resolved": False}
+    whole = {**jsontext.record_members(record), "commit": "f" * 40, **more}
+    text = jsontext.record_text(record)
+    assert (text is None) == (not jsontext.AFTER.isdisjoint(extra))
+    if text is not None:
+        assert jsontext.with_members(text, "f" * 40, more) == jsontext.items([whole], jsontext.ITEM)

@@ -55,7 +55,7 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 # each entry says why it is paid for.
 OURS_FOR_SHOW = {
     "__init__", "blobs", "cache", "cli", "errors", "gitfiles", "graph", "index", "interrupt",
-    "location",
+    "jsontext", "location",
     "notesread", "notesref", "notestree", "ops", "profile", "records", "render", "remote",
     "store", "values",
 }  # fmt: skip

@@ -11,7 +11,7 @@ import base64
 import datetime
 from collections.abc import Sequence
 
-from majordomus import ops, render
+from majordomus import jsontext, ops, render
 from majordomus.errors import RefusedError
 from majordomus.profile import parse_config, resolve
 from majordomus.records import (
@@ -147,7 +147,7 @@ def read_note(data: bytes) -> None:
     for position, record in enumerate(united.records):
         located = Located(record, COMMIT, position)
         text = render.record_block(located)
-        as_json = render.dumps(render.record_json(located))
+        as_json = jsontext.dumps(render.record_json(located))
         strict_json(as_json)
         assert terminal_problems(text + as_json) == [], (text, as_json)
     rewritten = dump_note(united)
