@@ -460,12 +460,17 @@ class DocumentCache(CacheFile):
             self._put.append(blob, form)
             self._changed = True
 
-    def save(self, blobs: Collection[str] | None) -> None:
+    def save(self, blobs: Collection[str] | None, first: Iterable[str] = ()) -> None:
         """When a note was put: keep the notes of `blobs` (the current ones; None: every
         note kept), the new ones and the others copied from the files they are in. The
-        file written is then the one read, and the unnamed file is let go."""
+        file written is then the one read, and the unnamed file is let go. The new notes
+        follow the kept ones, those of `first` first, in its order: the order a history
+        reads them, so that a part of it lies in one run of the file."""
         if not self._changed:
             return
+        put = self._put.at
+        self._put.at = {blob: put[blob] for blob in first if blob in put}
+        self._put.at.update(put)
         sources = (self._file, self._put)
 
         at: dict[str, int] = {}  # the new file's head

@@ -40,6 +40,10 @@ def newest_copy(copies: Sequence[Listed], store: Store) -> Listed:
     return max(copies, key=lambda c: store.commit_time(c.commit) or 0)
 
 
+def _at(item: Listed) -> float:
+    return item.summary.at
+
+
 class Index:
     """Records, each listed once with the copy chosen as the spec says: the copy on a
     commit reachable from REV when there is one, else the copy on the newest commit."""
@@ -126,8 +130,10 @@ class Index:
         return Located(note.records[position], listed.commit, position)
 
     def preload(self, items: Sequence[Listed]) -> None:
-        """Before showing many records whole: parse their notes in one go."""
-        blobs = {b for item in items for b in self._blobs_of(item)}
+        """Before showing many records whole: parse their notes in one go (the notes the
+        document cache lacks are kept in it newest first, as a history reads them)."""
+        newest = sorted(items, key=_at, reverse=True)
+        blobs = list(dict.fromkeys(b for item in newest for b in self._blobs_of(item)))
         if len(blobs) > PRELOAD_THRESHOLD:
             self._store.preload(blobs)
         else:  # a few: read in one go (one git process while libgit2 is not loaded)

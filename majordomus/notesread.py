@@ -257,7 +257,8 @@ class NotesReader:
         )
         saved = cache.save(trees, self._current_blobs)
         if self._documents is not None:  # the notes the helpers sent whole: out of memory
-            self._documents.save(self._current_blobs)
+            newest = sorted(commits.values(), key=_newest, reverse=True)
+            self._documents.save(self._current_blobs, (b for on in newest for b in on.blobs))
         if len(found) >= SHARED_READ_MIN:
             if walked:
                 self.repo.free()  # mapped again by what the helpers did not send, if any
@@ -388,7 +389,7 @@ class NotesReader:
             self.blobs.forget(filter(documents.has, batch))
         # Pruned to the current notes when this command read them all; else kept whole
         # (the notes shown are not all the notes there are).
-        documents.save(self._current_blobs or None)
+        documents.save(self._current_blobs or None, blobs)
 
     def load(self, blobs: Iterable[str]) -> None:
         """The notes of these blobs the document cache holds, read from it in one go (a
@@ -504,6 +505,11 @@ def _entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> BlobEntry | Non
     """What the read cache keeps of a note blob; None when the blob is not here. `keep`:
     `blobs` keeps the parse for a second look (see `NoteBlobs.parse`)."""
     return _entry_of(blobs.parse(blob, keep=keep))
+
+
+def _newest(on: NotesOn) -> float:
+    """The date of the newest record of a commit's notes (the order a history shows them)."""
+    return max((summary.at for summary in on.summaries), default=float("-inf"))
 
 
 def _entry_of(parsed: Note | NoteError) -> BlobEntry | None:

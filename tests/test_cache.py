@@ -1095,3 +1095,52 @@ def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
     saved.save(None)
     assert path.read_bytes() == cut
     assert sorted(p.name for p in tmp_path.iterdir()) == [RECORDS_FILE_NAME]
+
+
+def test_the_document_cache_lies_in_the_order_a_history_reads_it(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notes a command puts are saved newest first (the order `history` reads them), by
+    a first read and by a read that finds the document cache gone: with runs of adjacent
+    notes only, a part of the history is one or two reads of the file, not one per note;
+    on a history with a merge and another branch checked out, the answer the same."""
+    from majordomus import cache as cache_module
+    from majordomus import render
+
+    repo.task()
+    for n in range(24):
+        repo.commit(f"work {n}")
+        repo.clock.advance(60)
+        assert repo.run("checkpoint", f"step {n}").code == 0
+    repo.git("checkout", "-q", "-b", "side", "HEAD~8")
+    for n in range(6):
+        repo.commit(f"side {n}")
+        repo.clock.advance(60)
+        assert repo.run("checkpoint", f"side {n}").code == 0
+    repo.git("checkout", "-q", "main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    repo.commit("after the merge")
+    assert repo.run("checkpoint", "after the merge").code == 0
+    repo.git("checkout", "-q", "-b", "fix", "HEAD~1")
+    repo.commit("on fix")
+    whole = repo.run("history", "--json").out
+    records = json.loads(whole)["records"]
+    assert len(records) == 31 and json.loads(whole)["hidden"] == 1
+    common = repo.path / ".git"
+    for drop in ("every cache", "the document cache"):
+        if drop == "every cache":
+            repo.drop_caches()
+        else:
+            (common / RECORDS_FILE_NAME).unlink()
+        assert repo.run("history", "--json").out == whole  # saved here
+        at = DocumentCache(common / RECORDS_FILE_NAME)._file.at
+        blobs = repo.git("notes", "--ref=majordomus", "list").split()
+        blob_of = dict(zip(blobs[1::2], blobs[::2], strict=True))
+        offsets = [at[blob_of[r["commit"]]] >> 32 for r in records]
+        assert offsets == sorted(offsets), drop
+        monkeypatch.setattr(cache_module, "_RUN_GAP", 1)
+        monkeypatch.setattr(render, "HISTORY_PART", 7)
+        reads = _counted_preads(monkeypatch)
+        assert repo.run("history", "--json").out == whole
+        assert 5 <= len(reads) <= 6, drop  # five parts, one read each (one split by its size)
+        monkeypatch.undo()

@@ -11,16 +11,18 @@ never forks a process that does), from a copy of the repository without caches.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from majordomus.cache import FILES as CACHE_FILES
-from majordomus.cache import VIEWS_FOLDER_NAME
+from majordomus.cache import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME, DocumentCache
 from tests.corpus import corpus
 from tests.reliability.helpers import git, hermetic_environ, make_clone
 from tests.reliability.hostile import case_of, plant
@@ -91,6 +93,20 @@ def read(planted: Planted, copy: Path, mode: str, *argv: str) -> tuple[int, str,
     return _run(copy, environ, mode, *argv)
 
 
+def _saved_newest_first(copy: Path, environ: dict[str, str], history: Any) -> bool:
+    """Whether the document cache lies in the order of the dates of its notes' newest
+    records, newest first (ties in any order), for the records a history of every record
+    listed (`--all`: no note's newest record hidden, or listed as a copy elsewhere)."""
+    at = DocumentCache(copy / ".git" / RECORDS_FILE_NAME)._file.at
+    listed = git(copy, environ, "notes", "--ref=majordomus", "list").split()
+    blob_of = dict(zip(listed[1::2], listed[::2], strict=True))
+    newest: dict[str, datetime.datetime] = {}
+    for record in history["records"]:  # newest first: a note's first record is its newest
+        newest.setdefault(blob_of[record["commit"]], datetime.datetime.fromisoformat(record["at"]))
+    dates = [newest[blob] for blob in sorted(newest, key=lambda blob: at[blob] >> 32)]
+    return len(newest) > 10 and dates == sorted(dates, reverse=True)
+
+
 def _child(copy: Path, environ: dict[str, str], mode: str, *argv: str) -> Done:
     """A command run by SCRIPT in a fresh Python (forked: tests/support/forks.py), in `mode`."""
     return run_forked(Job(SCRIPT, [mode, "-C", str(copy), *argv], environ))
@@ -118,6 +134,8 @@ def test_notes_parsed_in_forked_processes_read_as_one_process_reads_them(
     assert json.loads(alone)["records"] if argv[0] == "history" else "invalid" in alone
     shared = read(planted, tmp_path / "shared", "shared", *argv)
     assert shared == (code, alone, 4)  # four helpers parsed the notes, this one gathered
+    if "--all" in argv:  # the notes the helpers sent, saved newest first
+        assert _saved_newest_first(tmp_path / "shared", planted[1], json.loads(alone))
     dying = read(planted, tmp_path / "dying", "dying", *argv)
     assert dying == (code, alone, 4)  # the shares of the helpers that died parsed here
     refused = read(planted, tmp_path / "refused", "refused", *argv)
