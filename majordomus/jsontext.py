@@ -67,6 +67,7 @@ except ImportError:  # a Python without it
 
 __all__ = [
     "AFTER",
+    "AFTER_HANDOVER",
     "ITEM",
     "dumps",
     "encode_string",
@@ -253,24 +254,27 @@ def record_members(record: Record) -> dict[str, Any]:
     return out
 
 
-# The members a history writes after a record's own: a record that holds one of them (only a
-# hand-written one can) has it replaced in its place, which a splice cannot do.
-AFTER = frozenset({"commit", "label", "ahead", "behind", "resolved"})
+# The members a history writes after a record's own (a handover's label after a handover's
+# only): a record that holds one of them (only a hand-written one can) has it replaced in
+# its place, which a splice cannot do.
+AFTER = frozenset({"commit"})
+AFTER_HANDOVER = AFTER | {"label", "ahead", "behind", "resolved"}
 
 
 def record_text(record: Record) -> str | None:
     """The record's JSON object as a list item at ITEM writes it, without its end (the
     newline and `}`), before any escaping: `with_members` completes it. What the document
     cache keeps of each record, made from its content alone; None for a record that holds
-    a member of AFTER (it is encoded whole when shown)."""
-    if not AFTER.isdisjoint(record.table):
+    a member a history writes after it (it is encoded whole when shown)."""
+    after = AFTER_HANDOVER if record.kind == "handover" else AFTER
+    if not after.isdisjoint(record.table):
         return None
     return items([record_members(record)], ITEM).removesuffix(ITEM + "}")
 
 
 def with_members(text: str, commit: str, members: dict[str, Any]) -> str:
-    """A record's object from `record_text`, with its `commit` and any more members of
-    AFTER after its own (a label): the text `items` writes for the whole object."""
+    """A record's object from `record_text`, with its `commit` and, for a handover, its
+    label after its own: the text `items` writes for the whole object."""
     inner = ITEM + "  "
     if not members:  # most records
         return f'{text},{inner}"commit": {encode_string(commit)}{ITEM}}}'

@@ -313,7 +313,7 @@ def test_history_json_spliced_from_kept_texts_is_the_json_of_the_records(
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(
-        st.sampled_from(sorted(jsontext.AFTER)) | st.text(max_size=6),
+        st.sampled_from(sorted(jsontext.AFTER_HANDOVER)) | st.text(max_size=6),
         VALUES,
         max_size=3,
     ).map(lambda extra: {k: v for k, v in extra.items() if k not in RECORD_KEYS}),
@@ -324,10 +324,15 @@ def test_a_record_s_kept_text_with_its_commit_is_the_object_items_writes(
 ) -> None:
     """`record_text` then `with_members` (the splice `history --json` makes) write what
     `items` writes for the record's whole object, whatever else a hand-written record
-    holds, with or without a handover's label; a record holding a member the history
-    writes after its own (replaced in its place) is kept without a text."""
+    holds, a checkpoint, or a handover with or without its label; a record holding a
+    member the history writes after its own (replaced in its place) is kept without a
+    text."""
     from majordomus.records import validated_record
 
+    kind = "checkpoint" if label is None else "handover"
+    fields = {"body": "é \x1b \u202e"}
+    if kind == "handover":
+        fields = {"objective": "find it", "state": "half \u2028", "next": "bisect"}
     table = {
         "v": 1,
         "id": "c-0123456789abcdef",
@@ -335,16 +340,17 @@ def test_a_record_s_kept_text_with_its_commit_is_the_object_items_writes(
         "head": "0" * 40,
         "at": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC),
         "author": "A <a@example.com>",
-        "body": "é \x1b \u202e",
+        **fields,
         **extra,
     }
-    record = validated_record("checkpoint", table)
+    record = validated_record(kind, table)
     assert record is not None
     more: dict[str, Any] = {}
     if label is not None:
         more = {"label": label[0], "ahead": label[1], "behind": 0, "resolved": False}
     whole = {**jsontext.record_members(record), "commit": "f" * 40, **more}
     text = jsontext.record_text(record)
-    assert (text is None) == (not jsontext.AFTER.isdisjoint(extra))
+    after = jsontext.AFTER_HANDOVER if kind == "handover" else jsontext.AFTER
+    assert (text is None) == (not after.isdisjoint(extra))
     if text is not None:
         assert jsontext.with_members(text, "f" * 40, more) == jsontext.items([whole], jsontext.ITEM)
