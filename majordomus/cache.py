@@ -569,6 +569,7 @@ class _Forms:
         self.file = file
         self._base = base
         self._end = 0  # where the next note appended goes
+        self._buffer = bytearray()  # what `runs` reads a run into, again and again
 
     @classmethod
     def unnamed(cls, folder: Path) -> _Forms:
@@ -623,7 +624,9 @@ class _Forms:
 
     def runs(self, blobs: Iterable[str], elsewhere: list[str]) -> Iterator[tuple[str, memoryview]]:
         """Each of these blobs it holds in its file and its form, read in runs of notes
-        close together; the others go to `elsewhere`."""
+        close together; the others go to `elsewhere`. A form is valid until the next one
+        is asked for: each run is read into one buffer, used again for the next (a fresh
+        buffer of megabytes for each run costs more to map than the read itself)."""
         held = []
         for blob in blobs:
             where = self.at.get(blob) if self.file is not None else None
@@ -639,8 +642,7 @@ class _Forms:
             while stop < len(held) and held[stop][0] - end < _RUN_GAP and end - first < _RUN_MAX:
                 end = max(end, held[stop][0] + held[stop][1])
                 stop += 1
-            data = self._run(first, end - first)
-            view = memoryview(b"" if data is None else data)
+            view = self._run_into_buffer(first, end - first)
             for offset, length, blob in held[start:stop]:
                 part = view[offset - first : offset - first + length]
                 if len(part) != length:
@@ -648,6 +650,22 @@ class _Forms:
                 else:
                     yield blob, part
             start = stop
+
+    def _run_into_buffer(self, offset: int, length: int) -> memoryview:
+        """As `_run`, read into the buffer (a larger one made when it is too small); empty
+        when nothing can be read."""
+        if self.file is None or isinstance(self.file, io.BytesIO) or not hasattr(os, "preadv"):
+            data = self._run(offset, length)
+            return memoryview(b"" if data is None else data)
+        if len(self._buffer) < length:
+            self._buffer = bytearray(length)  # a form still held keeps the old one alive
+        view = memoryview(self._buffer)[:length]
+        try:
+            self.file.flush()
+            read = os.preadv(self.file.fileno(), [view], self._base + offset)
+        except OSError:
+            return memoryview(b"")
+        return view[:read]
 
     def _run(self, offset: int, length: int) -> bytes | None:
         """`length` bytes of the forms from `offset` on (fewer at a cut end), or None."""

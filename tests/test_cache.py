@@ -1013,17 +1013,23 @@ def _checkpoint(n: int, body: str) -> tuple[str, Note]:
 
 
 def _counted_preads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """From now on, the length of each `os.pread` (each read of a cache file)."""
+    """From now on, the length of each `os.pread` or `os.preadv` (each read of a cache
+    file)."""
     import os
 
     reads: list[int] = []
-    pread = os.pread
+    pread, preadv = os.pread, os.preadv
 
     def counted(fd: int, n: int, at: int) -> bytes:
         reads.append(n)
         return pread(fd, n, at)
 
+    def counted_into(fd: int, buffers: list[memoryview], at: int) -> int:
+        reads.append(sum(len(b) for b in buffers))
+        return preadv(fd, buffers, at)
+
     monkeypatch.setattr(os, "pread", counted)
+    monkeypatch.setattr(os, "preadv", counted_into)
     return reads
 
 
