@@ -31,6 +31,7 @@ from majordomus.cache import (
 )
 from majordomus.index import Views, _shard_of
 from majordomus.index import _key as index_key
+from majordomus.jsontext import record_text
 from majordomus.ops import Context, _write
 from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
 from majordomus.store import Store
@@ -1063,6 +1064,13 @@ def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
     reads.clear()
     dict(reading.get_many([b for b in notes if b != f"{5:040x}"]))
     assert len(reads) == 2  # the notes before the large one, and those after it
+    # Each run read into the one buffer: every note's texts as it was, run after run.
+    texts = dict(reading.texts_many(asked))
+    assert texts == {
+        blob: tuple(record_text(r) for r in parsed.records)
+        for blob, parsed in {**notes, waiting_blob: waiting}.items()
+    }
+    assert len(reads) == 4
     with path.open("r+b") as file:
         file.truncate(path.stat().st_size - 5)
     cut = dict(DocumentCache(path).get_many(notes))
