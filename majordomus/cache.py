@@ -11,6 +11,7 @@ read one at a time from the open file.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import datetime
 import functools
@@ -469,27 +470,29 @@ class DocumentCache(CacheFile):
         if not self._changed:
             return
         put = self._put.at
-        self._put.at = {blob: put[blob] for blob in first if blob in put}
-        self._put.at.update(put)
-        sources = (self._file, self._put)
+        order = [blob for blob in first if blob in put]
+        if len(order) != len(put):  # some put and not named, or named twice
+            order = list(dict.fromkeys([*order, *put]))
+        sources = ((self._file, self._file.at), (self._put, order))
 
         at: dict[str, int] = {}  # the new file's head
         offset = 0
-        runs: list[tuple[_Forms, list[tuple[int, int]]]] = []
-        for forms in sources:
-            held, offset = forms.runs_of(blobs, at, offset)
+        runs: list[tuple[_Forms, array.array[int]]] = []
+        for forms, blobs_in_order in sources:
+            held, offset = forms.runs_of(blobs_in_order, blobs, at, offset)
             runs.append((forms, held))
+        del order
 
         def chunks() -> Iterator[bytes]:
             yield from framed((self.version(), at))
             at.clear()  # written: the file's head is read again below
             for forms, held in runs:
-                for start, end in held:
-                    yield forms.whole(start, end - start)
+                for n in range(0, len(held), 2):
+                    yield forms.whole(held[n], held[n + 1] - held[n])
 
         if self._replace(chunks()):
-            for forms in sources:
-                forms.close()
+            self._file.close()
+            self._put.close()
             self._file, self._put = _Forms(), _Forms()
             self._open()
         self._changed = False
@@ -591,27 +594,28 @@ class _Forms:
         return data if data is not None and len(data) == length else None
 
     def runs_of(
-        self, blobs: Collection[str] | None, at: dict[str, int], offset: int
-    ) -> tuple[list[tuple[int, int]], int]:
-        """Where the forms of the notes of `blobs` it holds (None: all) lie in its file, as
-        runs of notes next to each other (copied by a few reads, not one per note), and
-        the offset past them once written from `offset` on; each note goes into `at`
-        where it will then lie."""
-        runs: list[tuple[int, int]] = []
+        self, order: Iterable[str], blobs: Collection[str] | None, at: dict[str, int], offset: int
+    ) -> tuple[array.array[int], int]:
+        """Where the forms of the notes it holds in `order` (those of `blobs`; None: all)
+        lie in its file, as runs of notes next to each other (copied by a few reads, not
+        one per note), each run's start and end; and the offset past them once written
+        from `offset` on in that order. Each note goes into `at` where it will then lie."""
+        runs = array.array("Q")
         start = end = 0
-        for blob, where in self.at.items():
+        for blob in order:
             if blobs is not None and blob not in blobs:
                 continue
+            where = self.at[blob]
             length = where & _LENGTH_MASK
             at[blob] = offset << 32 | length
             offset += length
             if where >> 32 != end or end - start >= _RUN_MAX:
                 if end > start:
-                    runs.append((start, end))
+                    runs.extend((start, end))
                 start = where >> 32
             end = (where >> 32) + length
         if end > start:
-            runs.append((start, end))
+            runs.extend((start, end))
         return runs, offset
 
     def whole(self, offset: int, length: int) -> bytes:
