@@ -533,9 +533,11 @@ def _texts(data: bytes | memoryview) -> tuple[str | None, ...] | None:
         texts = marshal.loads(data[_LENGTH.size : _LENGTH.size + length])
     except (ValueError, TypeError, EOFError, struct.error):
         return None
-    if type(texts) is not tuple or not all(type(t) is str or t is None for t in texts):
+    if type(texts) is not tuple:
         return None
-    return texts
+    if len(texts) == 1 and type(texts[0]) is str:  # most notes: one record
+        return texts
+    return texts if all(type(t) is str or t is None for t in texts) else None
 
 
 @functools.cache

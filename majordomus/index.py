@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import marshal
+import operator
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -25,11 +26,11 @@ Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its comm
 
 
 def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:
-    """By `at`, then graph order (children first), then position in the note, newest first."""
-    return sorted(
-        items,
-        key=lambda item: (-item.summary.at, order_of(item.commit), -item.summary.position),
-    )
+    """By `at`, then graph order (children first), then position in the note, newest first.
+    (Two stable sorts, the second by `at` alone: cheaper than one by a key of three.)"""
+    ordered = sorted(items, key=lambda item: (order_of(item.commit), -item.summary.position))
+    ordered.sort(key=_at, reverse=True)  # a stable sort, reversed or not
+    return ordered
 
 
 def newest_copy(copies: Sequence[Listed], store: Store) -> Listed:
@@ -40,8 +41,7 @@ def newest_copy(copies: Sequence[Listed], store: Store) -> Listed:
     return max(copies, key=lambda c: store.commit_time(c.commit) or 0)
 
 
-def _at(item: Listed) -> float:
-    return item.summary.at
+_at: Callable[[Listed], float] = operator.attrgetter("summary.at")  # C: no call of ours
 
 
 class Index:
