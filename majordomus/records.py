@@ -826,10 +826,19 @@ def append_note(existing: bytes | None, records: Sequence[Record]) -> bytes:
     back every record the note held plus the new ones (a note too large or too
     deep to parse): a write never destroys what it cannot read.
     """
+    return appended(existing, records)[0]
+
+
+def appended(
+    existing: bytes | None, records: Sequence[Record], before: Note | None = None
+) -> tuple[bytes, Note]:
+    """`append_note`, and the note it makes as read back; `before`: the existing note as
+    parsed already (each parse of a note of many records costs)."""
     addition = dump_tables((record.kind, record.table) for record in records).encode("utf-8")
     if not existing:
-        return addition
-    before = parse_note(existing)
+        return addition, parse_note(addition)
+    if before is None:
+        before = parse_note(existing)
     data = existing + (b"\n" if existing.endswith(b"\n") else b"\n\n") + addition
     try:
         after = parse_note(data)
@@ -840,7 +849,7 @@ def append_note(existing: bytes | None, records: Sequence[Record]) -> bytes:
     written = {(record.kind, record.id) for record in after.records}
     if lost or not all((record.kind, record.id) in written for record in records):
         raise NoteError("the existing note cannot take more records and stay readable")
-    return data
+    return data, after
 
 
 SKEW_TOLERANCE_S = 60  # clocks a minute apart are ordinary; further ahead is skew

@@ -42,8 +42,7 @@ from majordomus.records import (
     NoteError,
     Record,
     Shown,
-    append_note,
-    parse_note,
+    appended,
     union,
 )
 from majordomus.values import (
@@ -868,28 +867,32 @@ def _appended_blob(
     """The note on `commit` with these records appended, written as a blob, and the
     position of the first of them among the note's records."""
     texts = []
+    notes = []
     for blob_id in notestree.find(repo, tree, commit) if tree is not None else []:
         try:
             data = blobs.data(str(blob_id))
-            parse_note(data)
-            texts.append(data)
         except MissingObjectError:
             if is_partial():
                 raise  # not unreadable: not here yet (the swap says what to run)
             raise RepositoryError(_unreadable(commit, "its object is not in this clone")) from None
         except NoteError as error:
             raise RepositoryError(_unreadable(commit, str(error))) from None
+        parsed = blobs.parse(str(blob_id))  # a parse this command made already, if any
+        if isinstance(parsed, NoteError):
+            raise RepositoryError(_unreadable(commit, str(parsed)))
+        notes.append(parsed)
+        texts.append(data)
     # Two copies of one note (a damaged tree) become one, each copy's text kept.
     existing = (texts[0] if len(texts) == 1 else _joined(texts)) if texts else None
     try:
-        data = append_note(existing, records)
+        data, after = appended(existing, records, notes[0] if len(notes) == 1 else None)
     except NoteError as error:
         raise RepositoryError(
             f"the note on {commit[:12]} is not in majordomus format ({error}); majordomus "
             "will not overwrite it: inspect it with git notes --ref=majordomus show "
             f"{commit[:12]}."
         ) from None
-    written = union([parse_note(data)]).records
+    written = union([after]).records
     first = records[0]
     position = next(i for i, r in enumerate(written) if (r.kind, r.id) == (first.kind, first.id))
     return repo.create_blob(data), position

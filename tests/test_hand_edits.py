@@ -180,3 +180,32 @@ def test_hand_edits_survive_merges_both_ways(tmp_path: Path, environ: dict[str, 
         == text
     )
     assert AUTHOR in text
+
+
+def test_a_write_onto_a_note_of_many_records_parses_it_once_and_what_it_writes_once(
+    repo: Repo, monkeypatch: Any
+) -> None:
+    """A session that checkpoints on one commit grows one note: each write parses that
+    note once as it is and once as written (not four times), after a line a person
+    appended with git too; the person's bytes stay, and every record reads back."""
+    from majordomus import records
+
+    repo.task()
+    ids = [checkpoint(repo, f"step {n}") for n in range(30)]
+    repo.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD")
+    before = note_bytes(repo)
+    parses: list[int] = []
+    parse_note = records.parse_note
+
+    def counted(data: bytes) -> Any:
+        if data.count(b"[[checkpoint]]") >= 30:
+            parses.append(len(data))
+        return parse_note(data)
+
+    for module in ("records", "blobs"):
+        monkeypatch.setattr(f"majordomus.{module}.parse_note", counted)
+    ids.append(checkpoint(repo, "one more"))
+    assert len(parses) == 3  # the views carried over the hand edit; then the write's two
+    assert note_bytes(repo).startswith(before.rstrip("\n"))
+    listed = as_json(repo, "history")["records"]
+    assert [r["id"] for r in listed if r["kind"] == "checkpoint"] == ids[::-1]
