@@ -80,17 +80,29 @@ class CacheFile:
         return self._replace([marshal.dumps((self.version(), *payload))])
 
     def _replace(self, chunks: Iterable[bytes]) -> bool:
+        kept = self._replace_kept(chunks)
+        if kept is not None:
+            kept.close()
+        return kept is not None
+
+    def _replace_kept(self, chunks: Iterable[bytes]) -> BinaryIO | None:
+        """`_replace`, the file written kept open (for reading: what a later writer puts
+        in its place is another file), or None when it was not written."""
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        written = False
-        with contextlib.suppress(OSError):
-            with tmp.open("wb") as file:
-                for chunk in chunks:
-                    file.write(chunk)
+        kept: BinaryIO | None = None
+        try:
+            kept = tmp.open("w+b")
+            for chunk in chunks:
+                kept.write(chunk)
+            kept.flush()
             os.replace(tmp, self.path)
-            written = True
+        except OSError:
+            if kept is not None:
+                kept.close()
+            kept = None
         with contextlib.suppress(OSError):
             tmp.unlink()
-        return written
+        return kept
 
     # A large payload is written and read in frames (a length, then one marshalled value),
     # so that its plain form and its bytes are never all held at once: the first frame is
@@ -483,18 +495,19 @@ class DocumentCache(CacheFile):
             runs.append((forms, held))
         del order
 
+        head = framed((self.version(), at))
+
         def chunks() -> Iterator[bytes]:
-            yield from framed((self.version(), at))
-            at.clear()  # written: the file's head is read again below
+            yield from head
             for forms, held in runs:
                 for n in range(0, len(held), 2):
                     yield forms.whole(held[n], held[n + 1] - held[n])
 
-        if self._replace(chunks()):
+        written = self._replace_kept(chunks())
+        if written is not None:  # read from now on, with the head it was written with
             self._file.close()
             self._put.close()
-            self._file, self._put = _Forms(), _Forms()
-            self._open()
+            self._file, self._put = _Forms(at, written, sum(map(len, head))), _Forms()
         self._changed = False
 
 

@@ -1158,3 +1158,34 @@ def test_the_document_cache_lies_in_the_order_a_history_reads_it(
         assert repo.run("history", "--json").out == whole
         assert 5 <= len(reads) <= 6, drop  # five parts, one read each (one split by its size)
         monkeypatch.undo()
+
+
+def test_after_a_save_the_document_cache_reads_the_file_it_wrote_even_once_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save keeps the file it wrote open, with the head it wrote, for the rest of the
+    command (its head is not read back: at 1,000,000 commits, 15 MiB made again): what it
+    then reads is what it saved, even after another process replaced the file with one
+    whose notes lie elsewhere."""
+    path = tmp_path / RECORDS_FILE_NAME
+    notes = dict(_checkpoint(n, f"note {n}" * (n + 1)) for n in range(12))
+    mine = DocumentCache(path)
+    for blob, parsed in notes.items():
+        mine.put(blob, parsed)
+    opened: list[Path] = []
+    with monkeypatch.context() as watching:
+        watching.setattr(DocumentCache, "_open", lambda self: opened.append(self.path))
+        mine.save(None, first=list(notes)[::-1])  # newest first: the last put, first
+    assert opened == []
+    path.unlink()
+    theirs = DocumentCache(path)
+    for blob, parsed in list(notes.items())[3:]:  # another order, other offsets
+        theirs.put(blob, parsed)
+    theirs.save(None)
+    assert kept(DocumentCache(path)) == set(list(notes)[3:])
+    assert dict(mine.get_many(notes)) == notes
+    assert dict(mine.texts_many(notes)) == {
+        blob: tuple(record_text(r) for r in parsed.records) for blob, parsed in notes.items()
+    }
+    at = mine._file.at
+    assert sorted(notes, key=lambda blob: at[blob]) == list(notes)[::-1]
