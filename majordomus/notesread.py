@@ -509,7 +509,10 @@ def _entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> BlobEntry | Non
 
 def _newest(on: NotesOn) -> float:
     """The date of the newest record of a commit's notes (the order a history shows them)."""
-    return max((summary.at for summary in on.summaries), default=float("-inf"))
+    summaries = on.summaries
+    if len(summaries) == 1:  # most notes
+        return summaries[0].at
+    return max((summary.at for summary in summaries), default=float("-inf"))
 
 
 def _entry_of(parsed: Note | NoteError) -> BlobEntry | None:
