@@ -522,19 +522,18 @@ def history(
     def made(items: Sequence[Listed]) -> list[HistoryEntry]:
         """The entries of a part of the records shown; their notes let go once made."""
         texts = index.texts(items) if as_json else [None] * len(items)
-        index.load(item for item, text in zip(items, texts, strict=True) if text is None)
+        located = [item for item, text in zip(items, texts, strict=True) if text is None]
+        index.load(located)
         entries = []
         for item, text in zip(items, texts, strict=True):
-            is_handover = item.summary.kind == "handover"
-            entries.append(
-                HistoryEntry(
-                    located=index.locate(item) if text is None else RecordText(text, item.commit),
-                    reachable=item.commit in order,
-                    divergence=labels[item.commit] if is_handover else None,
-                    resolved=(item.summary.id in resolved) if is_handover else None,
-                )
-            )
-        index.forget(items)
+            on = item.commit
+            shown = index.locate(item) if text is None else RecordText(text, on)
+            if item.summary.kind == "handover":
+                is_resolved = item.summary.id in resolved
+                entries.append(HistoryEntry(shown, on in order, labels[on], is_resolved))
+            else:
+                entries.append(HistoryEntry(shown, on in order, None, None))
+        index.forget(located)
         return entries
 
     return HistoryResult(
