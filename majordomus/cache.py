@@ -419,6 +419,11 @@ class DocumentCache(CacheFile):
     def has(self, blob: str) -> bool:
         return blob in self._file.at or blob in self._put.at
 
+    @property
+    def put_blobs(self) -> Collection[str]:
+        """The blobs of the notes put since the last save."""
+        return self._put.at.keys()
+
     def get(self, blob: str) -> Note | None:
         data = self._file.data(blob) if blob in self._file.at else self._put.data(blob)
         return None if data is None else _note(data)

@@ -257,8 +257,10 @@ class NotesReader:
         )
         saved = cache.save(trees, self._current_blobs)
         if self._documents is not None:  # the notes the helpers sent whole: out of memory
-            newest = sorted(commits.values(), key=_newest, reverse=True)
-            self._documents.save(self._current_blobs, (b for on in newest for b in on.blobs))
+            put = self._documents.put_blobs
+            kept = [on for on in commits.values() if on.blobs[0] in put]  # one task's, often
+            kept.sort(key=_newest, reverse=True)
+            self._documents.save(self._current_blobs, (b for on in kept for b in on.blobs))
         if len(found) >= SHARED_READ_MIN:
             if walked:
                 self.repo.free()  # mapped again by what the helpers did not send, if any
