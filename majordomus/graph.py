@@ -398,6 +398,7 @@ class CommitGraph:
         self._walked: Walked | None = None
         self._chains: dict[str, list[str]] = {}
         self._meeting_cache: dict[str, list[Meeting]] = {}
+        self._places: dict[str, list[tuple[Meeting, dict[str, int], dict[str, int]]]] = {}
         self._expected: tuple[str, tuple[str, ...]] | None = None
         self._told: dict[tuple[str, str], Divergence] = {}  # labels an order walk read
         self.walks = 0  # git walks made: what the tests hold to "one or a few"
@@ -421,7 +422,8 @@ class CommitGraph:
         if not candidates:
             return {}  # no record anywhere: no walk (a million commits take a second)
         ranks = self._order(rev, candidates)
-        self._keep()
+        if self._expected is None or self._expected[0] != rev:
+            self._keep()  # else kept with the labels the command said it asks for next
         # An answer from memory ranks what was looked for then, and carried along a
         # chain it ranks the chain's commits too: only the candidates asked about now.
         wanted = (
@@ -441,7 +443,8 @@ class CommitGraph:
     def expect_labels(self, rev: str, handovers: Collection[str]) -> None:
         """The labels read from `rev` the command asks for after an order of `rev`: a walk
         made for that order reads the labels of the handovers on its history in the same
-        pass (at a million commits, one walk of git's instead of two)."""
+        pass (at a million commits, one walk of git's instead of two), and the answers of
+        both are kept together, by the labels (one write of the file, not two)."""
         self._expected = (rev, tuple(dict.fromkeys(handovers)))
 
     def labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
@@ -596,6 +599,17 @@ class CommitGraph:
         self._meeting_cache[rev] = found
         return found
 
+    def _meeting_places(self, rev: str) -> list[tuple[Meeting, dict[str, int], dict[str, int]]]:
+        """`_meetings`, each with the place of every commit of its two chains (asked for
+        each handover a history labels: a look-up rather than a scan of both chains)."""
+        places = self._places.get(rev)
+        if places is None:
+            places = self._places[rev] = [
+                (m, {c: n for n, c in enumerate(m.up)}, {c: n for n, c in enumerate(m.down)})
+                for m in self._meetings(rev)
+            ]
+        return places
+
     def _chain(self, rev: str, meets: Collection[str] = ()) -> list[str]:
         """`rev` and its ancestors down a line of single-parent commits: each is the
         whole difference between one and the next (at most CHAIN_MAX of them); followed
@@ -653,14 +667,15 @@ class CommitGraph:
         kept = self.memory.label(handover, rev)
         if kept is not None:
             return Divergence(*kept)
-        for meeting in self._meetings(rev):
+        for meeting, up_at, down_at in self._meeting_places(rev):
             up, down = meeting.up, meeting.down
-            if handover in up:
-                steps = up.index(handover)
+            steps = up_at.get(handover)
+            if steps is not None:
                 return Divergence("advanced", steps, 0) if steps else Divergence("current", 0, 0)
-            if handover in down:
+            at = down_at.get(handover)
+            if at is not None:
                 # Its history is P's plus `down` from it on; rev's is P's plus `up`.
-                behind = len(down) - down.index(handover)
+                behind = len(down) - at
                 if up:
                     return Divergence("diverged", len(up), behind)
                 return Divergence("behind", 0, behind)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -250,3 +251,38 @@ def test_counts_of_nested_masks_and_any_others_equal_their_definition(data: st.D
     for other in data.draw(st.lists(st.integers(0, 2 ** (targets + 1) - 1), max_size=3)):
         masks[other] = data.draw(st.integers(1, 1000))  # masks that may break the chain
     assert tally(masks, targets) == _tally_bit_by_bit(masks, targets)
+
+
+def test_answers_are_kept_at_once_and_once_per_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An order asked alone is kept at once (a command may stop right after); an order
+    whose labels the command said it asks for next is kept with them, one write of the
+    file, not two; after a switch to a new commit on an older one, the labels carried
+    along the chains are the true ones, and a second look reads them from the file."""
+    parents: dict[str, tuple[str, ...]] = {"c000": ()}
+    parents.update({f"c{i:03d}": (f"c{i - 1:03d}",) for i in range(1, 100)})
+    parents["fix"] = ("c069",)
+    source = MemorySource(parents)
+    writes: list[int] = []
+    write = GraphCache.write
+
+    def counted(self: GraphCache, *payload: object) -> bool:
+        writes.append(len(payload))
+        return write(self, *payload)
+
+    monkeypatch.setattr(GraphCache, "write", counted)
+    CommitGraph(source, GraphCache(tmp_path / "graph")).order("c099", list(parents))
+    assert len(writes) == 1
+    handovers = ["c010", "c069", "c080", "c099", "fix"]
+    writes.clear()
+    graph = CommitGraph(source, GraphCache(tmp_path / "graph"))
+    graph.expect_labels("fix", handovers)
+    graph.order("fix", list(parents))
+    assert writes == []  # kept with the labels
+    found = graph.labels("fix", handovers)
+    assert len(writes) == 1
+    assert found == {h: true_label(parents, h, "fix") for h in handovers}
+    walks = len(source.walks)
+    again = CommitGraph(source, GraphCache(tmp_path / "graph")).labels("fix", handovers)
+    assert again == found and len(source.walks) == walks
