@@ -11,7 +11,6 @@ read one at a time from the open file.
 
 from __future__ import annotations
 
-import array
 import contextlib
 import datetime
 import functools
@@ -23,11 +22,14 @@ import sys
 import time
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from majordomus import __version__
 from majordomus.jsontext import record_text
 from majordomus.records import Entry, Note, Summary, union, validated_record
+
+if TYPE_CHECKING:
+    import array
 
 FILE_NAME = "majordomus-cache"
 GRAPH_FILE_NAME = "majordomus-graph-cache"
@@ -620,6 +622,8 @@ class _Forms:
         lie in its file, as runs of notes next to each other (copied by a few reads, not
         one per note), each run's start and end; and the offset past them once written
         from `offset` on in that order. Each note goes into `at` where it will then lie."""
+        import array  # here: only a save needs it
+
         runs = array.array("Q")
         start = end = 0
         for blob in order:

@@ -13,8 +13,6 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import tomli_w
-
 from majordomus.errors import RefusedError
 
 FORMAT_VERSION = 1
@@ -769,7 +767,10 @@ def _literal(value: Any) -> str:
         return "{ " + items + " }" if items else "{}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_literal(item) for item in value) + "]"
-    # Numbers, booleans, local dates and times: tomli-w knows their TOML spelling.
+    # Numbers, booleans, local dates and times: tomli-w knows their TOML spelling. (Loaded
+    # here, by a write: a read never needs it.)
+    import tomli_w
+
     return tomli_w.dumps({"v": value}).partition(" = ")[2].rstrip("\n")
 
 

@@ -63,7 +63,6 @@ OTHERS_FOR_SHOW = {
     "gc",  # the command line turns the collector off, and on again for watch
     "json",  # the --json answer
     "shlex",  # remote: quoting git's own command lines in messages
-    "tomli_w",  # records: writing values
     "unicodedata",  # records: NFC of text being recorded
 }
 SHOW_PROBE = """
