@@ -489,10 +489,14 @@ class DocumentCache(CacheFile):
         if not self._changed:
             return
         put = self._put.at
-        order = [blob for blob in first if blob in put]
-        if len(order) != len(put):  # some put and not named, or named twice
-            order = list(dict.fromkeys([*order, *put]))
-        sources = ((self._file, self._file.at), (self._put, order))
+        # The notes kept, then those put in the order named, then the others put. Each is
+        # written once: `runs_of` passes over one placed already (a blob on two commits is
+        # named twice).
+        sources = (
+            (self._file, self._file.at),
+            (self._put, (blob for blob in first if blob in put)),
+            (self._put, put),
+        )
 
         at: dict[str, int] = {}  # the new file's head
         offset = 0
@@ -500,7 +504,6 @@ class DocumentCache(CacheFile):
         for forms, blobs_in_order in sources:
             held, offset = forms.runs_of(blobs_in_order, blobs, at, offset)
             runs.append((forms, held))
-        del order
 
         head = framed((self.version(), at))
 
@@ -618,16 +621,17 @@ class _Forms:
     def runs_of(
         self, order: Iterable[str], blobs: Collection[str] | None, at: dict[str, int], offset: int
     ) -> tuple[array.array[int], int]:
-        """Where the forms of the notes it holds in `order` (those of `blobs`; None: all)
-        lie in its file, as runs of notes next to each other (copied by a few reads, not
-        one per note), each run's start and end; and the offset past them once written
-        from `offset` on in that order. Each note goes into `at` where it will then lie."""
+        """Where the forms of the notes it holds in `order` (those of `blobs`; None: all),
+        but those `at` places already, lie in its file, as runs of notes next to each other
+        (copied by a few reads, not one per note), each run's start and end; and the offset
+        past them once written from `offset` on in that order. Each note goes into `at`
+        where it will then lie."""
         import array  # here: only a save needs it
 
         runs = array.array("Q")
         start = end = 0
         for blob in order:
-            if blobs is not None and blob not in blobs:
+            if blob in at or (blobs is not None and blob not in blobs):
                 continue
             where = self.at[blob]
             length = where & _LENGTH_MASK

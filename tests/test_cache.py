@@ -1189,3 +1189,23 @@ def test_after_a_save_the_document_cache_reads_the_file_it_wrote_even_once_repla
     }
     at = mine._file.at
     assert sorted(notes, key=lambda blob: at[blob]) == list(notes)[::-1]
+
+
+def test_a_save_keeps_each_note_put_once_however_the_order_names_them(tmp_path: Path) -> None:
+    """The order a save is given can name a note twice (one blob on two commits, as a
+    rewrite copies it) and leave another out: every note put is kept, once, the named
+    ones first."""
+    path = tmp_path / RECORDS_FILE_NAME
+    notes = dict(_checkpoint(n, f"note {n}") for n in range(4))
+    cache = DocumentCache(path)
+    for blob, parsed in notes.items():
+        cache.put(blob, parsed)
+    blobs = list(notes)
+    cache.save(None, first=[blobs[2], blobs[0], blobs[2], blobs[1], "f" * 40])  # 3 unnamed
+    saved = DocumentCache(path)
+    assert dict(saved.get_many(notes)) == notes
+    at = saved._file.at
+    by_place = sorted(at, key=lambda blob: at[blob])
+    assert by_place == [blobs[2], blobs[0], blobs[1], blobs[3]]
+    lengths = sum(where & 0xFFFFFFFF for where in at.values())
+    assert path.stat().st_size == len(framed((DocumentCache.version(), at))) + lengths
