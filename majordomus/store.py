@@ -43,6 +43,7 @@ from majordomus.records import (
     Record,
     Shown,
     appended,
+    parse_note,
     union,
 )
 from majordomus.values import (
@@ -869,18 +870,20 @@ def _appended_blob(
     texts = []
     notes = []
     for blob_id in notestree.find(repo, tree, commit) if tree is not None else []:
+        blob = str(blob_id)
         try:
-            data = blobs.data(str(blob_id))
+            data = blobs.data(blob)
+            # A parse this command made already, else the bytes in hand: not read again.
+            note = blobs.parse(blob) if blobs.is_parsed(blob) else parse_note(data)
         except MissingObjectError:
             if is_partial():
                 raise  # not unreadable: not here yet (the swap says what to run)
             raise RepositoryError(_unreadable(commit, "its object is not in this clone")) from None
         except NoteError as error:
             raise RepositoryError(_unreadable(commit, str(error))) from None
-        parsed = blobs.parse(str(blob_id))  # a parse this command made already, if any
-        if isinstance(parsed, NoteError):
-            raise RepositoryError(_unreadable(commit, str(parsed)))
-        notes.append(parsed)
+        if isinstance(note, NoteError):  # as parsed already
+            raise RepositoryError(_unreadable(commit, str(note)))
+        notes.append(note)
         texts.append(data)
     # Two copies of one note (a damaged tree) become one, each copy's text kept.
     existing = (texts[0] if len(texts) == 1 else _joined(texts)) if texts else None

@@ -185,10 +185,12 @@ def test_hand_edits_survive_merges_both_ways(tmp_path: Path, environ: dict[str, 
 def test_a_write_onto_a_note_of_many_records_parses_it_once_and_what_it_writes_once(
     repo: Repo, monkeypatch: Any
 ) -> None:
-    """A session that checkpoints on one commit grows one note: each write parses that
-    note once as it is and once as written (not four times), after a line a person
-    appended with git too; the person's bytes stay, and every record reads back."""
+    """A session that checkpoints on one commit grows one note: each write reads that note
+    once and parses it once as it is and once as written (not twice and four times), after
+    a line a person appended with git too; the person's bytes stay, and every record reads
+    back."""
     from majordomus import records
+    from majordomus.blobs import NoteBlobs
 
     repo.task()
     ids = [checkpoint(repo, f"step {n}") for n in range(30)]
@@ -202,10 +204,27 @@ def test_a_write_onto_a_note_of_many_records_parses_it_once_and_what_it_writes_o
             parses.append(len(data))
         return parse_note(data)
 
-    for module in ("records", "blobs"):
+    for module in ("records", "blobs", "store"):
         monkeypatch.setattr(f"majordomus.{module}.parse_note", counted)
+    reads: list[int] = []
+    data = NoteBlobs.data
+
+    def read(self: NoteBlobs, blob_id: str) -> bytes:
+        found = data(self, blob_id)
+        if found.count(b"[[checkpoint]]") >= 30:
+            reads.append(len(found))
+        return found
+
+    monkeypatch.setattr(NoteBlobs, "data", read)
     ids.append(checkpoint(repo, "one more"))
     assert len(parses) == 3  # the views carried over the hand edit; then the write's two
+    # The views read the note before the edit and after it; the write reads it again (a
+    # parse keeps no bytes) but takes the views' parse of it.
+    assert len(reads) == 3 and len(set(reads)) == 2
+    parses.clear()
+    reads.clear()
+    ids.append(checkpoint(repo, "and one more"))  # nothing read before: one read, two parses
+    assert (len(reads), len(parses)) == (1, 2)
     assert note_bytes(repo).startswith(before.rstrip("\n"))
     listed = as_json(repo, "history")["records"]
     assert [r["id"] for r in listed if r["kind"] == "checkpoint"] == ids[::-1]
