@@ -143,11 +143,17 @@ class Opened:
         self._git_reads = 0
         self._batch: gitfiles.Batch | None = None
 
+    @property
+    def by_git(self) -> bool:
+        """Whether git reads objects for this process: a plain layout, libgit2 not loaded
+        (once it is, it reads them quicker than a process git starts)."""
+        return self.refs is not None and "repo" not in self.__dict__
+
     def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
         """A few objects read by git, while libgit2 is not loaded and the layout is plain;
         None: read them with libgit2 (also past GIT_READS processes or GIT_READ_OBJECTS
         objects: a command that reads more than a warm read does is better served by it)."""
-        if self.refs is None or "repo" in self.__dict__:
+        if not self.by_git:
             return None
         if self._batch is not None:  # one process, running already
             return self._batch.objects(ids)
@@ -177,7 +183,7 @@ class Opened:
         """One git process that reads objects one by one while the block lasts (what
         `objects_by_git` reads included); None when libgit2 is loaded, the layout is not
         plain or git cannot run."""
-        if self.refs is None or "repo" in self.__dict__ or self._batch is not None:
+        if not self.by_git or self._batch is not None:
             yield None
             return
         try:

@@ -158,7 +158,7 @@ class Store:
         read = self._opened.objects_by_git([rev]) if gitfiles.is_object_id(rev) else None
         if read is not None and (read.get(rev) or ("",))[0] == "commit":
             return rev
-        if self._opened.refs is not None and "repo" not in self._opened.__dict__:
+        if self._opened.by_git:
             # A branch, a tag, HEAD~3: named by git while libgit2 is not loaded (one
             # process, not 30 ms of loading); a name git does not know goes to libgit2,
             # which says why in the words below.
