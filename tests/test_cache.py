@@ -1209,3 +1209,33 @@ def test_a_save_keeps_each_note_put_once_however_the_order_names_them(tmp_path: 
     assert by_place == [blobs[2], blobs[0], blobs[1], blobs[3]]
     lengths = sum(where & 0xFFFFFFFF for where in at.values())
     assert path.stat().st_size == len(framed((DocumentCache.version(), at))) + lengths
+
+
+def test_texts_that_cannot_be_read_are_not_given_and_another_encoder_s_are_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note whose texts are not what this code wrote (garbage where they lie) gives no
+    texts, its record then encoded from the note, which still reads; a file written by
+    code that makes another text of the sample record is another version: none of its
+    notes or texts is read."""
+    from majordomus import cache as cache_module
+
+    path = tmp_path / RECORDS_FILE_NAME
+    notes = dict(_checkpoint(n, f"note {n}") for n in range(3))
+    writing = DocumentCache(path)
+    for blob, parsed in notes.items():
+        writing.put(blob, parsed)
+    writing.save(None)
+    spoilt = f"{1:040x}"
+    where = DocumentCache(path)._file.at[spoilt] >> 32
+    head = len(framed((DocumentCache.version(), DocumentCache(path)._file.at)))
+    data = bytearray(path.read_bytes())
+    data[head + where + 8] = 0xFF  # the first byte of its marshalled texts: no type marshal knows
+    path.write_bytes(bytes(data))
+    reading = DocumentCache(path)
+    texts = dict(reading.texts_many(notes))
+    assert set(texts) == set(notes) - {spoilt}
+    assert dict(reading.get_many(notes)) == notes  # the note itself still reads
+    monkeypatch.setattr(cache_module, "_sample_text", lambda: "00000000")
+    other = DocumentCache(path)
+    assert dict(other.texts_many(notes)) == {} and dict(other.get_many(notes)) == {}
