@@ -252,7 +252,8 @@ def test_history_json_spliced_from_kept_texts_is_the_json_of_the_records(
     branch off an older commit, with a merge, hostile text, a record written by hand with
     plain git (a nested table, a date, a NaN; appended twice, then another) and a note a
     person appended a line to (not
-    kept: encoded among the spliced ones), every record shown or only those reachable."""
+    kept: encoded among the spliced ones), every record shown or only those reachable; and
+    the same in a shallow clone and in a partial clone (`--filter=blob:none`)."""
     remote, first = seeded(tmp_path, environ, clock)
     first.task()
     for n in range(30):
@@ -278,9 +279,16 @@ def test_history_json_spliced_from_kept_texts_is_the_json_of_the_records(
     first.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD~5")
     first.git("push", "-q", "origin", "main", "refs/notes/majordomus")
     here = clone(str(remote), tmp_path / "here", environ, clock)
-    here.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
     here.git("checkout", "-q", "-b", "fix", "HEAD~2")
     here.commit("on fix")
+    first.git("-C", str(remote), "config", "uploadpack.allowFilter", "true")
+    url = f"file://{remote}"
+    shallow = clone(url, tmp_path / "shallow", environ, clock, "--depth", "12")
+    partial = clone(url, tmp_path / "partial", environ, clock, "--filter=blob:none")
+    for each in (here, shallow, partial):
+        each.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert (shallow.path / ".git" / "shallow").is_file()
+    assert partial.git("config", "remote.origin.promisor").strip() == "true"
 
     spliced: list[str] = []
     with_members = jsontext.with_members
@@ -290,15 +298,21 @@ def test_history_json_spliced_from_kept_texts_is_the_json_of_the_records(
         return with_members(text, commit, members)
 
     monkeypatch.setattr(render, "with_members", counted)
-    for argv in (("history", "--json"), ("history", "--json", "--all")):
-        here.run(*argv)  # the document cache made
+    runs = [
+        (each, argv)
+        for each in (here, shallow, partial)
+        for argv in (("--json",), ("--json", "--all"))
+    ]
+    for each, argv in runs:
+        each.run("history", *argv)  # the document cache made
         spliced.clear()
-        kept = here.run(*argv)
-        assert kept.code == 0 and len(spliced) >= 30
+        kept = each.run("history", *argv)
+        # Every record with --all; from a shallow clone's cut history, those it reaches.
+        assert kept.code == 0 and len(spliced) >= (30 if "--all" in argv else 10)
         with monkeypatch.context() as without:
             without.setattr(DocumentCache, "texts_many", lambda self, blobs: iter(()))
             spliced.clear()
-            encoded = here.run(*argv)
+            encoded = each.run("history", *argv)
             assert spliced == []
         assert kept.out == encoded.out
         document = json.loads(kept.out)
