@@ -132,12 +132,16 @@ class Index:
     def preload(self, items: Sequence[Listed]) -> None:
         """Before showing many records whole: parse their notes in one go (the notes the
         document cache lacks are kept in it newest first, as a history reads them)."""
-        newest = sorted(items, key=_at, reverse=True)
-        blobs = list(dict.fromkeys(b for item in newest for b in self._blobs_of(item)))
-        if len(blobs) > PRELOAD_THRESHOLD:
-            self._store.preload(blobs)
-        else:  # a few: read in one go (one git process while libgit2 is not loaded)
-            self._store.prefetch(list(blobs))
+        blobs = {b for item in items for b in self._blobs_of(item)}
+        if len(blobs) <= PRELOAD_THRESHOLD:  # a few: read in one go (one git process
+            self._store.prefetch(list(blobs))  # while libgit2 is not loaded)
+            return
+
+        def newest_first() -> Iterator[str]:  # asked for only when notes are kept anew
+            for item in sorted(items, key=_at, reverse=True):
+                yield from self._blobs_of(item)
+
+        self._store.preload(blobs, newest_first())
 
     def load(self, items: Iterable[Listed]) -> None:
         """The notes of a part of the records shown, read in one go before each is located

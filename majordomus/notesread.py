@@ -355,7 +355,7 @@ class NotesReader:
         targets = [str(self.repo.references[name].resolve().target) for name in self.notes_refs()]
         return [t for t in targets if isinstance(self.repo.get(t), pygit2.Commit)]
 
-    def preload(self, blobs: Collection[str]) -> None:
+    def preload(self, blobs: Collection[str], order: Iterable[str] = ()) -> None:
         """Before many notes are shown whole: the document cache made to hold them all
         (decoding beats parsing TOML), so that each is read from it when shown. Notes
         this command parsed already (a read without its read cache) go into it as they
@@ -365,7 +365,8 @@ class NotesReader:
         even when libgit2 is loaded: a few thousand notes read by libgit2 map most of the
         pack index into this process (~130 MiB resident at 1,000,000 commits), and git's
         process ends with the read. Past PRELOAD_BY_GIT_MAX notes, libgit2 reads them
-        (quicker, and the records shown outweigh the index)."""
+        (quicker, and the records shown outweigh the index). The notes kept anew are
+        written in the `order` given (iterated only then), those it leaves out after."""
         documents = self._document_cache()
         unread = [b for b in blobs if not documents.has(b)]
         fresh = sorted(b for b in unread if not self.blobs.is_parsed(b))
@@ -391,7 +392,7 @@ class NotesReader:
             self.blobs.forget(filter(documents.has, batch))
         # Pruned to the current notes when this command read them all; else kept whole
         # (the notes shown are not all the notes there are).
-        documents.save(self._current_blobs or None, blobs)
+        documents.save(self._current_blobs or None, order)
 
     def load(self, blobs: Iterable[str]) -> None:
         """The notes of these blobs the document cache holds, read from it in one go (a

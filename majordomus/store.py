@@ -600,10 +600,10 @@ class Store:
         """Read a few notes in one go before they are parsed (see NoteBlobs.prefetch)."""
         self.blobs.prefetch(blobs)
 
-    def preload(self, blobs: Collection[str]) -> None:
+    def preload(self, blobs: Collection[str], order: Iterable[str] = ()) -> None:
         """Parse many notes through the document cache (decoding beats parsing TOML); the
         notes it lacks read by one git process in a plain layout (see NotesReader.preload)."""
-        self.reader.preload(blobs)
+        self.reader.preload(blobs, order)
 
     def load(self, blobs: Iterable[str]) -> None:
         """Many notes about to be shown read in one go (see NotesReader.load)."""
