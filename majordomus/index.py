@@ -151,9 +151,10 @@ class Index:
     def texts(self, items: Sequence[Listed]) -> list[str | None]:
         """Each record's JSON text as the document cache keeps it (after `preload`), or None
         (a note it lacks, or one of several on a commit: their records are renumbered)."""
-        of = map(self._blobs.__getitem__, (item.commit for item in items))  # as `_blobs_of`
         if self._row_blobs:
             of = map(self._blobs_of, items)
+        else:  # `_blobs_of` of an index of every note, without a call per record
+            of = map(self._blobs.__getitem__, (item.commit for item in items))
         blobs = [blobs[0] if len(blobs) == 1 else "" for blobs in of]
         texts = self._store.texts(blobs)
         found: list[str | None] = []
