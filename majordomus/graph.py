@@ -94,6 +94,14 @@ class Meeting(NamedTuple):
     up: list[str]  # from the revision asked about down to the meeting commit, exclusive
     down: list[str]  # from the kept revision down to the meeting commit, exclusive
     kept: str
+    up_at: Mapping[str, int]  # each commit of `up` -> its place there (a label's look-up)
+    down_at: Mapping[str, int]  # the same for `down`
+
+
+def _meeting(up: list[str], down: list[str], kept: str) -> Meeting:
+    return Meeting(
+        up, down, kept, {c: n for n, c in enumerate(up)}, {c: n for n, c in enumerate(down)}
+    )
 
 
 class Divergence(NamedTuple):
@@ -398,7 +406,6 @@ class CommitGraph:
         self._walked: Walked | None = None
         self._chains: dict[str, list[str]] = {}
         self._meeting_cache: dict[str, list[Meeting]] = {}
-        self._places: dict[str, list[tuple[Meeting, dict[str, int], dict[str, int]]]] = {}
         self._expected: tuple[str, tuple[str, ...]] | None = None
         self._told: dict[tuple[str, str], Divergence] = {}  # labels an order walk read
         self.walks = 0  # git walks made: what the tests hold to "one or a few"
@@ -539,7 +546,7 @@ class CommitGraph:
             return None
         exact = self.memory.reach(rev)
         if exact is not None:  # `rev` itself: no chain to follow (no parent to read)
-            reach = self._moved(rev, Meeting([], [], rev), exact, candidates)
+            reach = self._moved(rev, _meeting([], [], rev), exact, candidates)
             if reach is not None:
                 return reach
         for meeting in self._meetings(rev):
@@ -593,22 +600,11 @@ class CommitGraph:
                 for t, commit in enumerate(theirs):
                     s = position.get(commit)
                     if s is not None:
-                        found.append(Meeting(mine[:s], theirs[:t], kept))
+                        found.append(_meeting(mine[:s], theirs[:t], kept))
                         break
         found.sort(key=lambda m: len(m.up) + len(m.down))
         self._meeting_cache[rev] = found
         return found
-
-    def _meeting_places(self, rev: str) -> list[tuple[Meeting, dict[str, int], dict[str, int]]]:
-        """`_meetings`, each with the place of every commit of its two chains (asked for
-        each handover a history labels: a look-up rather than a scan of both chains)."""
-        places = self._places.get(rev)
-        if places is None:
-            places = self._places[rev] = [
-                (m, {c: n for n, c in enumerate(m.up)}, {c: n for n, c in enumerate(m.down)})
-                for m in self._meetings(rev)
-            ]
-        return places
 
     def _chain(self, rev: str, meets: Collection[str] = ()) -> list[str]:
         """`rev` and its ancestors down a line of single-parent commits: each is the
@@ -667,12 +663,12 @@ class CommitGraph:
         kept = self.memory.label(handover, rev)
         if kept is not None:
             return Divergence(*kept)
-        for meeting, up_at, down_at in self._meeting_places(rev):
+        for meeting in self._meetings(rev):
             up, down = meeting.up, meeting.down
-            steps = up_at.get(handover)
+            steps = meeting.up_at.get(handover)
             if steps is not None:
                 return Divergence("advanced", steps, 0) if steps else Divergence("current", 0, 0)
-            at = down_at.get(handover)
+            at = meeting.down_at.get(handover)
             if at is not None:
                 # Its history is P's plus `down` from it on; rev's is P's plus `up`.
                 behind = len(down) - at
