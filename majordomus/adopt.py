@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from majordomus import patches
 from majordomus.errors import RefusedError
-from majordomus.index import Index, newest_copy
+from majordomus.index import Index, Views, newest_copy
 from majordomus.records import Record
 from majordomus.store import Store
 from majordomus.values import (
@@ -34,6 +34,7 @@ from majordomus.values import (
     Ambiguity,
     Listed,
     Located,
+    NotesOn,
     StaleLock,
 )
 
@@ -59,26 +60,30 @@ def adopt(
     commit = store.resolve(rev)
     if not dry_run:
         store.check_writable()
-    noteset = store.read_notes()
-    notes = noteset.commits
-    reachable = store.graph().order(commit, notes.keys())
-    # A record is orphaned when REV reaches none of its copies; it is listed, as every
-    # read lists it, by its copy on the newest commit.
-    kept = {(s.kind, s.id) for c in reachable for s in notes[c].summaries}
+    views = Views(store)
+    invalid = views.invalid
+    notes = _unreached(store, commit)
+    # A record is orphaned when REV reaches none of its copies: when the copy a read from
+    # REV lists (a reachable one when there is one) is on a commit REV does not reach. It
+    # is listed, as every read lists it then, by its copy on the newest commit.
     copies: dict[tuple[str, str], list[Listed]] = {}
     for annotated_commit, annotated in notes.items():
-        if annotated_commit in reachable:
-            continue
         for summary in annotated.summaries:
-            if (key := (summary.kind, summary.id)) not in kept:
-                copies.setdefault(key, []).append(Listed(summary, annotated_commit))
-    orphaned = [newest_copy(listed, store) for listed in copies.values()]
+            key = (summary.kind, summary.id)
+            copies.setdefault(key, []).append(Listed(summary, annotated_commit))
+    tasks = {listed[0].summary.task for listed in copies.values()}
+    reached = {
+        (item.summary.kind, item.summary.id)
+        for item in views.listed(sorted(tasks), commit)
+        if item.commit not in notes
+    }
+    orphaned = [newest_copy(c, store) for key, c in copies.items() if key not in reached]
     horizon = (store.commit_time(commit) or 0) - days * 86400
     recent = [item for item in orphaned if item.summary.at >= horizon]
     if not recent:
-        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, noteset.invalid)
+        return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, invalid)
     rows = [(tuple(item.summary), item.commit, notes[item.commit].blobs) for item in recent]
-    index = Index.of_view(store, rows, set(), (), noteset.invalid, rev=commit)
+    index = Index.of_view(store, rows, set(), (), invalid, rev=commit)
     index.preload(recent)
     orphans = [
         _Orphan(
@@ -114,8 +119,22 @@ def adopt(
         len(window),
         locks,
         days,
-        noteset.invalid,
+        invalid,
     )
+
+
+def _unreached(store: Store, rev: str) -> Mapping[str, NotesOn]:
+    """The notes on commits REV does not reach: from the notes trees' listings and the
+    order of REV, with only those notes read when the listings are at hand (at 100,000
+    notes, a few read rather than every one summarised), else from a read of every note."""
+    listing = store.note_listing()
+    if listing is None:
+        notes = store.read_notes().commits
+        reachable = store.graph().order(rev, notes.keys())
+        return {c: on for c, on in notes.items() if c not in reachable}
+    commits = listing.commits()
+    commits.difference_update(store.graph().order(rev, commits))
+    return store.notes_of(listing, commits).commits
 
 
 class _Branch(NamedTuple):

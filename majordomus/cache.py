@@ -183,18 +183,33 @@ class ReadCache(CacheFile):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.trees: dict[str, str] = {}
-        self.blobs: dict[str, BlobEntry] = {}
+        self._blobs: dict[str, BlobEntry] | None = {}
+        self._frames: Iterator[Any] = iter(())
         self.dirty = False
         loaded = self.load_frames()
         if loaded is None:
             return
         try:
-            (trees,), frames = loaded
-            for frame in frames:
-                self.blobs.update((blob, blob_entry(value)) for blob, value in frame.items())
-            self.trees = trees
-        except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError):
-            self.trees, self.blobs = {}, {}
+            (trees,), self._frames = loaded
+            if not isinstance(trees, dict):
+                raise TypeError(trees)
+        except (ValueError, TypeError):
+            return
+        self.trees, self._blobs = trees, None
+
+    @property
+    def blobs(self) -> dict[str, BlobEntry]:
+        """The blob entries, loaded when first asked for: a command that needs only the
+        trees' listings (which notes sit on which commits) never makes 100,000 summaries."""
+        if self._blobs is None:
+            blobs: dict[str, BlobEntry] = {}
+            try:
+                for frame in self._frames:
+                    blobs.update((blob, blob_entry(value)) for blob, value in frame.items())
+            except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError):
+                blobs = {}  # summaries cut short: the notes are parsed again, the trees kept
+            self._blobs, self._frames = blobs, iter(())
+        return self._blobs
 
     def put_tree(self, tree: str, notes: str) -> None:
         self.trees[tree] = notes

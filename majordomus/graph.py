@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, KeysView, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
 from itertools import pairwise
 from typing import NamedTuple, Protocol
@@ -396,6 +396,10 @@ def _between(
     )
 
 
+def _as_set(items: Collection[str]) -> Set[str]:
+    return items if isinstance(items, Set) else set(items)
+
+
 class CommitGraph:
     """Every history question of one command, answered from memory or by one walk."""
 
@@ -434,9 +438,9 @@ class CommitGraph:
         self._keep()
         # An answer from memory ranks what was looked for then, and carried along a
         # chain it ranks the chain's commits too: only the candidates asked about now.
-        wanted = (
-            candidates if isinstance(candidates, set | frozenset | KeysView) else set(candidates)
-        )
+        wanted = _as_set(candidates)
+        if ranks.keys() <= wanted:  # compared in C: at 1,000,000 commits, the usual answer
+            return dict(ranks)
         return {commit: rank for commit, rank in ranks.items() if commit in wanted}
 
     def start_order(self, rev: str, worth: Callable[[], bool]) -> None:
@@ -567,18 +571,25 @@ class CommitGraph:
         shift = len(up) - len(down)
         # The kept walk listed `down` first (ranks 0..t-1), then exactly the walk of the
         # commit where the chains meet; `rev`'s walk lists `up` first, then that walk.
-        ranks = {c: r + shift for c, r in kept[0].items() if r >= len(down)}
-        ranks.update((c, r) for r, c in enumerate(up))
+        if up or down:
+            ranks = {c: r + shift for c, r in kept[0].items() if r >= len(down)}
+            ranks.update((c, r) for r, c in enumerate(up))
+        else:  # `rev` itself: the kept ranks as they are, copied in C
+            ranks = dict(kept[0])
         others = [c for c in kept[1] if c not in ranks]
-        others += [c for c, r in kept[0].items() if r < len(down) and c not in ranks]
-        decided = set(ranks) | set(others)
-        for commit in candidates:
-            if commit == rev and commit not in ranks:
-                ranks[commit] = 0  # the first commit of its own walk
-            elif commit not in decided:
-                if self.source.has_commit(commit):
-                    return None  # a commit the kept walk did not look for
-                others.append(commit)
+        if down:
+            others += [c for c, r in kept[0].items() if r < len(down) and c not in ranks]
+        wanted = _as_set(candidates)
+        if rev in wanted and rev not in ranks:
+            ranks[rev] = 0  # the first commit of its own walk
+        # Differences of sets, made in C: 100,000 candidates are checked in milliseconds.
+        undecided = wanted - ranks.keys()
+        if undecided and others:
+            undecided -= set(others)
+        for commit in sorted(undecided):
+            if self.source.has_commit(commit):
+                return None  # a commit the kept walk did not look for
+            others.append(commit)
         return ranks, tuple(others)
 
     def _meetings(self, rev: str) -> list[Meeting]:

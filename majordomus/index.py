@@ -515,6 +515,22 @@ class Views:
     def task_ids(self) -> tuple[str, ...]:
         return self._meta[1]
 
+    @property
+    def invalid(self) -> int:
+        """Invalid parts and records over every note of this state."""
+        return self._meta[0]
+
+    def listed(self, tasks: Iterable[str], rev: str | None = None) -> Iterator[Listed]:
+        """The records of these tasks, each once, as a read from REV (HEAD) lists it: from
+        their views, or one index of every note where the copy listed depends on REV."""
+        if rev not in (None, self._head) and (self.dependent_on_head or self.full is not None):
+            full = Index(self._noteset or self._store.read_notes(), self._store, rev=rev)
+            for task in tasks:
+                yield from full.of_task(task)
+            return
+        for task in tasks:
+            yield from self.index(task, rev).of_task(task)
+
     def index(self, task: str, rev: str | None = None) -> Index:
         """The index of one task, read from REV (HEAD): from its cached view, or the
         index of every task when a full read was made anyway or is needed."""

@@ -234,24 +234,10 @@ class NotesReader:
                 if entry is not None and not isinstance(entry, str):
                     commits[commit] = NotesOn((held,), entry[0], entry[1])
                     continue
-            readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
-            for blob, name in {held: first}.items() if isinstance(held, str) else held.items():
-                entry = self._blob_entry(blob, cache)
-                if entry is None:
-                    missing.add(blob)
-                    why = f"note object {blob[:12]} is missing; not read"
-                    unreadable.append(UnreadableNote(commit, name, why))
-                elif isinstance(entry, str):
-                    unreadable.append(UnreadableNote(commit, name, entry))
-                else:
-                    readable.append((blob, entry))
-            if len(readable) == 1:
-                blob, (summaries, invalid) = readable[0]
-                commits[commit] = NotesOn((blob,), summaries, invalid)
-            elif readable:
-                ids = tuple(blob for blob, _ in readable)
-                note = self.blobs.note(ids)
-                commits[commit] = NotesOn(ids, summarise(note), note.invalid)
+            notes = {held: first} if isinstance(held, str) else held
+            on = self._united(commit, notes, self._cached_entry, unreadable, missing)
+            if on is not None:
+                commits[commit] = on
         self._current_blobs = BlobIds(
             blob for held in found.values() for blob in ((held,) if isinstance(held, str) else held)
         )
@@ -308,14 +294,87 @@ class NotesReader:
         self._disk_cache = self._documents = None
         return dropped
 
-    def _blob_entry(self, blob: str, cache: ReadCache) -> BlobEntry | None:
-        """A note's summaries (or why it is unreadable); None when its blob is not here."""
+    def _united(
+        self,
+        commit: str,
+        held: dict[str, str],
+        entry_of: Callable[[str], BlobEntry | None],
+        unreadable: list[UnreadableNote],
+        missing: set[str],
+    ) -> NotesOn | None:
+        """One commit's notes (blob -> the first ref holding it) as one: the summaries of
+        the readable ones (`entry_of` each blob); each unreadable or missing one added to
+        `unreadable` (and `missing`). None when none is readable."""
+        readable: list[tuple[str, tuple[tuple[Summary, ...], int]]] = []
+        for blob, name in held.items():
+            entry = entry_of(blob)
+            if entry is None:
+                missing.add(blob)
+                why = f"note object {blob[:12]} is missing; not read"
+                unreadable.append(UnreadableNote(commit, name, why))
+            elif isinstance(entry, str):
+                unreadable.append(UnreadableNote(commit, name, entry))
+            else:
+                readable.append((blob, entry))
+        if len(readable) == 1:
+            blob, (summaries, invalid) = readable[0]
+            return NotesOn((blob,), summaries, invalid)
+        if not readable:
+            return None
+        ids = tuple(blob for blob, _ in readable)
+        note = self.blobs.note(ids)
+        return NotesOn(ids, summarise(note), note.invalid)
+
+    def _cached_entry(self, blob: str) -> BlobEntry | None:
+        """A note's summaries (or why it is unreadable) from the read cache, or parsed and
+        kept there; None when its blob is not here."""
+        cache = self._read_cache()
         entry = cache.blobs.get(blob)
         if entry is None:
             entry = _entry(self.blobs, blob)
             if entry is not None:
                 cache.put_blob(blob, entry)
         return entry
+
+    def _parsed_entry(self, blob: str) -> BlobEntry | None:
+        """The same, parsed (for a few notes of many: the read cache is not loaded whole)."""
+        return _entry(self.blobs, blob)
+
+    def listing(self) -> Listing | None:
+        """The notes of every notes ref as the trees list them (no note read), from the
+        listings the read cache keeps or git gives; None when a tree is listed by neither
+        (`read_notes` walks it)."""
+        cache = self._read_cache()
+        found: list[tuple[str, str, str]] = []
+        for name, target, tree_id in self._trees():
+            flat = cache.trees.get(tree_id)
+            if flat is None and self._plain is not None:
+                flat = self._plain.tree_notes(tree_id)
+            if flat is None:
+                return None
+            found.append((name, target, flat))
+        return Listing(tuple(found))
+
+    def notes_of(self, listing: Listing, commits: Collection[str]) -> NoteSet:
+        """The notes of these commits of `listing`, as `read_notes` reads them: for a few
+        commits of many, each read alone (parsed, not the read cache loaded whole); an
+        object not here is counted in `missing`."""
+        held: dict[str, dict[str, str]] = {}
+        for name, _, flat in listing.refs:
+            for at in range(0, len(flat), 80):  # no pair made per note: most are not wanted
+                if flat[at : at + 40] in commits:
+                    notes = held.setdefault(flat[at : at + 40], {})
+                    notes.setdefault(flat[at + 40 : at + 80], name)
+        self.blobs.prefetch([blob for notes in held.values() for blob in notes])
+        found: dict[str, NotesOn] = {}
+        unreadable: list[UnreadableNote] = []
+        missing: set[str] = set()
+        for commit, notes in held.items():
+            on = self._united(commit, notes, self._parsed_entry, unreadable, missing)
+            if on is not None:
+                found[commit] = on
+        targets = {name: target for name, target, _ in listing.refs}
+        return NoteSet(found, tuple(unreadable), targets, len(missing))
 
     def _trees(self) -> list[tuple[str, str, str]]:
         """Each notes ref, its target and the id of that commit's tree."""
@@ -453,6 +512,16 @@ class BlobIds(Collection[str]):
             else:
                 high = middle
         return False
+
+
+class Listing(NamedTuple):
+    """Each notes ref's name, its target and its notes, as `ReadCache.trees` keeps them."""
+
+    refs: tuple[tuple[str, str, str], ...]
+
+    def commits(self) -> set[str]:
+        """Every annotated object."""
+        return {flat[at : at + 40] for *_, flat in self.refs for at in range(0, len(flat), 80)}
 
 
 class Plain(NamedTuple):

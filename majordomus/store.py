@@ -32,6 +32,7 @@ from majordomus.location import open_repository
 from majordomus.notesread import (
     REMOTE_NOTES_SUFFIX,
     Fetcher,
+    Listing,
     NotesReader,
     Plain,
 )
@@ -524,6 +525,15 @@ class Store:
         """Every note of every notes ref, read in one pass (through the read cache);
         `shown`: the notes the caller shows whole next (see NotesReader.read_notes)."""
         return self.reader.read_notes(shown=shown)
+
+    def note_listing(self) -> Listing | None:
+        """The notes of every notes ref as their trees list them, no note read; None when
+        only a full read can tell (see NotesReader.listing)."""
+        return self.reader.listing()
+
+    def notes_of(self, listing: Listing, commits: Collection[str]) -> NoteSet:
+        """The notes of some commits of a `note_listing`, as `read_notes` reads them."""
+        return self.reader.notes_of(listing, commits)
 
     def is_partial(self) -> bool:
         """Whether git may have left objects out of this clone (a promisor remote is set)."""

@@ -884,3 +884,87 @@ def test_a_record_with_copies_is_orphaned_only_when_rev_reaches_none_of_them(
     assert adoption["commit"] == squash and set(adoption["from"]) == both
     assert [r["id"] for r in adoption["records"]] == [first["id"]]
     assert adoption["records"][0]["commit"] == squash
+
+
+def test_adopt_reads_only_the_notes_rev_does_not_reach_and_answers_as_a_fresh_read(
+    feature_template: Feature,
+    tmp_path: Path,
+    environ: dict[str, str],
+    clock: Clock,
+    monkeypatch: Any,
+) -> None:
+    """Once a read has listed the notes trees, adopt reads the notes on commits REV does not
+    reach and none of the others: in a teammate's clone (its records on two refs, local and
+    remote-tracking) after a squash merge, with records on main and on a merged side branch,
+    a line a person appended to a note with plain git, an amended commit whose note was
+    copied (so which copy a read lists depends on the revision), and another branch checked
+    out while REV is main. Its answers, from REV and from HEAD, are those it gives after
+    `doctor --drop-cache`, and the orphans are what git's own listing says."""
+    from majordomus.blobs import NoteBlobs
+    from majordomus.cache import blob_entry
+
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    mate.git("config", "notes.rewriteRef", "refs/notes/majordomus")
+    for n in range(6):
+        mate.commit(f"main {n}", {"main.txt": f"{n}\n"})
+        assert mate.run("checkpoint", "--task", feature.task, f"on main {n}").code == 0
+    mate.git("checkout", "-q", "-b", "side", "HEAD~3")
+    mate.commit("side work", {"side.txt": "s\n"})
+    assert mate.run("checkpoint", "--task", feature.task, "on the side").code == 0
+    mate.git("checkout", "-q", "main")
+    mate.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    mate.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD~1")
+    mate.git("checkout", "-q", "-b", "elsewhere", "HEAD~2")
+    mate.commit("to be amended", {"e.txt": "e\n"})
+    assert mate.run("checkpoint", "--task", feature.task, "amended next").code == 0
+    mate.git("commit", "-q", "--amend", "-m", "amended")  # the note is copied
+    assert mate.run("history", "--all").code == 0  # the trees are listed: a warm clone
+
+    parsed: set[str] = set()
+    parse = NoteBlobs.parse
+
+    def counted(self: NoteBlobs, blob_id: str, *, keep: bool = True) -> Any:
+        parsed.add(blob_id)
+        return parse(self, blob_id, keep=keep)
+
+    monkeypatch.setattr(NoteBlobs, "parse", counted)
+    summarised: list[object] = []  # summaries made from the read cache
+
+    def from_cache(value: object) -> Any:
+        summarised.append(value)
+        return blob_entry(value)
+
+    monkeypatch.setattr("majordomus.cache.blob_entry", from_cache)
+    listed = [line.split() for line in mate.git("notes", "--ref=majordomus", "list").splitlines()]
+    answers = []
+    for rev in ("main", "HEAD"):
+        parsed.clear()
+        answers.append(as_json(mate, "adopt", "--dry-run", *(["main"] if rev == "main" else [])))
+        reached = set(mate.git("rev-list", rev).split())
+        unreached = {blob for blob, commit in listed if commit not in reached}
+        # None of the notes REV reaches (from main: 9, the one edited by hand included).
+        assert parsed and parsed <= unreached, rev
+        # Which copy of the amended record a read from main lists is not what the views
+        # (made for HEAD) hold: that one read is of every note; from HEAD, of none.
+        assert bool(summarised) == (rev == "main")
+        summarised.clear()
+        assert len(unreached) < len(listed) - 4
+    monkeypatch.setattr(NoteBlobs, "parse", parse)
+    from_main, from_head = answers
+    # From main, the amended commit's records and the original's are one orphan, which
+    # lands nowhere; the feature's three land on the squash.
+    ((onto, how, sources, ids),) = adopted_map(from_main)
+    assert (onto, how, set(sources), set(ids)) == (
+        squash,
+        "squash",
+        {feature.c1, feature.c2},
+        feature.ids,
+    )
+    # From HEAD: the feature's, main's newest and the side branch's (merged after HEAD).
+    assert from_main["orphaned"] == 4 and from_head["orphaned"] == 5
+    assert mate.run("doctor", "--drop-cache").code in (0, 1)
+    assert as_json(mate, "adopt", "--dry-run", "main") == from_main
+    assert mate.run("doctor", "--drop-cache").code in (0, 1)
+    assert as_json(mate, "adopt", "--dry-run") == from_head
