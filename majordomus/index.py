@@ -26,9 +26,12 @@ Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its comm
 
 
 def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:
-    """By `at`, then graph order (children first), then position in the note, newest first.
-    (Two stable sorts, the second by `at` alone: cheaper than one by a key of three.)"""
-    ordered = sorted(items, key=lambda item: (order_of(item.commit), -item.summary.position))
+    """By `at`, then graph order (children first), then position in the note, newest first;
+    records nothing of that orders (on two commits REV does not reach, in one second) by
+    commit id, whatever order they were found in. (Stable sorts, each by one key: cheaper
+    than one sort by a key of four.)"""
+    ordered = sorted(items, key=_commit)
+    ordered.sort(key=lambda item: (order_of(item.commit), -item.summary.position))
     ordered.sort(key=_at, reverse=True)  # a stable sort, reversed or not
     return ordered
 
@@ -42,6 +45,7 @@ def newest_copy(copies: Sequence[Listed], store: Store) -> Listed:
 
 
 _at: Callable[[Listed], float] = operator.attrgetter("summary.at")  # C: no call of ours
+_commit: Callable[[Listed], str] = operator.attrgetter("commit")
 
 
 class Index:
@@ -354,14 +358,23 @@ class Views:
     """Per-task indexes for the current state of the notes refs, from the view cache when
     it describes exactly this state, else built from a full read and cached."""
 
-    def __init__(self, store: Store, *, writing: bool = False, shown: Shown | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        writing: bool = False,
+        shown: Shown | None = None,
+        every: bool = False,
+    ) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
         of the state it makes: views carried over to the current state are only staged.
         `shown`: the notes the command shows whole next (a task's), kept as they are
-        parsed when the views are built from every note."""
+        parsed when the views are built from every note. `every`: the command reads
+        every task (`whole`): an index of every note made by a full read is kept."""
         self._store = store
         self._shown = shown
         self._writing = writing
+        self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
         self._unwritten: dict[str, tuple[tuple[Row, ...], tuple[str, ...]]] = {}
         self._cache = ViewCache(store.commondir / VIEWS_FILE_NAME)
@@ -396,7 +409,7 @@ class Views:
         meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
         if not noteset.missing:  # objects still to arrive: nothing to remember
             key = f"{self._key}@{self._head}" if full.has_copies else self._key
-            if self._cache.put(key, meta, _build(full), base=False):
+            if self._cache.put(key, meta, _build(full), base=False) and not self._every:
                 # Written: each task's index is read from its view, as the next command
                 # reads it, and every record of every task is let go (at 100,000 notes,
                 # ~90 MiB no longer held while the graph is walked).
@@ -519,6 +532,28 @@ class Views:
     def invalid(self) -> int:
         """Invalid parts and records over every note of this state."""
         return self._meta[0]
+
+    def whole(self, rev: str | None = None) -> Index:
+        """Every task's records in one index, read from REV (HEAD): from the views when they
+        list the copies a read from REV lists (at 100,000 notes, 10,000 rows read rather
+        than every note's summaries), else from a read of every note."""
+        at_head = rev is None or rev == self._head
+        if self.full is not None and at_head:
+            return self.full
+        if self.full is None and (at_head or not self.dependent_on_head):
+            try:
+                rows: list[Row] = []
+                resolved: set[str] = set()
+                for task in self.task_ids:
+                    task_rows, task_resolved = self._view(task)
+                    rows += task_rows
+                    resolved.update(task_resolved)
+            except (PartMissing, ValueError, TypeError, EOFError):
+                pass  # a part lost: read from the notes below
+            else:
+                return Index.of_view(self._store, rows, resolved, self.task_ids, self.invalid, rev)
+        noteset = self._noteset or self._store.read_notes(shown=self._shown)
+        return Index(noteset, self._store, rev=rev)
 
     def listed(self, tasks: Iterable[str], rev: str | None = None) -> Iterator[Listed]:
         """The records of these tasks, each once, as a read from REV (HEAD) lists it: from

@@ -495,7 +495,7 @@ def history(
         # Every record shown whole (no --limit): a first read keeps each note it parses.
         # (The note set is the index's alone: it lets go of what it has made its own.)
         every = every_note if limit is None else None
-        task_id, index = None, Index(store.read_notes(shown=every), store, rev=commit)
+        task_id, index = None, Views(store, shown=every, every=True).whole(commit)
     chosen = index.records if task_id is None else index.of_task(task_id)
     if limit is None:
         # Every record is shown whole: the notes the document cache lacks are parsed now,

@@ -252,6 +252,7 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
     mine = repo.run("history", "--task", task, "--json").out
     git_dir = repo.path / ".git"
     repo.run("history", "--json")  # a second read parses nothing new: it fills the caches
+    repo.run("doctor")  # reads every note (the histories read the views the writes kept)
     names = {*CACHES, VIEWS_FOLDER_NAME, "majordomus-task"}
     assert {p.name for p in git_dir.glob("majordomus-*")} == names
     assert repo.git("status", "--porcelain", "--ignored") == ""
@@ -404,6 +405,7 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     repo.run("handover", "-o", "o", "-s", "s", "-n", "n")
     mine = repo.run("history", "--task", task, "--all", "--json").out
     every = repo.run("history", "--json").out
+    repo.run("doctor")  # reads every note (the histories read the views the writes kept)
     git_dir = repo.path / ".git"
     versions = {name: head_of(git_dir / name)[0] for name in CACHES}
     assert all(str(v).startswith(f"majordomus {__version__} ") for v in versions.values())
@@ -1239,3 +1241,79 @@ def test_texts_that_cannot_be_read_are_not_given_and_another_encoder_s_are_never
     monkeypatch.setattr(cache_module, "_sample_text", lambda: "00000000")
     other = DocumentCache(path)
     assert dict(other.texts_many(notes)) == {} and dict(other.get_many(notes)) == {}
+
+
+def test_history_of_every_task_is_read_from_the_views_and_answers_as_a_fresh_read(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history of every task reads the per-task views the writes kept, not every note's
+    summaries: in a second clone behind a bare remote (records on its own ref and the
+    remote-tracking one), with two tasks, a merge, a note a person appended to with git,
+    another branch checked out, and several records in one second on commits the branch
+    does not reach (ordered by commit id, whichever way they were found). With a copy of a
+    record (an amend), read from a REV other than HEAD, every note is read instead. Every
+    answer equals the one after `doctor --drop-cache`."""
+    from majordomus import cache as cache_module
+
+    remote, alice = seeded(tmp_path, environ, clock)
+    first = alice.task("first")
+    for n in range(4):
+        alice.commit(f"a{n}")
+        assert alice.run("checkpoint", f"alice {n}").code == 0  # one second: clock unmoved
+    assert alice.run("push").code == 0
+    alice.git("push", "-q", "origin", "main")
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    second = bob.task("second")
+    bob.git("checkout", "-q", "-b", "side", "HEAD~2")
+    for n in range(3):
+        bob.commit(f"s{n}")
+        assert bob.run("checkpoint", "--task", second, f"side {n}").code == 0
+    bob.git("checkout", "-q", "main")
+    bob.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    assert bob.run("handover", "--task", first, "-o", "o", "-s", "s", "-n", "n").code == 0
+    bob.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD~1")
+    clock.advance(5)
+    alice.commit("later")
+    assert alice.run("checkpoint", "alice later").code == 0
+    assert alice.run("push").code == 0
+    bob.git("fetch", "-q", "origin", "+refs/notes/majordomus:refs/notes/remotes/origin/majordomus")
+    bob.git("checkout", "-q", "-b", "elsewhere", "HEAD~3")
+    commands = [
+        ("history", "--json"),
+        ("history", "--all", "--json"),
+        ("history", "main", "--json"),
+    ]
+
+    def fresh(argv: tuple[str, ...]) -> str:
+        assert bob.run("doctor", "--drop-cache").code in (0, 1)
+        return bob.run(*argv).out
+
+    def warm(argv: tuple[str, ...]) -> tuple[str, int]:
+        bob.run("history", "--task", first)  # the views of this state are kept
+        summarised: list[object] = []
+
+        def counted(value: object) -> Any:
+            summarised.append(value)
+            return blob_entry(value)
+
+        blob_entry = cache_module.blob_entry
+        monkeypatch.setattr(cache_module, "blob_entry", counted)
+        out = bob.run(*argv).out
+        monkeypatch.setattr(cache_module, "blob_entry", blob_entry)
+        return out, len(summarised)
+
+    for argv in commands:
+        out, summarised = warm(argv)
+        assert json.loads(out)["records"] and summarised == 0, argv
+        assert out == fresh(argv), argv
+    listed = json.loads(bob.run("history", "--all", "--json").out)["records"]
+    tied = [r["commit"] for r in listed if r["at"] == listed[-1]["at"]]
+    assert len(tied) > 3 and len(set(tied)) > 1
+    bob.git("config", "notes.rewriteRef", "refs/notes/majordomus")
+    assert bob.run("checkpoint", "--task", second, "amended next").code == 0
+    bob.git("commit", "-q", "--amend", "--allow-empty", "-m", "amended")  # a copy of it
+    for argv in commands:
+        out, summarised = warm(argv)
+        assert bool(summarised) == (argv[1] == "main"), argv  # from main: every note is read
+        assert out == fresh(argv), argv
