@@ -126,7 +126,9 @@ def adopt(
 def _unreached(store: Store, rev: str) -> Mapping[str, NotesOn]:
     """The notes on commits REV does not reach: from the notes trees' listings and the
     order of REV, with only those notes read when the listings are at hand (at 100,000
-    notes, a few read rather than every one summarised), else from a read of every note."""
+    notes, a few read rather than every one summarised), else from a read of every note.
+    (In a partial clone those few are here: the views `adopt` made first exist only for a
+    state whose every note object was here, the read that made them fetched the others.)"""
     listing = store.note_listing()
     if listing is None:
         notes = store.read_notes().commits

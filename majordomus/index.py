@@ -388,6 +388,7 @@ class Views:
         self.full: Index | None = None  # the index of every task, while it is kept
         self.full_read = False  # whether this state's views were built from every note
         self._noteset: NoteSet | None = None
+        self._at_rev: tuple[str | None, Index] | None = None  # every note, read from a REV
         meta = self._cache.get(self._key)
         if meta is None and head is not None:
             # Built where copies exist: which copy a read lists depends on HEAD.
@@ -533,58 +534,46 @@ class Views:
         """Invalid parts and records over every note of this state."""
         return self._meta[0]
 
+    def index(self, task: str, rev: str | None = None) -> Index:
+        """The index of one task, read from REV (HEAD) (see `_index_of`)."""
+        return self._index_of((task,), rev)
+
     def whole(self, rev: str | None = None) -> Index:
-        """Every task's records in one index, read from REV (HEAD): from the views when they
-        list the copies a read from REV lists (at 100,000 notes, 10,000 rows read rather
-        than every note's summaries), else from a read of every note."""
+        """Every task's records in one index, read from REV (HEAD): at 100,000 notes,
+        10,000 rows of the views read rather than every note's summary."""
+        return self._index_of(self.task_ids, rev)
+
+    def listed(self, tasks: Collection[str], rev: str | None = None) -> Iterator[Listed]:
+        """The records of these tasks, each once, as a read from REV (HEAD) lists it."""
+        index = self._index_of(tasks, rev)
+        for task in tasks:
+            yield from index.of_task(task)
+
+    def _index_of(self, tasks: Iterable[str], rev: str | None) -> Index:
+        """An index holding the records of these tasks, read from REV (HEAD): from their
+        views when these list the copies a read from REV lists, else the index of every
+        note (one per REV, however many times it is asked for)."""
         at_head = rev is None or rev == self._head
-        if self.full is not None and at_head:
-            return self.full
         if self.full is None and (at_head or not self.dependent_on_head):
             try:
                 rows: list[Row] = []
                 resolved: set[str] = set()
-                for task in self.task_ids:
+                for task in tasks:
                     task_rows, task_resolved = self._view(task)
                     rows += task_rows
                     resolved.update(task_resolved)
             except (PartMissing, ValueError, TypeError, EOFError):
-                pass  # a part lost: read from the notes below
-            else:
-                return Index.of_view(self._store, rows, resolved, self.task_ids, self.invalid, rev)
-        noteset = self._noteset or self._store.read_notes(shown=self._shown)
-        return Index(noteset, self._store, rev=rev)
-
-    def listed(self, tasks: Iterable[str], rev: str | None = None) -> Iterator[Listed]:
-        """The records of these tasks, each once, as a read from REV (HEAD) lists it: from
-        their views, or one index of every note where the copy listed depends on REV."""
-        if rev not in (None, self._head) and (self.dependent_on_head or self.full is not None):
-            full = Index(self._noteset or self._store.read_notes(), self._store, rev=rev)
-            for task in tasks:
-                yield from full.of_task(task)
-            return
-        for task in tasks:
-            yield from self.index(task, rev).of_task(task)
-
-    def index(self, task: str, rev: str | None = None) -> Index:
-        """The index of one task, read from REV (HEAD): from its cached view, or the
-        index of every task when a full read was made anyway or is needed."""
-        at_head = rev is None or rev == self._head
-        if self.full is None and not (self.dependent_on_head and not at_head):
-            try:
-                rows, resolved = self._view(task)
-            except (PartMissing, ValueError, TypeError, EOFError):
                 self._read_everything()  # a part lost: read from the notes, and cached again
             else:
-                return Index.of_view(
-                    self._store, rows, set(resolved), self.task_ids, self._meta[0], rev
-                )
+                return Index.of_view(self._store, rows, resolved, self.task_ids, self.invalid, rev)
         if self.full is not None and at_head:
             return self.full
-        # The copy a read lists depends on REV: choose again from everything.
-        if self._noteset is None:
-            self._noteset = self._store.read_notes()
-        return Index(self._noteset, self._store, rev=rev)
+        # The copy a read lists depends on REV: chosen again from everything.
+        if self._at_rev is None or self._at_rev[0] != rev:
+            if self._noteset is None:
+                self._noteset = self._store.read_notes(shown=self._shown)
+            self._at_rev = (rev, Index(self._noteset, self._store, rev=rev))
+        return self._at_rev[1]
 
     def _view(self, task: str) -> tuple[tuple[Row, ...], tuple[str, ...]]:
         unwritten = self._unwritten.get(task)
