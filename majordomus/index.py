@@ -141,11 +141,11 @@ class Index:
             self._store.prefetch(list(blobs))  # while libgit2 is not loaded)
             return
 
-        def newest_first() -> Iterator[str]:  # asked for only when notes are kept anew
+        def blobs_newest_first() -> Iterator[str]:  # asked for only when notes are kept anew
             for item in sorted(items, key=_at, reverse=True):
                 yield from self._blobs_of(item)
 
-        self._store.preload(blobs, newest_first())
+        self._store.preload(blobs, blobs_newest_first())
 
     def load(self, items: Iterable[Listed]) -> None:
         """The notes of a part of the records shown, read in one go before each is located
