@@ -127,16 +127,20 @@ def _unreached(store: Store, rev: str) -> Mapping[str, NotesOn]:
     """The notes on commits REV does not reach: from the notes trees' listings and the
     order of REV, with only those notes read when the listings are at hand (at 100,000
     notes, a few read rather than every one summarised), else from a read of every note.
-    (In a partial clone those few are here: the views `adopt` made first exist only for a
-    state whose every note object was here, the read that made them fetched the others.)"""
+    Those few are here as a rule (the views `adopt` read first are kept only for a state
+    whose every note object was here); one that is not (lost since) sends it to the read
+    of every note, which fetches it from the promisor remote or stops (exit 3): never a
+    record left out as if REV reached it."""
     listing = store.note_listing()
-    if listing is None:
-        notes = store.read_notes().commits
-        reachable = store.graph().order(rev, notes.keys())
-        return {c: on for c, on in notes.items() if c not in reachable}
-    commits = listing.commits()
-    commits.difference_update(store.graph().order(rev, commits))
-    return store.notes_of(listing, commits).commits
+    if listing is not None:
+        commits = listing.commits()
+        commits.difference_update(store.graph().order(rev, commits))
+        found = store.notes_of(listing, commits)
+        if not found.missing:
+            return found.commits
+    notes = store.read_notes().commits
+    reachable = store.graph().order(rev, notes.keys())
+    return {c: on for c, on in notes.items() if c not in reachable}
 
 
 class _Branch(NamedTuple):

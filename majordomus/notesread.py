@@ -135,12 +135,29 @@ class NotesReader:
             reason = failure or "it did not send them"
             noteset, missing = self._read_present(shown)
         if missing:
-            raise RepositoryError(
-                f"{len(missing)} note object(s) are missing from this partial clone and "
-                f"{remote} did not send them ({reason}); check that {remote} is reachable, "
-                f"then run majordomus fetch {remote}."
-            )
+            raise RepositoryError(_unsent(len(missing), remote, reason))
         return noteset
+
+    def fetch_lost(self, blob: str) -> None:
+        """A note object an earlier read summarised (its summary is kept by id) that is not
+        here now: fetched from the promisor remote of a partial clone, with every other
+        note object of this read lost likewise, in one batch; when it cannot be, or the
+        clone is not partial, the command stops (exit 3) with what to run."""
+        if not self.is_partial():
+            raise RepositoryError(
+                f"note object {blob[:12]} is missing from this clone, though an earlier "
+                f"read found it; run majordomus doctor to see what else is missing, then "
+                f"majordomus doctor --drop-cache to read every note afresh."
+            )
+        remote, reason = "the promisor remote", "majordomus did not ask it"
+        if self.fetch_missing is not None:
+            odb = self.repo.odb
+            lost = [blob, *(b for b in self._current_blobs if b != blob and not odb.exists(b))]
+            remote, failure = self.fetch_missing(lost)
+            reason = failure or "it did not send them"
+            if self.repo.odb.exists(blob):
+                return
+        raise RepositoryError(_unsent(1, remote, reason))
 
     def _read_present(self, shown: Shown | None) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
@@ -557,6 +574,14 @@ def _run(joined: str, count: int, k: int) -> list[str]:
 def _ids(joined: str) -> Iterator[str]:
     """The object ids of a string of them end to end."""
     return (joined[at : at + 40] for at in range(0, len(joined), 40))
+
+
+def _unsent(count: int, remote: str, reason: str) -> str:
+    return (
+        f"{count} note object(s) are missing from this partial clone and {remote} did "
+        f"not send them ({reason}); check that {remote} is reachable, then run "
+        f"majordomus fetch {remote}."
+    )
 
 
 @contextlib.contextmanager

@@ -298,15 +298,17 @@ def history(result: HistoryResult, as_json: bool) -> str:
 def history_parts(result: HistoryResult, as_json: bool) -> Iterator[str]:
     """`history`'s text in parts, a thousand records each, to be written as they come:
     at 100,000 records neither the records as JSON values nor the whole text is ever
-    held at once. The parts joined are what `dumps` writes for the whole document."""
+    held at once. The parts joined are what `dumps` writes for the whole document. The
+    document's head goes with its first part: a command stopped while it made that part
+    (exit 3) has written nothing."""
     entries = result.entries
     if as_json:
-        yield f'{{\n  "rev": {escaped(encode_string(result.rev))},\n  "records": '
+        head = f'{{\n  "rev": {escaped(encode_string(result.rev))},\n  "records": '
         if not entries:
-            yield "[]"
+            yield head + "[]"
         for start in range(0, len(entries), HISTORY_PART):
             part = _history_items(entries[start : start + HISTORY_PART])
-            yield ("[" if start == 0 else ",") + ITEM + escaped(part)
+            yield (head + "[" if start == 0 else ",") + ITEM + escaped(part)
         if entries:
             yield "\n  ]"
         yield f',\n  "invalid": {result.invalid},\n  "hidden": {result.hidden}\n}}'

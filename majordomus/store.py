@@ -540,8 +540,13 @@ class Store:
         return self.reader.is_partial()
 
     def note(self, blobs: Sequence[str]) -> Note:
-        """The united note of readable blobs, parsed (once per process)."""
-        return self.blobs.note(blobs)
+        """The united note of readable blobs, parsed (once per process). A blob a read
+        cache summarised that is not here any more is fetched first (`fetch_lost`)."""
+        try:
+            return self.blobs.note(blobs)
+        except MissingObjectError as error:
+            self.reader.fetch_lost(error.object_id)
+            return self.blobs.note(blobs)
 
     def notes_on(
         self, commit: str, targets: Mapping[str, str] | None = None

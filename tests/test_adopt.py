@@ -22,6 +22,7 @@ from majordomus.records import parse_note
 from majordomus.store import Store
 from tests.conftest import START, Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, seeded
+from tests.support.git import lose_object
 
 
 def git_at(repo: Repo, *args: str) -> str:
@@ -968,3 +969,34 @@ def test_adopt_reads_only_the_notes_rev_does_not_reach_and_answers_as_a_fresh_re
     assert as_json(mate, "adopt", "--dry-run", "main") == from_main
     assert mate.run("doctor", "--drop-cache").code in (0, 1)
     assert as_json(mate, "adopt", "--dry-run") == from_head
+
+
+def test_adopt_in_a_partial_clone_reads_again_an_orphaned_note_that_went_missing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
+) -> None:
+    """The views `adopt` reads are of a state whose every note object was here; when one
+    of the few notes it then reads alone is not (an object lost since), it reads every
+    note as any read does: the promisor remote sends the object and the answer is the one
+    it gave before, never a record silently left out as not orphaned."""
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    subprocess.run(
+        ["git", f"--git-dir={feature.remote}", "config", "uploadpack.allowFilter", "true"],
+        env=environ,
+        check=True,
+    )
+    partial = clone(
+        f"file://{feature.remote}", tmp_path / "partial", environ, clock, "--filter=blob:none"
+    )
+    assert partial.run("fetch").code == 0
+    before = as_json(partial, "adopt", "--dry-run")
+    assert adopted_map(before) == [
+        (squash, "squash", [feature.c1, feature.c2], sorted(feature.ids))
+    ]
+    # The object of the note on c1 lost since (the promisor remote still has it).
+    blob = partial.git("notes", "--ref=majordomus", "list", feature.c1).strip()
+    lose_object(partial.path, environ, blob)
+    assert not partial.pygit.odb.exists(blob)
+    result = as_json(partial, "adopt", "--dry-run")
+    assert adopted_map(result) == adopted_map(before)
+    assert result["invalid"] == 0

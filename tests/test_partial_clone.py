@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, git, seeded
+from tests.support.git import lose_object
 
 NOTES = "refs/notes/majordomus"
 TRACKING = "refs/notes/remotes/origin/majordomus"
@@ -357,3 +358,44 @@ def test_views_kept_in_a_partial_clone_meet_a_plain_git_fetch(
     assert "written after bob's read" in bodies
     bob.drop_caches()
     assert ok(bob, "history", "--task", task, "--all", "--json") == result.out
+
+
+def test_a_note_object_lost_after_a_read_is_fetched_again_or_named(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> None:
+    """The read caches keep what a note holds by its blob id. When that blob is gone later,
+    a read that shows its records fetches it from the promisor remote and answers as
+    before; a clone that cannot fetch it stops (exit 3, one sentence saying what to run,
+    the notes ref untouched), never a traceback nor records shown blank; and after
+    `doctor --drop-cache` it answers what a fresh read answers."""
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    ok(bob, "fetch")
+    assert answers(bob) == template.answers  # the read caches made
+    text = ok(bob, "history", "--all")
+    blob = bob.git("notes", "--ref=majordomus", "list", "HEAD").strip()
+    lose_object(bob.path, environ, blob)
+    assert not bob.pygit.odb.exists(blob)
+    assert ok(bob, "history", "--all") == text
+    assert answers(bob) == template.answers
+    assert bob.pygit.odb.exists(blob)
+    # The same loss where no remote can send it: not a promisor any more.
+    lose_object(bob.path, environ, blob)
+    bob.git("config", "remote.origin.promisor", "false")
+    ref = bob.notes_ref()
+    for argv in (("history", "--all"), ("history", "--all", "--json"), ("check", "--all")):
+        result = bob.run(*argv)
+        assert (result.code, result.out) == (3, ""), argv
+        assert result.err == (
+            f"majordomus: note object {blob[:12]} is missing from this clone, though an "
+            f"earlier read found it; run majordomus doctor to see what else is missing, "
+            f"then majordomus doctor --drop-cache to read every note afresh.\n"
+        )
+    assert bob.notes_ref() == ref
+    assert bob.run("doctor", "--drop-cache").code == 1
+    # A fresh read: every record but those of the lost note, which counts as invalid.
+    fresh = json.loads(ok(bob, "history", "--all", "--json"))
+    before = json.loads(json.dumps(template.answers[0]))["records"]
+    lost = [r for r in before if r["commit"] == bob.head()]
+    assert lost and fresh["invalid"] == 1
+    assert fresh["records"] == [r for r in before if r not in lost]

@@ -55,6 +55,25 @@ def commit(path: Path, environ: Mapping[str, str], message: str) -> str:
     return git(path, environ, "rev-parse", "HEAD").strip()
 
 
+def lose_object(path: Path, environ: Mapping[str, str], object_id: str) -> None:
+    """One object gone from the clone at `path` (a damaged clone, or a partial one whose
+    promisor remote still has it): every pack made loose objects (moved aside, unpacked
+    by git), then that object's file deleted."""
+    objects = Path(git(path, environ, "rev-parse", "--git-path", "objects").strip())
+    objects = objects if objects.is_absolute() else path / objects
+    aside = objects / "aside"
+    aside.mkdir()
+    for pack in sorted((objects / "pack").glob("*.pack")):
+        kept = aside / pack.name
+        pack.rename(kept)
+        for other in (objects / "pack").glob(f"{pack.stem}.*"):
+            other.unlink()
+        git(path, environ, "unpack-objects", "-q", stdin=kept.read_bytes())
+        kept.unlink()
+    aside.rmdir()
+    (objects / object_id[:2] / object_id[2:]).unlink()
+
+
 def add_worktrees(clone: Path, environ: Mapping[str, str], count: int) -> list[Path]:
     """`count` linked work trees of `clone`, each on its own branch with its own commit."""
     trees = []
