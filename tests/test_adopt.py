@@ -149,6 +149,13 @@ class Feature:
         self.host.git("push", "-q", "origin", "main")
         self.host.git("push", "-q", "origin", "--delete", "feature")
 
+    def partial_clone(self) -> Repo:
+        """A blobless clone of the remote (file://, so that the filter is honoured)."""
+        setting = ["config", "uploadpack.allowFilter", "true"]
+        subprocess.run(["git", f"--git-dir={self.remote}", *setting], env=self.environ, check=True)
+        url, path = f"file://{self.remote}", self.tmp_path / "partial"
+        return clone(url, path, self.environ, self.clock, "--filter=blob:none")
+
     def teammate(self, name: str = "teammate", branch_gone: bool = True) -> Repo:
         """A fresh clone of the remote, records fetched: the branch's commits never were here."""
         mate = clone(f"file://{self.remote}", self.tmp_path / name, self.environ, self.clock)
@@ -764,14 +771,7 @@ def test_adopt_in_a_partial_clone(
     squash = feature.squash_merge()
     feature.host.commit("later", {"queue.py": "retry = 2\nack = True\n"})
     feature.host.git("push", "-q", "origin", "main")
-    subprocess.run(
-        ["git", f"--git-dir={feature.remote}", "config", "uploadpack.allowFilter", "true"],
-        env=environ,
-        check=True,
-    )
-    partial = clone(
-        f"file://{feature.remote}", tmp_path / "partial", environ, clock, "--filter=blob:none"
-    )
+    partial = feature.partial_clone()
     missing = partial.git("rev-list", "--objects", "--missing=print", "HEAD")
     assert f"?{partial.git('rev-parse', f'{squash}:queue.py').strip()}" in missing.split()
     # The records' objects, fetched without the clone's filter (git's own way).
@@ -980,14 +980,7 @@ def test_adopt_in_a_partial_clone_reads_again_an_orphaned_note_that_went_missing
     it gave before, never a record silently left out as not orphaned."""
     feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
-    subprocess.run(
-        ["git", f"--git-dir={feature.remote}", "config", "uploadpack.allowFilter", "true"],
-        env=environ,
-        check=True,
-    )
-    partial = clone(
-        f"file://{feature.remote}", tmp_path / "partial", environ, clock, "--filter=blob:none"
-    )
+    partial = feature.partial_clone()
     assert partial.run("fetch").code == 0
     before = as_json(partial, "adopt", "--dry-run")
     assert adopted_map(before) == [
