@@ -252,7 +252,8 @@ class GraphCache(CacheFile):
     name immutable history, so an answer stays true (a shallow clone keeps nothing)."""
 
     # Ranks follow git's own order across merges (an older layout derived them).
-    FORMAT = "graph:revs reach:(rank-in-rev-list,checked) labels:(label,ahead,behind)"
+    # Never written while git reads the history through replacements (graph.CommitGraph).
+    FORMAT = "graph:revs reach:(rank-in-rev-list,checked) labels:(label,ahead,behind) unreplaced"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)

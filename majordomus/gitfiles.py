@@ -188,6 +188,12 @@ class Refs:
             names += [f"{relative}/{f}" for f in files if not f.endswith(".lock")]
         return names
 
+    def has_under(self, prefix: str) -> bool:
+        """Whether any ref, loose or packed, is named under `prefix` (`refs/replace/`)."""
+        if self._loose_under(prefix):
+            return True
+        return b" " + prefix.encode("utf-8", "replace") in self._packed_lines()
+
     # packed-refs is searched, not parsed: after `git gc` it holds every tag and branch,
     # and a ref or two is all a command asks of it.
     def _packed_lines(self) -> bytes:

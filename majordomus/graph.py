@@ -61,6 +61,11 @@ class Source(Protocol):
         """The commits whose parents a shallow clone left out; empty in a complete clone."""
         ...
 
+    def history_replaced(self) -> bool:
+        """Whether git reads the history through replacements (replace refs, grafts): they
+        change what a commit's history is without changing its id."""
+        ...
+
     def ahead_behind(self, commit: str, base: str) -> tuple[int, int]:
         """(commits reachable from `commit` only, commits reachable from `base` only)."""
         ...
@@ -406,7 +411,10 @@ class CommitGraph:
     def __init__(self, source: Source, memory: Memory | None) -> None:
         self.source = source
         self._boundary: frozenset[str] | None = None
-        self.memory = memory if not self.boundary else None  # a cut graph is never kept
+        # A cut graph is never kept, nor one git reads through replacements: answers kept
+        # by commit id (for any history a commit id names) would then not be git's.
+        kept = not self.boundary and not source.history_replaced()
+        self.memory = memory if kept else None
         self._walked: Walked | None = None
         self._chains: dict[str, list[str]] = {}
         self._meeting_cache: dict[str, list[Meeting]] = {}

@@ -103,12 +103,14 @@ def _ids(store: Store, listing: str) -> dict[str, str]:
 
 def commit_fact(store: Store, commit: str) -> dict[str, Any]:
     """The `patch` field of a record written on `commit` ({} when it has no patch of its own):
-    computed once per commit, since a commit's diff never changes."""
-    cache = PatchCache(store.commondir / PATCH_FILE_NAME)
-    patch = cache.get(commit)
+    computed once per commit, since a commit's diff never changes (but where git reads the
+    history through replacements, which change a commit's parents: computed each time)."""
+    cache = None if store.history_replaced() else PatchCache(store.commondir / PATCH_FILE_NAME)
+    patch = None if cache is None else cache.get(commit)
     if patch is None:
         patch = ids_of_commits(store, [commit]).get(commit, "")
-        cache.put(commit, patch)
+        if cache is not None:
+            cache.put(commit, patch)
     return {"patch": patch} if patch else {}
 
 

@@ -374,6 +374,32 @@ class Store:
             line[7:].decode("ascii") for line in header.split(b"\n") if line.startswith(b"parent ")
         )
 
+    def history_replaced(self) -> bool:
+        """Whether git reads this history through replacements, as its rev-list and
+        merge-base do (so majordomus' answers, which come from them): a grafts file, or a
+        replace ref (under GIT_REPLACE_REF_BASE, else refs/replace/) unless
+        GIT_NO_REPLACE_OBJECTS is set or core.useReplaceRefs is false."""
+        grafts = self.environ.get("GIT_GRAFT_FILE") or str(self.commondir / "info" / "grafts")
+        if os.path.exists(grafts):
+            return True
+        if "GIT_NO_REPLACE_OBJECTS" in self.environ:
+            return False
+        base = self.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+        base = base if base.endswith("/") else base + "/"
+        refs = self._opened.refs
+        if refs is None and not (self.commondir / "reftable").exists():  # files, read here
+            found = gitfiles.Found(str(self.gitdir), str(self.workdir or ""), str(self.commondir))
+            refs = gitfiles.Refs(found)
+        if refs is not None:
+            if not refs.has_under(base):
+                return False
+        else:
+            listed = self.git("for-each-ref", "--count=1", "--format=%(refname)", base)
+            if not listed.stdout.strip():
+                return False
+        used = self.git("config", "--type=bool", "--get", "core.useReplaceRefs", check=False)
+        return used.stdout.strip() != "false"
+
     def shallow_boundary(self) -> frozenset[str]:
         if not self.is_shallow():
             return frozenset()

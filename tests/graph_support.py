@@ -94,6 +94,9 @@ class MemorySource:
     def shallow_boundary(self) -> frozenset[str]:
         return self.boundary & frozenset(self.cut)
 
+    def history_replaced(self) -> bool:
+        return False
+
     def ahead_behind(self, commit: str, base: str) -> tuple[int, int]:
         self.counts += 1
         mine, theirs = self._reach([commit]), self._reach([base])

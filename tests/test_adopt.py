@@ -226,6 +226,23 @@ def test_every_record_stores_its_commits_patch_id_as_git_computes_it(repo: Repo)
     assert "patch" not in as_json(repo, "checkpoint", "again on it")["record"]
 
 
+def test_a_records_patch_follows_a_graft_of_its_commit_as_git_computes_it(repo: Repo) -> None:
+    """A replacement changes a commit's parents, so its diff, for git: the patch id a record
+    states is git's own, before the graft, under it (nothing kept from before) and after."""
+    root = repo.head()
+    repo.task()
+    repo.commit("one", {"a.txt": "one\n"})
+    repo.commit("two", {"a.txt": "one\ntwo\n"})
+    first = as_json(repo, "checkpoint", "before the graft")["record"]["patch"]
+    assert first == git_patch_id(repo, "HEAD")
+    repo.git("replace", "--graft", "HEAD", root)
+    grafted = as_json(repo, "checkpoint", "under the graft")["record"]["patch"]
+    assert grafted == git_patch_id(repo, "HEAD") != first
+    assert as_json(repo, "checkpoint", "again")["record"]["patch"] == grafted
+    repo.git("replace", "-d", repo.head())
+    assert as_json(repo, "checkpoint", "after it")["record"]["patch"] == first
+
+
 def test_a_handover_stores_the_branch_it_closes(
     tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
 ) -> None:

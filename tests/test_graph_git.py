@@ -19,7 +19,7 @@ from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
 from majordomus.store import Store
 from tests.conftest import EMAIL, NAME, Clock, Repo
-from tests.support.repo import worked
+from tests.support.repo import clone, seeded, worked
 
 UNKNOWN = Divergence("unknown", None, None)
 
@@ -661,3 +661,92 @@ def test_history_with_a_limit_labels_what_it_shows_as_git_counts_it(repo: Repo) 
         expected = git_label(repo, handover_on, repo.head())
         assert (shown["label"], shown["ahead"], shown["behind"]) == tuple(expected)
         assert out["hidden"] == 70
+
+
+def answers_git_gives(repo: Repo) -> None:
+    """`history --all` and `history` hold git's answers: each handover's label is what
+    `git rev-list --left-right --count` and `git merge-base` give, and the records shown
+    without --all are those on commits `git rev-list HEAD` lists; and they are the answers
+    of a fresh read (every cache dropped), which leaves caches that answer the same."""
+
+    def history(*argv: str) -> dict[str, object]:
+        result = repo.run("history", *argv, "--json")
+        assert (result.code, result.err) == (0, ""), result.err
+        return dict(json.loads(result.out))
+
+    rev = repo.head()
+    wide, narrow = history("--all"), history()
+    records = wide["records"]
+    assert isinstance(records, list)
+    reached = set(repo.git("rev-list", rev).split())
+    handovers = [r for r in records if r["kind"] == "handover"]
+    assert len(handovers) >= 3
+    for record in handovers:
+        label = Divergence(record["label"], record["ahead"], record["behind"])
+        assert label == git_label(repo, record["commit"], rev), record["id"]
+    shown = [r for r in records if r["commit"] in reached]
+    assert narrow["records"] == shown
+    assert narrow["hidden"] == len(records) - len(shown)
+    assert repo.run("doctor", "--drop-cache").code in (0, 1)
+    assert (history("--all"), history()) == (wide, narrow)  # fresh
+    assert (history("--all"), history()) == (wide, narrow)  # from what the fresh read kept
+
+
+@pytest.mark.parametrize("options", [(), ("--filter=blob:none",)], ids=["full", "partial"])
+def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, options: tuple[str, ...]
+) -> None:
+    """A replacement (`git replace --graft`, a grafts file) changes a commit's history
+    without changing its id, and git's rev-list and merge-base read history through it:
+    majordomus answers as git does while one is in force (keeping no answer by commit id
+    then), and as before once it is gone, whatever it kept meanwhile. Here a teammate's
+    clone (a full one, or a partial one, whose refs are read another way), warm and on
+    another branch, fetches the replace ref published with the code."""
+    remote, alice = seeded(tmp_path, environ, clock)
+    root = alice.head()
+    alice.task("stitched history")
+    handovers = []
+    for n in range(3):
+        alice.commit(f"main {n}")
+        clock.advance(60)
+        assert alice.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
+        handovers.append(alice.head())
+    alice.git("checkout", "-q", "-b", "side", handovers[0])
+    alice.commit("side work")
+    clock.advance(60)
+    assert alice.run("handover", "-o", "side", "-s", "s", "-n", "n").code == 0
+    alice.git("checkout", "-q", "main")
+    alice.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    alice.commit("after the merge")
+    alice.git("push", "-q", "origin", "main", "side")
+    assert alice.run("push").code == 0
+    # Cut main's history below its third commit, as a migrated repository is stitched.
+    alice.git("replace", "--graft", handovers[2], root)
+    alice.git("push", "-q", "origin", "refs/replace/*:refs/replace/*")
+
+    alice.git("--git-dir", str(remote), "config", "uploadpack.allowFilter", "true")
+    bob = clone(f"file://{remote}", tmp_path / "bob", environ, clock, *options)
+    assert bob.run("fetch").code == 0
+    bob.git("checkout", "-q", "side")
+    bob.commit("bob on side")
+    answers_git_gives(bob)  # no replacement here yet
+    before = bob.run("history", "--all", "--json").out
+    bob.git("fetch", "-q", "origin", "refs/replace/*:refs/replace/*")
+    answers_git_gives(bob)
+    assert bob.run("history", "--all", "--json").out != before  # the graft cut a path
+    bob.git("checkout", "-q", "main")
+    answers_git_gives(bob)
+    assert json.loads(bob.run("history", "--json").out)["hidden"] == 1  # main 1, cut off
+    # Gone again: the answers are those of the history as stored.
+    bob.git("replace", "-d", handovers[2])
+    answers_git_gives(bob)
+    assert json.loads(bob.run("history", "--json").out)["hidden"] == 0
+    grafts = bob.path / ".git" / "info" / "grafts"
+    grafts.write_text(f"{handovers[2]} {root}\n")
+    answers_git_gives(bob)
+    grafts.unlink()
+    bob.git("fetch", "-q", "origin", "refs/replace/*:refs/replace/*")
+    # Replacements turned off, for git and so for majordomus.
+    answers_git_gives(Repo(bob.path, {**environ, "GIT_NO_REPLACE_OBJECTS": "1"}, clock))
+    bob.git("config", "core.useReplaceRefs", "false")
+    answers_git_gives(bob)
