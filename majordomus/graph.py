@@ -57,6 +57,10 @@ class Source(Protocol):
 
     def has_commit(self, commit: str) -> bool: ...
 
+    def commits_here(self, ids: Collection[str]) -> set[str]:
+        """Which of these ids name a commit here (one look for many)."""
+        ...
+
     def shallow_boundary(self) -> frozenset[str]:
         """The commits whose parents a shallow clone left out; empty in a complete clone."""
         ...
@@ -653,7 +657,14 @@ class CommitGraph:
                 wanted.append(commit)
                 continue
             found[commit] = kept
-            if self.memory is not None and self.memory.label(commit, rev) is None:
+        # A handover off rev's history can go (its branch deleted, its commits pruned):
+        # a label kept for it holds only while its commit is here, else it is `missing`.
+        off = [c for c, div in found.items() if div.label not in ("current", "advanced")]
+        gone = set(off) - self.source.commits_here(off) if off else set()
+        for commit, kept in found.items():
+            if commit in gone:
+                found[commit] = MISSING
+            elif self.memory is not None and self.memory.label(commit, rev) is None:
                 # Carried along the chains: kept for `rev` itself, so the next command
                 # reads it without following them (without reading a parent).
                 self.memory.put_label(commit, rev, (kept.label, kept.ahead, kept.behind))

@@ -88,6 +88,9 @@ class MemorySource:
     def has_commit(self, commit: str) -> bool:
         return commit in self.cut
 
+    def commits_here(self, ids: Collection[str]) -> set[str]:
+        return {commit for commit in ids if commit in self.cut}
+
     def true_parents(self, commit: str) -> tuple[str, ...] | None:
         return self.parents_of[commit] if commit in self.cut else None
 

@@ -286,3 +286,25 @@ def test_answers_are_kept_at_once_and_labels_carried_along_a_switch_are_true(
     walks = len(source.walks)
     again = CommitGraph(source, GraphCache(tmp_path / "graph")).labels("fix", handovers)
     assert again == found and len(source.walks) == walks
+
+
+def test_labels_kept_or_carried_for_commits_pruned_since_are_missing(tmp_path: Path) -> None:
+    """A branch deleted and pruned after its labels were kept: every label kept for one of
+    its commits is `missing`, as brute force over what is left says, the others as kept;
+    and after a switch (chains followed through the commits left) the same."""
+    parents: dict[str, tuple[str, ...]] = {"c000": ()}
+    parents.update({f"c{i:03d}": (f"c{i - 1:03d}",) for i in range(1, 60)})
+    parents.update({f"feat{i}": (f"feat{i - 1}" if i else "c050",) for i in range(10)})
+    parents["fix"] = ("c050",)
+    handovers = ["c010", "c055", "feat3", "feat9", "c059"]
+    path = tmp_path / "graph"
+    # Kept: labels from the feature's head, then from main's head.
+    for rev in ("feat9", "c059"):
+        graph = CommitGraph(MemorySource(parents), GraphCache(path))
+        graph.labels(rev, handovers)
+    pruned = {c: ps for c, ps in parents.items() if not c.startswith("feat")}
+    source = MemorySource(parents, present=pruned)
+    for rev in ("c059", "fix"):
+        found = CommitGraph(source, GraphCache(path)).labels(rev, handovers)
+        assert found == {h: true_label(pruned, h, rev) for h in handovers}, rev
+        assert [h for h, div in found.items() if div.label == "missing"] == ["feat3", "feat9"]

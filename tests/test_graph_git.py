@@ -750,3 +750,46 @@ def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
     answers_git_gives(Repo(bob.path, {**environ, "GIT_NO_REPLACE_OBJECTS": "1"}, clock))
     bob.git("config", "core.useReplaceRefs", "false")
     answers_git_gives(bob)
+
+
+def test_a_label_kept_for_a_handover_whose_branch_was_pruned_since_is_missing(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """A handover off HEAD's history can lose its commit: the branch deleted, the commits
+    pruned (notes keep no commit alive). What an earlier command kept about it (its label
+    from HEAD, and from a revision HEAD's chain meets) then gives way to `missing`, as a
+    fresh read says and git (`cat-file -t` fails): here in a teammate's warm clone, after
+    a merge and a branch switch, once the remote dropped the branch and gc pruned it."""
+    remote, alice = seeded(tmp_path, environ, clock)
+    alice.task("pruned branch")
+    alice.commit("main 0")
+    assert alice.run("handover", "-o", "on main", "-s", "s", "-n", "n").code == 0
+    alice.git("checkout", "-q", "-b", "merged")
+    alice.commit("merged work")
+    alice.git("checkout", "-q", "main")
+    alice.git("merge", "-q", "--no-ff", "-m", "merge", "merged")
+    alice.git("checkout", "-q", "-b", "spike")
+    for n in range(2):
+        alice.commit(f"spike {n}")
+        clock.advance(60)
+        assert alice.run("handover", "-o", f"spike {n}", "-s", "s", "-n", "n").code == 0
+    alice.git("push", "-q", "origin", "main", "spike")
+    assert alice.run("push").code == 0
+
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    bob.commit("bob on main")
+    answers_git_gives(bob)  # the spike's labels kept from main's head
+    bob.git("checkout", "-q", "-b", "fix", "main~1")
+    bob.commit("bob's fix")  # a new head whose chain meets main's: labels carried along it
+    answers_git_gives(bob)
+    alice.git("push", "-q", "origin", "--delete", "spike")
+    bob.git("fetch", "-q", "--prune", "origin")
+    bob.git("reflog", "expire", "--expire=now", "--all")
+    bob.git("gc", "-q", "--prune=now")
+    spike = json.loads(bob.run("history", "--all", "--json").out)["records"]
+    labels = [r["label"] for r in spike if r["kind"] == "handover" and r["id"]]
+    assert labels.count("missing") == 2
+    answers_git_gives(bob)
+    bob.git("checkout", "-q", "main")
+    answers_git_gives(bob)
