@@ -793,3 +793,36 @@ def test_a_label_kept_for_a_handover_whose_branch_was_pruned_since_is_missing(
     answers_git_gives(bob)
     bob.git("checkout", "-q", "main")
     answers_git_gives(bob)
+
+
+def test_the_copy_listed_follows_a_graft_as_git_reaches_it(repo: Repo) -> None:
+    """A record on two commits (an amend copied it) is listed by its copy on a commit HEAD
+    reaches: the amended one, or through a graft the original one, as `git rev-list HEAD`
+    reaches them, fresh or not; once the graft is gone, the amended one again."""
+    assert repo.run("init").code == 0  # notes.rewriteRef: the amend copies the record
+    repo.task()
+    original = repo.commit("work", {"a.txt": "1\n"})
+    assert repo.run("checkpoint", "on the work").code == 0
+    repo.git("branch", "kept", original)
+    repo.git("commit", "-q", "--amend", "-m", "work, amended")
+    amended = repo.head()
+    repo.commit("more")
+    repo.git("checkout", "-q", "-b", "other", "kept")
+    repo.git("checkout", "-q", "main")
+
+    def listed() -> str:
+        records = json.loads(repo.run("history", "--json").out)["records"]
+        (checkpoint,) = [r for r in records if r["kind"] == "checkpoint"]
+        assert checkpoint["commit"] in repo.git("rev-list", "HEAD").split()
+        commit: str = checkpoint["commit"]
+        return commit
+
+    def fresh() -> str:
+        assert repo.run("doctor", "--drop-cache").code in (0, 1)
+        return listed()
+
+    assert listed() == listed() == amended
+    repo.git("replace", "--graft", "HEAD", original)
+    assert listed() == listed() == fresh() == listed() == original
+    repo.git("replace", "-d", repo.head())
+    assert listed() == listed() == fresh() == listed() == amended
