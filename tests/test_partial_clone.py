@@ -379,10 +379,21 @@ def test_a_note_object_lost_after_a_read_is_fetched_again_or_named(
     assert ok(bob, "history", "--all") == text
     assert answers(bob) == template.answers
     assert bob.pygit.odb.exists(blob)
-    # The same loss where no remote can send it: not a promisor any more.
+    # The same loss where the promisor remote cannot be reached: it says so.
     lose_object(bob.path, environ, blob)
-    bob.git("config", "remote.origin.promisor", "false")
+    bob.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
     ref = bob.notes_ref()
+    result = bob.run("history", "--all")
+    assert (result.code, result.out, result.err.count("\n")) == (3, "", 1)
+    assert result.err.startswith(
+        "majordomus: 1 note object(s) are missing from this partial clone and origin did "
+        "not send them ("
+    )
+    assert result.err.endswith(
+        "check that origin is reachable, then run majordomus fetch origin.\n"
+    )
+    # And where no remote can send it: not a promisor any more.
+    bob.git("config", "remote.origin.promisor", "false")
     for argv in (("history", "--all"), ("history", "--all", "--json"), ("check", "--all")):
         result = bob.run(*argv)
         assert (result.code, result.out) == (3, ""), argv
