@@ -144,14 +144,19 @@ def teams(c: Campaign, clones: int = 3, steps: int = 40) -> Row:
         row.notes += [
             f"{clones} clones of one bare host per round, {steps} random operations each round "
             f"({tally.operations} in all: {done}), then every clone syncs twice",
-            "invariants: every record written is in every clone after the final sync (read "
+            "invariants: each clone's `history --all` and `task list` at its HEAD through its "
+            "caches equal a fresh read of it, right after every graft, spike and gc and at "
+            "the end (replacements still in force); every record "
+            "written is in every clone after the final sync (read "
             "with git's plumbing); `history --all` and `show` in every clone and in fresh "
             "blob:none and tree:0 clones equal a fresh full clone's; a fresh shallow clone "
             "lists the same records with the full clone's labels or `unknown`; no traceback",
             f"{tally.fresh_reads} reads in fresh full, partial and shallow clones",
         ]
 
-    return timed(Row(f"teams ({clones} clones, squash, gc, prune, hand edits)"), body)
+    return timed(
+        Row(f"teams ({clones} clones, squash, gc, prune, grafts, spikes, hand edits)"), body
+    )
 
 
 # ---- crash safety ------------------------------------------------------------------------------

@@ -3,9 +3,13 @@
 Each round builds a bare "host" repository (partial clones allowed) and a few
 clones that take turns at random: checkpoint, handover, resume, commit, branch,
 rebase, a squash merge "on the host" with the branch deleted, `gc --prune=now`,
-`git notes prune`, a line appended by hand with `git notes append`, and
-fetch / push / sync. Fresh full, partial (blob:none, tree:0) and shallow clones
-read along the way. At the end every clone syncs, and then:
+`git notes prune`, a line appended by hand with `git notes append`, a
+`git replace --graft` of HEAD and the replacements' removal, a spike branch
+deleted and collected after a read, and fetch / push / sync. Fresh full,
+partial (blob:none, tree:0) and shallow clones read along the way. Right after
+a graft, a spike or a gc, and at the end before its replacements are deleted,
+each clone's reads at its HEAD through what its commands kept equal a fresh read
+of that clone. At the end every clone syncs, and then:
 
 - every record ever written is present in every clone (read with git's own
   plumbing, not with majordomus);
@@ -160,6 +164,9 @@ class Team:
             ("sync", 2),
             ("git-push", 1),
             ("fresh-read", 1),
+            ("graft", 1),
+            ("ungraft", 1),
+            ("spike", 1),
         ]
         op = self.rng.choices([name for name, _ in ops], [w for _, w in ops])[0]
         self.tally.count(op)
@@ -262,7 +269,9 @@ class Team:
             _git(clone, self.environ, "merge", "--abort", check=False)
 
     def op_gc(self, clone: Path) -> None:
-        """Delete a branch other than the checked-out one and collect what it held."""
+        """Delete a branch other than the checked-out one and collect what it held; what
+        the clone kept about its commits (read just before) meets a clone without them."""
+        self.read_here(clone)
         current = self.branch(clone)
         branches = [
             b
@@ -275,6 +284,25 @@ class Team:
             _git(clone, self.environ, "branch", "-q", "-D", self.rng.choice(branches))
         _git(clone, self.environ, "reflog", "expire", "--expire=now", "--all")
         _git(clone, self.environ, "gc", "-q", "--prune=now")
+        self.cached_equals_fresh(clone)
+
+    def op_spike(self, clone: Path) -> None:
+        """A spike: a branch with a commit and a handover, never pushed; back where it
+        started, a read keeps the handover's label; then the spike is deleted and its
+        commit collected (the record stays, in the notes): the label read through what was
+        kept is a fresh read's (`missing`)."""
+        back = self.branch(clone) or _git(clone, self.environ, "rev-parse", "HEAD").strip()
+        self.branches += 1
+        spike = f"spike{self.branches}"
+        _git(clone, self.environ, "checkout", "-q", "-b", spike)
+        self.op_commit(clone)
+        self.op_handover(clone)
+        _git(clone, self.environ, "checkout", "-q", back)
+        self.read_here(clone)
+        _git(clone, self.environ, "branch", "-q", "-D", spike)
+        _git(clone, self.environ, "reflog", "expire", "--expire=now", "--all")
+        _git(clone, self.environ, "gc", "-q", "--prune=now")
+        self.cached_equals_fresh(clone)
 
     def op_prune(self, clone: Path) -> None:
         """A teammate publishes, then prunes notes of commits they lack (in that clone only)."""
@@ -304,6 +332,38 @@ class Team:
             capture_output=True,
             check=False,
         )
+
+    def op_graft(self, clone: Path) -> None:
+        """`git replace --graft`: a session hands over and works on, then HEAD's history
+        is cut down to an older ancestor's (as a stitched repository's is), cutting off a
+        handover HEAD reached (in this clone only); answers follow git through it at once,
+        whatever was kept about the history before."""
+        self.op_handover(clone)
+        self.op_commit(clone)
+        read = json.loads(self.read_here(clone))
+        head = _git(clone, self.environ, "rev-parse", "HEAD").strip()
+        reached = [
+            r["commit"]
+            for r in read["records"]
+            if r["kind"] == "handover" and r.get("label") == "advanced"
+        ]
+        older = [f"{c}^" for c in reached if self.has(clone, f"{c}^")]
+        if older:
+            self.tally.count("graft cutting off a handover")
+            _git(clone, self.environ, "replace", "-f", "--graft", head, self.rng.choice(older))
+            self.cached_equals_fresh(clone)
+
+    def op_ungraft(self, clone: Path) -> None:
+        """Every replacement of this clone deleted: the history as stored again."""
+        refs = _git(clone, self.environ, "for-each-ref", "--format=%(refname)", "refs/replace")
+        for ref in refs.split():
+            _git(clone, self.environ, "update-ref", "-d", ref)
+        self.read_here(clone)
+
+    def read_here(self, clone: Path) -> str:
+        """A read at HEAD, as a session would make one: what it keeps meets the next ops."""
+        self.tally.fresh_reads += 1
+        return self.mj(clone, "history", "--all", "--json").stdout
 
     def op_fresh_read(self, clone: Path) -> None:
         kind = self.rng.choice(["full", "blob:none", "tree:0", "shallow"])
@@ -374,8 +434,29 @@ class Team:
 
     # ---- the end of a round ----------------------------------------------------------------
 
+    def cached_equals_fresh(self, clone: Path) -> None:
+        """The clone's reads at HEAD through what its commands kept equal a fresh read of
+        the same clone (every cache dropped), after whatever the round did to it."""
+        argvs = (("history", "--all", "--json"), ("task", "list", "--json"))
+        kept = [self.mj(clone, *argv).stdout for argv in argvs]
+        self.mj(clone, "doctor", "--drop-cache", ok=(0, 1))
+        fresh = [self.mj(clone, *argv).stdout for argv in argvs]
+        self.tally.fresh_reads += 4
+        for argv, a, b in zip(argvs, kept, fresh, strict=True):
+            cached, afresh = _ageless(json.loads(a)), _ageless(json.loads(b))
+            if cached != afresh:
+                shown = " ".join(argv)
+                diff = _diff(afresh, cached)
+                raise Failure(
+                    f"{clone.name}: {shown} through its caches is not a fresh read: {diff}"
+                )
+
     def settle(self) -> None:
-        """Every clone syncs (twice round), then every invariant is checked."""
+        """Every clone's cached reads are checked against fresh ones and its replacements
+        deleted; every clone syncs (twice round), then every invariant is checked."""
+        for clone in self.clones:
+            self.cached_equals_fresh(clone)
+            self.op_ungraft(clone)
         for _ in range(2):
             for clone in self.clones:
                 self.mj(clone, "sync")
@@ -435,6 +516,15 @@ def compare_shallow(full: Mapping[str, Any], shallow: Mapping[str, Any]) -> None
         got = (record["label"], record.get("ahead"), record.get("behind"))
         if got not in (want, ("unknown", None, None)):
             raise Failure(f"a shallow clone labels {ident} {got}; the full clone says {want}")
+
+
+def _ageless(value: Any) -> Any:
+    """A read's JSON without the ages it states: the clock moves between two reads."""
+    if isinstance(value, dict):
+        return {k: _ageless(v) for k, v in value.items() if not k.endswith("age_s")}
+    if isinstance(value, list):
+        return [_ageless(v) for v in value]
+    return value
 
 
 def _diff(a: Any, b: Any) -> str:
