@@ -20,6 +20,7 @@ from majordomus.records import Note, Record, Shown, Summary, summarise, summary_
 from majordomus.store import NOTES_REF, Store
 from majordomus.values import Listed, Located, NoteSet, WriteReport
 
+UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
@@ -241,10 +242,12 @@ class Index:
         return newest_first(items, self.order_of)
 
     def order_of(self, commit: str) -> int:
-        """Graph order when it is already known, else a neutral rank (ties stay in note order)."""
+        """Graph order when it is already known, else a neutral rank (ties stay in note order);
+        a commit REV does not reach comes after every one it reaches, however few of those
+        this index holds (its rank was once their count, below the ranks of older ones)."""
         if self._order is None:
             return 0
-        return self._order.get(commit, len(self._order))
+        return self._order.get(commit, UNREACHED)
 
 
 # ---- per-task views ---------------------------------------------------------------------

@@ -826,3 +826,38 @@ def test_the_copy_listed_follows_a_graft_as_git_reaches_it(repo: Repo) -> None:
     assert listed() == listed() == fresh() == listed() == original
     repo.git("replace", "-d", repo.head())
     assert listed() == listed() == fresh() == listed() == amended
+
+
+def test_in_one_second_a_record_rev_reaches_comes_before_one_it_does_not(repo: Repo) -> None:
+    """Two records in one second, one on an old commit HEAD reaches, one on a branch it does
+    not: graph order lists the reached one first, whether the read holds every note (a
+    hand-appended line makes two more commits noted) or only the tasks' views, fresh or
+    not, for every task or for one. (An unreached commit was ranked by how many noted
+    commits the read held, below an old commit's rank when those were few.)"""
+    task = repo.task()  # on the root: every record below is in the same second
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side")
+    side = json.loads(repo.run("checkpoint", "on the side", "--json").out)["record"]["id"]
+    repo.git("checkout", "-q", "main")
+    old = repo.commit("old")
+    reached = json.loads(repo.run("checkpoint", "on main", "--json").out)["record"]["id"]
+    for n in range(3):
+        repo.commit(f"main moves {n}")
+    assert git_order(repo, repo.head())[old] == 3
+
+    def ids(*argv: str) -> list[str]:
+        result = repo.run("history", *argv, "--json")
+        assert result.code == 0, result.err
+        return [r["id"] for r in json.loads(result.out)["records"] if r["kind"] == "checkpoint"]
+
+    want = [reached, side]
+    for argv in (("--all",), ("--all", "--task", task)):
+        assert ids(*argv) == ids(*argv) == want, argv
+        assert repo.run("doctor", "--drop-cache").code in (0, 1)
+        assert ids(*argv) == want, argv
+    repo.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD")
+    repo.git("notes", "--ref=majordomus", "append", "-m", "another", "HEAD~1")
+    for argv in (("--all",), ("--all", "--task", task)):
+        assert ids(*argv) == ids(*argv) == want, argv
+        assert repo.run("doctor", "--drop-cache").code in (0, 1)
+        assert ids(*argv) == want, argv
