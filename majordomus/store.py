@@ -76,6 +76,7 @@ class Store:
         self._started: _Started | None = None
         self._identity: str | None = None
         self._asked: subprocess.Popen[str] | None = None  # git asked for the identity
+        self._replaced: bool | None = None  # whether a replacement is in force
         self._remotes: list[str] | None = None
         self._fetch_missing: Fetcher | None = None
 
@@ -378,7 +379,12 @@ class Store:
         """Whether git reads this history through replacements, as its rev-list and
         merge-base do (so majordomus' answers, which come from them): a grafts file, or a
         replace ref (under GIT_REPLACE_REF_BASE, else refs/replace/) unless
-        GIT_NO_REPLACE_OBJECTS is set or core.useReplaceRefs is false."""
+        GIT_NO_REPLACE_OBJECTS is set or core.useReplaceRefs is false. Asked once."""
+        if self._replaced is None:
+            self._replaced = self._replacements()
+        return self._replaced
+
+    def _replacements(self) -> bool:
         grafts = self.environ.get("GIT_GRAFT_FILE") or str(self.commondir / "info" / "grafts")
         if os.path.exists(grafts):
             return True
