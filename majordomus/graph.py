@@ -659,7 +659,15 @@ class CommitGraph:
             found[commit] = kept
         # A handover off rev's history can go (its branch deleted, its commits pruned):
         # a label kept for it holds only while its commit is here, else it is `missing`.
-        off = [c for c, div in found.items() if div.label not in ("current", "advanced")]
+        # (One carried along the chains was read on them by this command: it is here.)
+        memory = self.memory
+        off = [
+            c
+            for c, div in found.items()
+            if div.label not in ("current", "advanced")
+            and memory is not None
+            and memory.label(c, rev) is not None
+        ]
         gone = set(off) - self.source.commits_here(off) if off else set()
         for commit, kept in found.items():
             if commit in gone:

@@ -34,6 +34,7 @@ class MemorySource:
         self.walks: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self.counts = 0
         self.parents_asked = 0
+        self.presence_asked = 0
 
     def _reach(self, tips: Sequence[str]) -> set[str]:
         seen: set[str] = set()
@@ -89,6 +90,7 @@ class MemorySource:
         return commit in self.cut
 
     def commits_here(self, ids: Collection[str]) -> set[str]:
+        self.presence_asked += 1
         return {commit for commit in ids if commit in self.cut}
 
     def true_parents(self, commit: str) -> tuple[str, ...] | None:
