@@ -138,26 +138,27 @@ class NotesReader:
             raise RepositoryError(_unsent(len(missing), remote, reason))
         return noteset
 
-    def fetch_lost(self, blob: str) -> None:
+    def fetch_lost(self, blob: str, note: Sequence[str]) -> None:
         """A note object an earlier read summarised (its summary is kept by id) that is not
-        here now: fetched from the promisor remote of a partial clone, with every other
-        note object of this read lost likewise, in one batch; when it cannot be, or the
-        clone is not partial, the command stops (exit 3) with what to run."""
+        here now, one of the blobs of a `note`: fetched from the promisor remote of a
+        partial clone, with every other note object of this read lost likewise, in one
+        batch; when they cannot be, or the clone is not partial, the command stops (exit 3)
+        with what to run."""
         if not self.is_partial():
             raise RepositoryError(
                 f"note object {blob[:12]} is missing from this clone, though an earlier "
                 f"read found it; run majordomus doctor to see what else is missing, then "
                 f"majordomus doctor --drop-cache to read every note afresh."
             )
+        odb = self.repo.odb
+        lost = [b for b in dict.fromkeys([*note, *self._current_blobs]) if not odb.exists(b)]
         remote, reason = "the promisor remote", "majordomus did not ask it"
         if self.fetch_missing is not None:
-            odb = self.repo.odb
-            lost = [blob, *(b for b in self._current_blobs if b != blob and not odb.exists(b))]
             remote, failure = self.fetch_missing(lost)
             reason = failure or "it did not send them"
-            if self.repo.odb.exists(blob):
-                return
-        raise RepositoryError(_unsent(1, remote, reason))
+        unsent = [b for b in note if not odb.exists(b)]
+        if unsent:
+            raise RepositoryError(_unsent(len(unsent), remote, reason))
 
     def _read_present(self, shown: Shown | None) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.

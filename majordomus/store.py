@@ -577,7 +577,7 @@ class Store:
         try:
             return self.blobs.note(blobs)
         except MissingObjectError as error:
-            self.reader.fetch_lost(error.object_id)
+            self.reader.fetch_lost(error.object_id, blobs)  # exit 3 unless all are here now
             return self.blobs.note(blobs)
 
     def notes_on(
