@@ -249,7 +249,9 @@ KEEP_REVS = 3
 class GraphCache(CacheFile):
     """What the commit graph answered: the rank of annotated commits in `git rev-list REV`
     for a few recent revisions, and divergence labels between two commits. Commit ids
-    name immutable history, so an answer stays true (a shallow clone keeps nothing)."""
+    name immutable history, so an answer stays true: nothing is kept where they do not
+    (a shallow clone, a replacement in force), and a label of a handover off REV's
+    history is used only while that commit is here (graph.CommitGraph)."""
 
     # Ranks follow git's own order across merges (an older layout derived them).
     # Never written while git reads the history through replacements (graph.CommitGraph).
