@@ -651,31 +651,29 @@ class CommitGraph:
     def _labels(self, rev: str, handovers: Collection[str]) -> dict[str, Divergence]:
         found: dict[str, Divergence] = {}
         wanted = []
-        for commit in dict.fromkeys(handovers):
-            kept = self._told.get((rev, commit)) or self._kept_label(commit, rev)
-            if kept is None:
-                wanted.append(commit)
-                continue
-            found[commit] = kept
-        # A handover off rev's history can go (its branch deleted, its commits pruned):
-        # a label kept for it holds only while its commit is here, else it is `missing`.
-        # (One carried along the chains was read on them by this command: it is here.)
+        off: list[str] = []  # labels kept for rev, off its history: their commits may be gone
         memory = self.memory
-        off = [
-            c
-            for c, div in found.items()
-            if div.label not in ("current", "advanced")
-            and memory is not None
-            and memory.label(c, rev) is not None
-        ]
-        gone = set(off) - self.source.commits_here(off) if off else set()
-        for commit, kept in found.items():
-            if commit in gone:
-                found[commit] = MISSING
-            elif self.memory is not None and self.memory.label(commit, rev) is None:
-                # Carried along the chains: kept for `rev` itself, so the next command
-                # reads it without following them (without reading a parent).
-                self.memory.put_label(commit, rev, (kept.label, kept.ahead, kept.behind))
+        for commit in dict.fromkeys(handovers):
+            told = self._told.get((rev, commit))  # read by this command's walk (and kept)
+            kept = None if told is not None or memory is None else memory.label(commit, rev)
+            if told is not None:
+                found[commit] = told
+            elif kept is not None:
+                found[commit] = Divergence(*kept)
+                if kept[0] not in ("current", "advanced"):
+                    off.append(commit)
+            elif (carried := self._carried_label(commit, rev)) is not None:
+                # Read on the chains by this command (so its commit is here), and kept for
+                # rev itself: the next command reads it without following them.
+                found[commit] = carried
+                assert memory is not None
+                memory.put_label(commit, rev, (carried.label, carried.ahead, carried.behind))
+            else:
+                wanted.append(commit)
+        # A handover off rev's history can go (its branch deleted, its commits pruned): a
+        # label kept for it holds only while its commit is here, else it is `missing`.
+        if off:
+            found.update((c, MISSING) for c in set(off) - self.source.commits_here(off))
         if not wanted:
             return found
         walked = self._walked is not None and self._walked.rev == rev
@@ -692,15 +690,12 @@ class CommitGraph:
                 self.memory.put_label(commit, rev, (div.label, div.ahead, div.behind))
         return found
 
-    def _kept_label(self, handover: str, rev: str) -> Divergence | None:
-        """From memory: for `rev`, or from a revision joined to it by single-parent chains
+    def _carried_label(self, handover: str, rev: str) -> Divergence | None:
+        """From memory, for a revision joined to `rev` by single-parent chains
         (`_meetings`), when the chains alone decide it: the handover on one of them, or
         behind the kept revision and so behind P (the chains then only move `ahead`)."""
         if self.memory is None:
             return None
-        kept = self.memory.label(handover, rev)
-        if kept is not None:
-            return Divergence(*kept)
         for meeting in self._meetings(rev):
             up, down = meeting.up, meeting.down
             steps = meeting.up_at.get(handover)
