@@ -768,8 +768,9 @@ class ViewCache(CacheFile):
     """Per-task views of every record, for one state of the notes refs.
 
     The key names that state (each ref's target, and HEAD when the choice of a
-    record's copy depends on it: never while git reads the history through a
-    replacement), so a view is never read for another state. The file
+    record's copy depends on it: never where HEAD does not name its history for good,
+    a shallow clone or a replacement in force), so a view is never read for another
+    state. The file
     holds the key, a small meta and, for each part (a task's view, a shard of the
     ledger), the name of the file in the folder beside it that holds the part's bytes.
     Those files are named by a hash of their content and never rewritten: a write
@@ -782,7 +783,7 @@ class ViewCache(CacheFile):
     """
 
     FORMAT = (
-        "views:refs(@head unreplaced)->(invalid,tasks),part->file,retired file->time; "
+        "views:refs(@head lasting)->(invalid,tasks),part->file,retired file->time; "
         f"part 'task ID':(rows(({_SUMMARY}),commit,blobs),resolved), "
         "part 'ledger N':(keys,resolved)"
     )

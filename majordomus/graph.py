@@ -415,10 +415,11 @@ class CommitGraph:
     def __init__(self, source: Source, memory: Memory | None) -> None:
         self.source = source
         self._boundary: frozenset[str] | None = None
-        # A cut graph is never kept, nor one git reads through replacements: answers kept
-        # by commit id (for any history a commit id names) would then not be git's.
-        kept = not self.boundary and not source.history_replaced()
-        self.memory = memory if kept else None
+        # Whether what a commit id reaches is fixed, so answers about history can be kept
+        # between commands: not in a cut graph (a fetch deepens it), nor where git reads
+        # the history through replacements (added and removed without a new commit).
+        self.lasting = not self.boundary and not source.history_replaced()
+        self.memory = memory if self.lasting else None
         self._walked: Walked | None = None
         self._chains: dict[str, list[str]] = {}
         self._meeting_cache: dict[str, list[Meeting]] = {}

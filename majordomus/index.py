@@ -393,9 +393,9 @@ class Views:
         self._noteset: NoteSet | None = None
         self._at_rev: tuple[str | None, Index] | None = None  # every note, read from a REV
         meta = self._cache.get(self._key)
-        if meta is None and head is not None and not store.history_replaced():
-            # Built where copies exist: which copy a read lists depends on HEAD (and on
-            # its history, which a replacement changes with HEAD unchanged: none kept).
+        if meta is None and head is not None and store.graph().lasting:
+            # Built where copies exist: which copy a read lists depends on HEAD's history,
+            # which HEAD names only where the graph's answers last (`CommitGraph.lasting`).
             meta = self._cache.get(f"{self._key}@{head}")
         if meta is None:
             meta = self._carried_over()
@@ -413,8 +413,8 @@ class Views:
         full = self.full = Index(noteset, self._store)
         meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
         # Nothing remembered while objects are still to arrive, nor a choice of copies
-        # made through a replacement of history.
-        kept = not noteset.missing and not (full.has_copies and self._store.history_replaced())
+        # where HEAD does not name its history for good (a shallow or replaced graph).
+        kept = not noteset.missing and not (full.has_copies and not self._store.graph().lasting)
         if kept:
             key = f"{self._key}@{self._head}" if full.has_copies else self._key
             if self._cache.put(key, meta, _build(full), base=False) and not self._every:

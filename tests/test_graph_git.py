@@ -795,6 +795,48 @@ def test_a_label_kept_for_a_handover_whose_branch_was_pruned_since_is_missing(
     answers_git_gives(bob)
 
 
+def test_the_copy_listed_after_a_shallow_clone_deepens_is_the_one_head_now_reaches(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """A record on an amended commit and its original: a clone of depth 1 (every branch)
+    reaches neither copy and has only the original, which it lists; once `git fetch
+    --deepen` brings the amended one into HEAD's history, the read lists that copy at
+    once, as a fresh read does (HEAD did not move)."""
+    assert repo.run("init").code == 0
+    repo.task()
+    repo.commit("work", {"a.txt": "1\n"})
+    assert repo.run("checkpoint", "on the work").code == 0
+    repo.git("branch", "kept")
+    repo.clock.advance(60)
+    git_at_clock = {
+        **repo.environ,
+        "GIT_COMMITTER_DATE": f"{int(repo.clock.now.timestamp())} +0000",
+    }
+    subprocess.run(
+        ["git", "commit", "-q", "--amend", "-m", "work, amended"],
+        cwd=repo.path, env=git_at_clock, check=True,
+    )  # fmt: skip
+    amended = repo.head()
+    for n in range(3):
+        repo.commit(f"main moves {n}")
+    shallow = shallow_clone(repo, tmp_path / "shallow", 1)
+    shallow.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+
+    def listed() -> tuple[str, int]:
+        out = json.loads(shallow.run("history", "--all", "--json").out)
+        (checkpoint,) = [r for r in out["records"] if r["kind"] == "checkpoint"]
+        hidden = json.loads(shallow.run("history", "--json").out)["hidden"]
+        return checkpoint["commit"], hidden
+
+    before = listed()
+    assert before == listed() and before[0] != amended
+    shallow.git("fetch", "-q", "--deepen", "5")
+    assert amended in shallow.git("rev-list", "HEAD").split()
+    assert listed() == listed() == (amended, 0)
+    assert shallow.run("doctor", "--drop-cache").code in (0, 1)
+    assert listed() == (amended, 0)
+
+
 def test_the_copy_listed_follows_a_graft_as_git_reaches_it(repo: Repo) -> None:
     """A record on two commits (an amend copied it) is listed by its copy on a commit HEAD
     reaches: the amended one, or through a graft the original one, as `git rev-list HEAD`
