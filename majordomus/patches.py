@@ -12,6 +12,7 @@ is never hashed.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import threading
@@ -56,9 +57,12 @@ def ids_against(store: Store, bases: Mapping[str, str]) -> dict[str, str]:
 
 
 def _ids(store: Store, listing: str) -> dict[str, str]:
+    """Patch ids of commits as they are stored, whatever replacement this clone has in force
+    (a graft changes a commit's parents here only): what a record states, and what it is
+    compared with, is the same in every clone."""
     if not listing:
         return {}
-    env = dict(store.environ)
+    env = {**store.environ, "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
     base = ["git", f"--git-dir={store.gitdir}"]
     try:
         diff = subprocess.Popen(
@@ -102,15 +106,17 @@ def _ids(store: Store, listing: str) -> dict[str, str]:
 
 
 def commit_fact(store: Store, commit: str) -> dict[str, Any]:
-    """The `patch` field of a record written on `commit` ({} when it has no patch of its own):
-    computed once per commit, since a commit's diff never changes (but where git reads the
-    history through replacements, which change a commit's parents: computed each time)."""
-    cache = None if store.history_replaced() else PatchCache(store.commondir / PATCH_FILE_NAME)
-    patch = None if cache is None else cache.get(commit)
+    """The `patch` field of a record written on `commit` ({} when it has no patch of its own,
+    or none that can be known here: a shallow clone's boundary commit, whose parents it
+    lacks): computed once per commit, since a commit's diff against the parents it names
+    never changes."""
+    if commit in store.shallow_boundary():
+        return {}
+    cache = PatchCache(store.commondir / PATCH_FILE_NAME)
+    patch = cache.get(commit)
     if patch is None:
         patch = ids_of_commits(store, [commit]).get(commit, "")
-        if cache is not None:
-            cache.put(commit, patch)
+        cache.put(commit, patch)
     return {"patch": patch} if patch else {}
 
 

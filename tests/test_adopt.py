@@ -226,21 +226,39 @@ def test_every_record_stores_its_commits_patch_id_as_git_computes_it(repo: Repo)
     assert "patch" not in as_json(repo, "checkpoint", "again on it")["record"]
 
 
-def test_a_records_patch_follows_a_graft_of_its_commit_as_git_computes_it(repo: Repo) -> None:
-    """A replacement changes a commit's parents, so its diff, for git: the patch id a record
-    states is git's own, before the graft, under it (nothing kept from before) and after."""
+def test_a_records_patch_is_its_commits_own_under_a_graft_and_none_past_a_shallow_cut(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """The patch id a record states is a fact of its commit as stored, the same in every
+    clone: a graft in force here (a replace ref, a grafts file) changes what git shows
+    as the commit's diff, not the patch stated. A shallow clone's boundary commit lacks
+    its parents, so no patch is stated there, rather than the whole tree as added; on a
+    commit above the boundary, git's own."""
     root = repo.head()
     repo.task()
     repo.commit("one", {"a.txt": "one\n"})
     repo.commit("two", {"a.txt": "one\ntwo\n"})
-    first = as_json(repo, "checkpoint", "before the graft")["record"]["patch"]
-    assert first == git_patch_id(repo, "HEAD")
+    own = git_patch_id(repo, "HEAD")
+    assert as_json(repo, "checkpoint", "before the graft")["record"]["patch"] == own
     repo.git("replace", "--graft", "HEAD", root)
-    grafted = as_json(repo, "checkpoint", "under the graft")["record"]["patch"]
-    assert grafted == git_patch_id(repo, "HEAD") != first
-    assert as_json(repo, "checkpoint", "again")["record"]["patch"] == grafted
+    assert git_patch_id(repo, "HEAD") != own  # git shows another diff through the graft
+    repo.drop_caches()  # computed anew, not the one kept from before
+    assert as_json(repo, "checkpoint", "under the graft")["record"]["patch"] == own
     repo.git("replace", "-d", repo.head())
-    assert as_json(repo, "checkpoint", "after it")["record"]["patch"] == first
+    (repo.path / ".git" / "info" / "grafts").write_text(f"{repo.head()} {root}\n")
+    repo.drop_caches()
+    assert as_json(repo, "checkpoint", "under a grafts file")["record"]["patch"] == own
+    (repo.path / ".git" / "info" / "grafts").unlink()
+    shallow = Repo(tmp_path / "shallow", repo.environ, repo.clock)
+    repo.git("clone", "-q", "--depth", "1", f"file://{repo.path}", str(shallow.path))
+    shallow.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    cut = shallow.git("rev-parse", "HEAD").strip()
+    assert (shallow.path / ".git" / "shallow").read_text().split() == [cut]
+    task = shallow.task("in CI")
+    assert "patch" not in as_json(shallow, "checkpoint", "on the cut")["record"]
+    shallow.commit("three", {"a.txt": "one\ntwo\nthree\n"})
+    above = as_json(shallow, "checkpoint", "above it", "--task", task)["record"]["patch"]
+    assert above == git_patch_id(shallow, "HEAD")
 
 
 def test_a_handover_stores_the_branch_it_closes(
