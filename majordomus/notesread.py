@@ -131,8 +131,7 @@ class NotesReader:
         # only for objects the first could not name (under a tree that was missing).
         while self.fetch_missing is not None and missing - asked:
             asked |= missing
-            remote, failure = self.fetch_missing(sorted(missing))
-            reason = failure or "it did not send them"
+            remote, reason = self._asked(sorted(missing))
             noteset, missing = self._read_present(shown)
         if missing:
             raise RepositoryError(_unsent(len(missing), remote, reason))
@@ -154,11 +153,17 @@ class NotesReader:
         lost = [b for b in dict.fromkeys([*note, *self._current_blobs]) if not odb.exists(b)]
         remote, reason = "the promisor remote", "majordomus did not ask it"
         if self.fetch_missing is not None:
-            remote, failure = self.fetch_missing(lost)
-            reason = failure or "it did not send them"
+            remote, reason = self._asked(lost)
         unsent = [b for b in note if not odb.exists(b)]
         if unsent:
             raise RepositoryError(_unsent(len(unsent), remote, reason))
+
+    def _asked(self, ids: Sequence[str]) -> tuple[str, str]:
+        """The promisor remote asked for these objects in one batch: its name, and why
+        what is still missing after it is (its fetch failed, or it does not have them)."""
+        assert self.fetch_missing is not None
+        remote, failure = self.fetch_missing(ids)
+        return remote, failure or "it does not have them"
 
     def _read_present(self, shown: Shown | None) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
@@ -340,7 +345,14 @@ class NotesReader:
         if not readable:
             return None
         ids = tuple(blob for blob, _ in readable)
-        note = self.blobs.note(ids)
+        try:
+            note = self.blobs.note(ids)
+        except MissingObjectError as error:  # summarised once, gone since: missing, as any
+            lost = error.object_id
+            missing.add(lost)
+            unreadable.append(UnreadableNote(commit, held[lost], str(error)))
+            rest = {blob: name for blob, name in held.items() if blob != lost}
+            return self._united(commit, rest, entry_of, unreadable, missing)
         return NotesOn(ids, summarise(note), note.invalid)
 
     def _cached_entry(self, blob: str) -> BlobEntry | None:

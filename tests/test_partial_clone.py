@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import pytest
 
+from majordomus.cache import FILE_NAME as CACHE_FILE_NAME
+from majordomus.cache import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from tests.conftest import Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, git, seeded
 from tests.support.git import lose_object
@@ -410,3 +412,41 @@ def test_a_note_object_lost_after_a_read_is_fetched_again_or_named(
     lost = [r for r in before if r["commit"] == bob.head()]
     assert lost and fresh["invalid"] == 1
     assert fresh["records"] == [r for r in before if r not in lost]
+
+
+def test_a_lost_object_of_a_commit_with_two_notes_is_fetched_again(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, template: Template
+) -> None:
+    """A commit with a note on the local ref and another on the remote-tracking ref (a plain
+    `git fetch` brought a teammate's record on the same commit): the two are read as one.
+    When the local one's object is lost after the caches summarised both, the read fetches
+    it again and answers as before, never a traceback."""
+    remote, alice = published(tmp_path, environ, clock, template)
+    bob = partial(remote, tmp_path / "bob", alice, "blob:none")
+    ok(bob, "init")
+    ok(bob, "fetch")
+    task = json.loads(ok(bob, "task", "list", "--json"))["tasks"][0]["task"]
+    ok(bob, "checkpoint", "bob on the last commit", "--task", task)
+    ok(bob, "push")
+    ok(alice, "fetch")
+    ok(alice, "checkpoint", "alice on the same commit", "--task", task)
+    ok(alice, "push")
+    bob.git("fetch", "-q")  # the tracking ref moves; the local one does not
+    local = bob.git("notes", "--ref=majordomus", "list", "HEAD").strip()
+    tracked = bob.git("notes", f"--ref={TRACKING.removeprefix('refs/notes/')}", "list", "HEAD")
+    assert tracked.strip() not in ("", local)
+    before = ok(bob, "history", "--all", "--json")
+    assert "alice on the same commit" in before and "bob on the last commit" in before
+    lose_object(bob.path, environ, local)
+    # The views and the documents gone, the summaries kept: every note is read, the two
+    # on HEAD as one, the lost one's summary at hand.
+    git_dir = bob.path / ".git"
+    for name in (VIEWS_FILE_NAME, RECORDS_FILE_NAME):
+        (git_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(git_dir / VIEWS_FOLDER_NAME)
+    assert (git_dir / CACHE_FILE_NAME).is_file()
+    assert not bob.pygit.odb.exists(local)
+    assert ok(bob, "history", "--all", "--json") == before
+    assert bob.pygit.odb.exists(local)
+    bob.drop_caches()
+    assert ok(bob, "history", "--all", "--json") == before
