@@ -790,7 +790,11 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
     for commit, annotated in sorted(noteset.commits.items()):
         if annotated.invalid:
-            parts = len(store.note(annotated.blobs).unreadable)
+            try:
+                parts = len(store.note(annotated.blobs).unreadable)
+            except RepositoryError as error:  # its object lost since it was summarised
+                findings.append(Finding("invalid", False, error.message.rstrip(".")))
+                continue
             what = (
                 [f"{annotated.invalid - parts} invalid record(s)"]
                 if annotated.invalid > parts

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import AUTHOR, Repo
+from tests.support.git import lose_object
 
 
 def test_a_fresh_clone_needs_init_and_then_is_healthy(repo: Repo) -> None:
@@ -42,3 +43,21 @@ def test_rewrite_turned_off_and_a_remote_without_records_refspec(repo: Repo) -> 
         "ok    config    plain git fetch does not bring upstream's records (majordomus fetch "
         "upstream does; majordomus init --remote upstream makes git fetch do it too)",
     ]
+
+
+def test_a_note_with_a_hand_edit_whose_object_is_lost_since_is_a_finding(repo: Repo) -> None:
+    """doctor names what is wrong rather than stopping on it: a note someone appended a line
+    to by hand (an invalid part doctor looks into) whose object is lost after the read
+    cache summarised it is one more finding (exit 1), never exit 3 or a traceback."""
+    repo.task()
+    repo.commit("work")
+    assert repo.run("checkpoint", "before the hand edit").code == 0
+    repo.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD")
+    first = repo.run("doctor")
+    assert first.code == 1 and "not TOML (written by hand?)" in first.out
+    lost = repo.git("notes", "--ref=majordomus", "list", "HEAD").strip()
+    lose_object(repo.path, repo.environ, lost)
+    result = repo.run("doctor")
+    assert (result.code, result.err) == (1, "")
+    assert f"note object {lost[:12]} is missing from this clone" in result.out
+    assert "Traceback" not in result.out
