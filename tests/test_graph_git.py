@@ -737,6 +737,21 @@ def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
     bob.git("checkout", "-q", "main")
     answers_git_gives(bob)
     assert json.loads(bob.run("history", "--json").out)["hidden"] == 1  # main 1, cut off
+    bob.git("pack-refs", "--all")  # the replace ref packed, none left loose
+    assert not list((bob.path / ".git" / "refs" / "replace").iterdir())
+    answers_git_gives(bob)
+    assert json.loads(bob.run("history", "--json").out)["hidden"] == 1
+    # Under another base, named by GIT_REPLACE_REF_BASE (for git and so for majordomus).
+    moved = "refs/stitched/" + handovers[2]
+    bob.git("update-ref", moved, f"refs/replace/{handovers[2]}")
+    bob.git("update-ref", "-d", f"refs/replace/{handovers[2]}")
+    answers_git_gives(bob)
+    assert json.loads(bob.run("history", "--json").out)["hidden"] == 0
+    based = Repo(bob.path, {**environ, "GIT_REPLACE_REF_BASE": "refs/stitched/"}, clock)
+    answers_git_gives(based)
+    assert json.loads(based.run("history", "--json").out)["hidden"] == 1
+    bob.git("update-ref", f"refs/replace/{handovers[2]}", moved)
+    bob.git("update-ref", "-d", moved)
     # Gone again: the answers are those of the history as stored.
     bob.git("replace", "-d", handovers[2])
     answers_git_gives(bob)
