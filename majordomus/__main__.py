@@ -36,7 +36,7 @@ def main() -> int:
             code = answer_hook(sys.argv[1:])
             if code is not None:
                 return code
-        from majordomus.cli import run
+        from majordomus.front import run
 
         code = run(sys.argv[1:])
         # A hook's odd arguments (a flag it does not know) are still no verdict for the agent.

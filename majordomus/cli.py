@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime
 import functools
 import gc
-import importlib
-import os
-import sys
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from majordomus import __version__, interrupt
 from majordomus.errors import ExitCode, MajordomusError, RefusedError
+from majordomus.invocation import Invocation, OnFirstUse, run_checkpoint
 from majordomus.profile import BUILT_IN
 from majordomus.records import TEXT_CEILING
 from majordomus.values import (
@@ -26,76 +22,14 @@ from majordomus.values import (
     CONTEXT_MIN_CHARS,
     DEFAULT_DAYS,
     CheckResult,
-    StaleLock,
 )
 
 if TYPE_CHECKING:
     from majordomus import jsontext, ops, render
 else:
-
-    class _OnFirstUse:
-        """A module imported when a command first uses it: `--version`, `--help` and a
-        refused flag answer without loading git (pygit2) and everything behind `ops`."""
-
-        def __init__(self, name: str) -> None:
-            self._name = name
-
-        def __getattr__(self, attribute: str) -> Any:
-            return getattr(importlib.import_module(self._name), attribute)
-
-    jsontext = _OnFirstUse("majordomus.jsontext")
-    ops = _OnFirstUse("majordomus.ops")
-    render = _OnFirstUse("majordomus.render")
-
-
-class Terminal(NamedTuple):
-    """The streams and facts about them that a command may use."""
-
-    stdin: IO[bytes]
-    stdout: IO[str]
-    stderr: IO[str]
-    is_tty: bool
-    colour: bool
-
-
-class Invocation(NamedTuple):
-    """What `run` hands to every command through typer's context (the global options
-    replace it with a changed copy)."""
-
-    terminal: Terminal
-    environ: Mapping[str, str]
-    now: Callable[[], datetime.datetime]
-    sleep: Callable[[float], None]
-    cwd: str = "."
-    profile: str | None = None
-
-    def context(self) -> ops.Context:
-        return ops.Context(
-            cwd=self.cwd,
-            environ=self.environ,
-            profile_name=self.profile,
-            now=self.now,
-            sleep=self.sleep,
-        )
-
-    def out(self, text: str) -> None:
-        self.terminal.stdout.write(text + "\n")
-
-    def out_parts(self, parts: Iterable[str]) -> None:
-        """`out` of the parts' text, each written as it comes."""
-        for part in parts:
-            self.terminal.stdout.write(part)
-        self.terminal.stdout.write("\n")
-
-    def warn(self, text: str) -> None:
-        self.terminal.stderr.write(f"majordomus: warning: {render.safe(text)}\n")
-
-    def locks(self, locks: Sequence[StaleLock]) -> None:
-        for lock in locks:
-            self.warn(
-                f"{lock.path} is {lock.age_s} s old; if no git or "
-                f"majordomus process is running, remove it (rm '{lock.path}')."
-            )
+    jsontext = OnFirstUse("majordomus.jsontext")
+    ops = OnFirstUse("majordomus.ops")
+    render = OnFirstUse("majordomus.render")
 
 
 def _invocation(ctx: typer.Context) -> Invocation:
@@ -200,11 +134,7 @@ def main(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    invocation = _invocation(ctx)
-    cwd = invocation.cwd
-    for path in directory or ():
-        cwd = os.path.join(cwd, path)
-    ctx.obj = invocation._replace(cwd=cwd, profile=profile)
+    ctx.obj = _invocation(ctx).located(directory or (), profile)
 
 
 # ---- tasks -------------------------------------------------------------------------------
@@ -262,15 +192,8 @@ def checkpoint(
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    invocation = _invocation(ctx)
-    if (text is None) == (file is None):
-        raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
-    if file is not None:
-        text = ops.read_input_file(file, invocation.terminal.stdin, "checkpoint body", TEXT_CEILING)
-    assert text is not None
-    result = ops.checkpoint(invocation.context(), text, task, session_name, allow_secret)
-    invocation.locks(result.stale_locks)
-    invocation.out(render.checkpoint(result, as_json))
+    # Read here only when typer reads the command line: see `front.plain_checkpoint`.
+    run_checkpoint(_invocation(ctx), text, file, task, session_name, allow_secret, as_json)
 
 
 @app.command()
@@ -312,7 +235,8 @@ def handover(
                 "give the handover either with -F FILE or with the three flags, not both."
             )
         source = "standard input" if file == "-" else file
-        text = ops.read_input_file(file, invocation.terminal.stdin, "handover file", TEXT_CEILING)
+        stdin = invocation.terminal.stdin
+        text = ops.read_input_file(invocation.context(), file, stdin, "handover file", TEXT_CEILING)
         fields = dict(ops.parse_handover_file(text, source))
     result = ops.handover(invocation.context(), fields, task, session_name, allow_secret)
     invocation.locks(result.stale_locks)
@@ -728,6 +652,8 @@ def mcp(ctx: typer.Context) -> None:
         raise RefusedError(
             "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
         ) from None
+    from majordomus.front import run  # the MCP tools run command lines as `majordomus` does
+
     mcp_server.serve(invocation.cwd, invocation.environ, run)
 
 
@@ -771,17 +697,10 @@ def adopt(
 # ---- the one place errors become exit codes ------------------------------------------------
 
 
-def _is_tty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 _GLOBAL_WITH_VALUE = ("-C", "--profile")
 
 
-def _command_for(argv: Sequence[str]) -> Any:
+def command_for(argv: Sequence[str]) -> Any:
     """The click command typer builds for the app, with only the command `argv` names (and
     the global options): typer reads the signature of every command it is given, which
     costs more than most commands' own work. Anything else (no command, a flag before
@@ -827,51 +746,18 @@ def _command_named(name: str | None) -> Any:
     return typer.main.get_command(partial)
 
 
-def run(
-    argv: Sequence[str],
-    *,
-    environ: Mapping[str, str] | None = None,
-    stdin: IO[bytes] | None = None,
-    stdout: IO[str] | None = None,
-    stderr: IO[str] | None = None,
-    now: Callable[[], datetime.datetime] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    is_tty: bool | None = None,
-) -> int:
-    env = dict(os.environ if environ is None else environ)
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
-    tty = _is_tty(out) if is_tty is None else is_tty
-    terminal = Terminal(
-        stdin=stdin if stdin is not None else sys.stdin.buffer,
-        stdout=out,
-        stderr=err,
-        is_tty=tty,
-        colour=tty and "NO_COLOR" not in env and env.get("TERM") != "dumb",
-    )
-    invocation = Invocation(
-        terminal=terminal,
-        environ=env,
-        now=now or (lambda: datetime.datetime.now(datetime.UTC)),
-        sleep=sleep,
-    )
-    command = _command_for(argv)
-    interrupt.reset()
+def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
+    """`argv` read by typer (`command`: `command_for(argv)`) and run: typer's own refusals
+    become exit codes here; majordomus' errors go on to `front.run`, which answers them."""
+    terminal = invocation.terminal
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with (
+            contextlib.redirect_stdout(terminal.stdout),
+            contextlib.redirect_stderr(terminal.stderr),
+        ):
             result: Any = command.main(
                 args=list(argv), prog_name="majordomus", standalone_mode=False, obj=invocation
             )
-        if result == 130:
-            # typer's own answer to a KeyboardInterrupt: an exit status no command of
-            # ours returns, and no word said.
-            interrupt.heard()
-            err.write(f"majordomus: {interrupt.message()}\n")
-        return int(result) if isinstance(result, int) else 0
-    except MajordomusError as error:
-        # Messages can quote notes (task ids, say): escaped like every other output.
-        err.write(f"majordomus: {render.safe(error.message)}\n")
-        return int(error.code)
     except typer.Exit as done:
         return int(done.exit_code)
     except typer.TyperException as error:
@@ -880,14 +766,11 @@ def run(
             return 0
         usage = getattr(error, "ctx", None)
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
-        err.write(f"majordomus: {render.safe(message)}{hint}\n")
+        terminal.stderr.write(f"majordomus: {render.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
-    except KeyboardInterrupt:  # interrupt.Interrupted included
+    if result == 130:
+        # typer's own answer to a KeyboardInterrupt: an exit status no command of ours
+        # returns, and no word said.
         interrupt.heard()
-        err.write(f"majordomus: {interrupt.message()}\n")
-        return 130
-    except BrokenPipeError:
-        return 0
-    finally:
-        with contextlib.suppress(Exception):
-            out.flush()
+        terminal.stderr.write(f"majordomus: {interrupt.message()}\n")
+    return int(result) if isinstance(result, int) else 0

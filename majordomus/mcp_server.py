@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from majordomus import __version__
 
-CommandLine = Callable[..., int]  # cli.run: the command line, handed in by `majordomus mcp`
+CommandLine = Callable[..., int]  # front.run: the command line, handed in by `majordomus mcp`
 
 INSTRUCTIONS = """\
 majordomus keeps checkpoints and handovers of a debugging task as git notes.

@@ -192,12 +192,13 @@ def read_bounded(stream: IO[bytes], what: str, cap: int) -> str:
         raise RefusedError(f"{what} is not UTF-8 text; nothing was recorded.") from None
 
 
-def read_input_file(source: str, stdin: IO[bytes], what: str, cap: int) -> str:
-    """Text from `-F FILE` or `-F -` (standard input)."""
+def read_input_file(ctx: Context, source: str, stdin: IO[bytes], what: str, cap: int) -> str:
+    """Text from `-F FILE` (relative to where `-C` went, as `git -C` reads `commit -F`) or
+    `-F -` (standard input)."""
     if source == "-":
         return read_bounded(stdin, what, cap)
     try:
-        with open(source, "rb") as handle:
+        with open(os.path.join(ctx.cwd, source), "rb") as handle:
             return read_bounded(handle, what, cap)
     except OSError as error:
         raise RefusedError(

@@ -94,8 +94,12 @@ ALLOWED = {
         "values",
     },
     "hooks": {"agents", "context", "ops", "render", "errors", "store", "values"},
+    # What a command runs with, and the checkpoint both command-line readers run.
+    "invocation": {"errors", "ops", "records", "render", "values"},
     "cli": {
         "errors",
+        "front",
+        "invocation",
         "profile",
         "records",
         "ops",
@@ -108,8 +112,10 @@ ALLOWED = {
         "interrupt",
         "jsontext",
     },
+    # The edge: a plain checkpoint read without typer, every other command line on to cli.
+    "front": {"cli", "errors", "interrupt", "invocation", "render"},
     "mcp_server": {"__init__"},
-    "__main__": {"cli", "hooks", "interrupt"},
+    "__main__": {"front", "hooks", "interrupt"},
     "__init__": set(),
 }
 STORE_LAYER = {

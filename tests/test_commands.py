@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,6 +64,24 @@ def test_checkpoint_from_file_and_stdin(repo: Repo) -> None:
     assert as_json(repo, "checkpoint", "-F", str(path))["record"]["body"] == "from a file"
     result = repo.run("checkpoint", "-F", "-", "--json", stdin="from stdin ✓\n".encode())
     assert json.loads(result.out)["record"]["body"] == "from stdin ✓"
+
+
+def test_a_relative_file_is_read_from_where_dash_c_went_as_git_reads_it(repo: Repo) -> None:
+    """`majordomus -C DIR checkpoint -F FILE` reads DIR/FILE, as `git -C DIR commit -F FILE`
+    does, whatever directory the command was started in (the test run's own, here)."""
+    repo.task()
+    (repo.path / "sub").mkdir()
+    (repo.path / "sub" / "body.txt").write_text("from below\n")
+    (repo.path / "handover.toml").write_text('objective = "o"\nstate = "s"\nnext = "n"\n')
+    assert not Path("sub/body.txt").exists() and not Path("handover.toml").exists()
+    repo.git("-C", "sub", "commit", "-q", "--allow-empty", "-F", "body.txt")
+    assert repo.git("log", "-1", "--format=%B").strip() == "from below"
+    # Read plainly, and by typer (a joined option is typer's to read).
+    for option in (["-F", "body.txt"], ["--file=body.txt"]):
+        written = as_json(repo, "-C", "sub", "checkpoint", *option)
+        assert written["record"]["body"] == "from below", option
+    handed = as_json(repo, "handover", "-F", "handover.toml")
+    assert [handed["record"][k] for k in ("objective", "state", "next")] == ["o", "s", "n"]
 
 
 @pytest.mark.parametrize(

@@ -177,7 +177,7 @@ def test_commits_and_their_times_read_by_git_are_libgit2s(repo: Repo) -> None:
 # A command in a fresh process: its answer and whether it loaded libgit2.
 PROBE = """
 import datetime, io, json, sys
-from majordomus.cli import run
+from majordomus.front import run
 out, err = io.StringIO(), io.StringIO()
 now = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)  # ages equal on both paths
 code = run(sys.argv[1:], stdout=out, stderr=err, now=lambda: now)

@@ -41,9 +41,9 @@ def test_a_command_parsed_alone_answers_as_the_whole_app_does(
     repo.run("checkpoint", "one")
     names = sorted(cli._command_names())
     # Built alone: typer is given the one command (and a group its own commands).
-    assert list(cli._command_for(["-C", ".", "show", "--json"]).commands) == ["show"]
-    assert list(cli._command_for(["task", "list"]).commands) == ["task"]
-    assert len(cli._command_for(["--version"]).commands) == len(names)
+    assert list(cli.command_for(["-C", ".", "show", "--json"]).commands) == ["show"]
+    assert list(cli.command_for(["task", "list"]).commands) == ["task"]
+    assert len(cli.command_for(["--version"]).commands) == len(names)
     lines: list[tuple[str, ...]] = []
     for name in names:
         lines += [(name, "--help"), (name, "--no-such-flag"), ("-C", ".", name, "-h")]
@@ -59,7 +59,7 @@ def test_a_command_parsed_alone_answers_as_the_whole_app_does(
         (),
     ]
     alone = [repo.run(*line) for line in lines]
-    monkeypatch.setattr(cli, "_command_for", lambda argv: typer.main.get_command(cli.app))
+    monkeypatch.setattr(cli, "command_for", lambda argv: typer.main.get_command(cli.app))
     whole = [repo.run(*line) for line in lines]
     for line, one, every in zip(lines, alone, whole, strict=True):
         assert (one.code, one.out, one.err) == (every.code, every.out, every.err), line

@@ -25,7 +25,7 @@ from typing import IO
 
 import pytest
 
-from majordomus import cli
+from majordomus import front
 from tests.conftest import MAJORDOMUS, Clock, Repo
 from tests.remote_fixtures import git_daemon, seeded
 from tests.support.cli import _own_job, start_text
@@ -412,7 +412,7 @@ def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo) -> None:
     task = repo.task()
     before = checkpoints_on_head(repo)
     err = io.StringIO()
-    code = cli.run(
+    code = front.run(
         ["-C", str(repo.path), "checkpoint", "--task", task, "-F", "-"],
         environ=repo.environ,
         stdin=_InterruptedRead(),
@@ -476,7 +476,7 @@ TERM_LINE = "majordomus: interrupted; nothing was stored.\n"
 
 _CUT_SHORT = """
 import os, signal, sys
-import majordomus.cli
+import majordomus.front
 
 def run(argv):
     try:
@@ -486,7 +486,7 @@ def run(argv):
         pass  # ...and code cut short swallows it (as C code inside an import can),
     raise TypeError("expected a message argument")  # then fails in its own way
 
-majordomus.cli.run = run
+majordomus.front.run = run
 from majordomus.__main__ import main
 sys.exit(main())
 """

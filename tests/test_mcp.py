@@ -10,7 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from majordomus import cli
+from majordomus import front
 from tests.conftest import MAJORDOMUS, Repo
 
 if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
@@ -30,7 +30,7 @@ def in_process(repo: Repo, body: Callable[[Client], Awaitable[None]]) -> None:
     from majordomus import mcp_server
 
     async def main() -> None:
-        async with Client(mcp_server.server(str(repo.path), repo.environ, cli.run)) as client:
+        async with Client(mcp_server.server(str(repo.path), repo.environ, front.run)) as client:
             await body(client)
 
     asyncio.run(main())

@@ -34,7 +34,7 @@ from tests.support.forks import run as run_forked
 SCRIPT = """
 import os, sys
 import majordomus.notesread as notesread
-from majordomus import cli
+from majordomus import front
 mode, argv = sys.argv[1], sys.argv[2:]
 forks = []
 parses = []  # the notes this process parsed (a helper's count stays in the helper)
@@ -59,7 +59,7 @@ else:
         def refused():
             raise BlockingIOError(11, "Resource temporarily unavailable")
         os.fork = refused
-code = cli.run(argv)
+code = front.run(argv)
 sys.stdout.flush()
 sys.stderr.write(f"parses={len(parses)}\\n")
 sys.stderr.write(f"forks={len(forks)}\\n")

@@ -1,4 +1,4 @@
-"""majordomus in-process (`cli.run`, the fast path) or as a real process.
+"""majordomus in-process (`front.run`, the fast path) or as a real process.
 
 A real process starts in its own session (a terminal's foreground job of its own: a
 signal the test sends to the group reaches it and its children, never the test run)
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from majordomus import cli
+from majordomus import front
 
 MAJORDOMUS = [sys.executable, "-m", "majordomus"]
 
@@ -47,7 +47,7 @@ def run_cli(
     out, err = io.StringIO(), io.StringIO()
     if isinstance(now, datetime.datetime):
         now = _fixed(now)
-    code = cli.run(
+    code = front.run(
         ["-C", str(cwd), *argv],
         environ=dict(environ),
         stdin=io.BytesIO(stdin),
