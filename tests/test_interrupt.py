@@ -406,14 +406,19 @@ class _InterruptedRead(io.BytesIO):
         raise KeyboardInterrupt
 
 
-def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo) -> None:
+@pytest.mark.parametrize("joined", [False, True], ids=["read plainly", "read by typer"])
+def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo, joined: bool) -> None:
     """Without majordomus' handler (in-process), Python raises KeyboardInterrupt, which
-    typer turns into a bare Exit(130): still one line, still the truth."""
+    typer turns into a bare Exit(130) (a joined `--task=` is typer's to read) and a plain
+    checkpoint meets as it comes: still one line, still the truth."""
     task = repo.task()
     before = checkpoints_on_head(repo)
     err = io.StringIO()
+    options = [f"--task={task}"] if joined else ["--task", task]
+    argv = ["-C", str(repo.path), "checkpoint", *options, "-F", "-"]
+    assert (front.plain_checkpoint(argv) is None) == joined
     code = front.run(
-        ["-C", str(repo.path), "checkpoint", "--task", task, "-F", "-"],
+        argv,
         environ=repo.environ,
         stdin=_InterruptedRead(),
         stdout=io.StringIO(),
