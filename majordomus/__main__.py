@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 # The first thing done: from here on Ctrl-C or SIGTERM waits for `main` to answer it (one
 # line, exit 130), even when it comes before `main` runs (the console script still has
@@ -61,5 +62,28 @@ def _interrupted(hook: bool) -> int:
     return 130
 
 
+def script() -> NoReturn:
+    """The console script and `python -m majordomus`: `main`, and the process ends there."""
+    _leave(main())
+
+
+def _leave(code: int) -> NoReturn:
+    """End the process with `code` once what it wrote is flushed, without the interpreter's
+    teardown: a last collection over every object the command built, then freeing them
+    one by one, took 20-70 ms (the most after a first read of every note) and keeps
+    nothing. Nothing is left to it: files are closed where they are written, child
+    processes are waited for or left to end as they would be anyway, and no other
+    thread is still at work once `main` has answered."""
+    import atexit
+    import contextlib
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        # A reader that is gone (a closed pipe), a stream closed already: nothing to flush.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code & 0xFF)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    script()

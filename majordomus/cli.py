@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import functools
 import gc
 from collections.abc import Sequence
@@ -760,6 +761,14 @@ def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
             )
     except typer.Exit as done:
         return int(done.exit_code)
+    except SystemExit as stop:
+        # typer's answer to a reader that left (EPIPE: `majordomus history | head`) is
+        # exit 1, here a negative answer: the reader had what it wanted, as `front.run`
+        # answers a closed pipe for every command.
+        gone = stop.__context__
+        if isinstance(gone, OSError) and gone.errno == errno.EPIPE:
+            return 0
+        raise
     except typer.TyperException as error:
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         if getattr(error, "exit_code", 2) == 0:

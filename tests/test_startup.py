@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.conftest import MAJORDOMUS, Repo
 from tests.support.repo import clone
 
 PROBE = """
@@ -157,3 +157,36 @@ def test_text_answers_leave_the_json_module_unloaded(repo: Repo) -> None:
     assert text["code"] == as_json["code"] == 0 and "quotes" in text["out"]
     assert "json" not in text["loaded"] and "json" in as_json["loaded"]
     assert json.loads(as_json["out"])["records"][0]["body"] == 'seen with "quotes" and \u00e9'
+
+
+def test_a_real_process_ends_once_its_answer_is_written(repo: Repo) -> None:
+    """The console script leaves without the interpreter's teardown (`__main__._leave`):
+    every byte written reaches the pipe, a negative answer keeps its exit code, and a
+    reader that is gone before the answer comes (`| head`) gets exit 0 and no complaint,
+    from the command typer reads and from the checkpoint read plainly alike."""
+    task = repo.task()
+    for n in range(40):
+        assert repo.run("checkpoint", f"{n} " + "y" * 300).code == 0
+    whole = repo.run("history", "--json")
+
+    def real(*argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*MAJORDOMUS, *argv], cwd=repo.path, env=repo.environ, capture_output=True, check=False
+        )
+
+    done = real("history", "--json")
+    assert (done.returncode, done.stdout.decode(), done.stderr) == (0, whole.out, b"")
+    stale = real("check", "--task", task)  # the last checkpoint is days old on the real clock
+    assert (stale.returncode, stale.stderr) == (1, b"")
+    for argv in (["history"], ["checkpoint", "one more"]):
+        process = subprocess.Popen(
+            [*MAJORDOMUS, *argv],
+            cwd=repo.path,
+            env=repo.environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # no reader left: the first write finds the pipe closed
+        assert (process.wait(), process.stderr.read()) == (0, b""), argv
+    assert repo.run("history", "--json").out.count('"one more"') == 1
