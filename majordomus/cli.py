@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from majordomus import __version__, interrupt
+from majordomus import __version__, commands, interrupt
+from majordomus.commands import Invocation, OnFirstUse
 from majordomus.errors import ExitCode, MajordomusError, RefusedError
-from majordomus.invocation import Invocation, OnFirstUse, run_checkpoint
 from majordomus.profile import BUILT_IN
 from majordomus.records import TEXT_CEILING
 from majordomus.values import (
@@ -41,6 +41,12 @@ def _invocation(ctx: typer.Context) -> Invocation:
 
 def _exit(code: ExitCode | int) -> typer.Exit:
     return typer.Exit(int(code))
+
+
+def _answered(code: int) -> None:
+    """A command of `commands` answered with `code`: typer's way to exit with it."""
+    if code:
+        raise _exit(code)
 
 
 HELP = """\
@@ -193,8 +199,17 @@ def checkpoint(
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    # Read here only when typer reads the command line: see `front.plain_checkpoint`.
-    run_checkpoint(_invocation(ctx), text, file, task, session_name, allow_secret, as_json)
+    _answered(
+        commands.checkpoint(
+            _invocation(ctx),
+            text=text,
+            file=file,
+            task=task,
+            session_name=session_name,
+            allow_secret=allow_secret,
+            as_json=as_json,
+        )
+    )
 
 
 @app.command()
@@ -262,25 +277,11 @@ def resume(
     Records a resume on HEAD that resolves it (and supersedes older open
     handovers of the task). Exit 1 when nothing is open.
     """
-    invocation = _invocation(ctx)
-    result = ops.resume(invocation.context(), task, peek, session_name)
-    invocation.locks(result.stale_locks)
-    if result.implied:
-        made = "" if peek else "; it is now the current task here"
-        invocation.terminal.stderr.write(
-            f"majordomus: no current task: took {render.safe(result.task)}, the one task with "
-            f"an open handover reachable from HEAD{made}.\n"
+    _answered(
+        commands.resume(
+            _invocation(ctx), peek=peek, task=task, session_name=session_name, as_json=as_json
         )
-    if result.handover is None:
-        if as_json:
-            invocation.out(render.resume_json(result))
-        else:
-            invocation.terminal.stderr.write(
-                f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
-            )
-            invocation.out(render.resume_nothing_open(result))
-        raise _exit(ExitCode.NEGATIVE)
-    invocation.out(render.resume(result, invocation.now(), as_json))
+    )
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -303,9 +304,16 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label."""
-    invocation = _invocation(ctx)
-    result = ops.history(invocation.context(), rev, task, include_all, limit, as_json)
-    invocation.out_parts(render.history_parts(result, as_json))
+    _answered(
+        commands.history(
+            _invocation(ctx),
+            rev=rev,
+            include_all=include_all,
+            limit=limit,
+            task=task,
+            as_json=as_json,
+        )
+    )
 
 
 @app.command()
@@ -323,16 +331,7 @@ def show(
     ] = False,
 ) -> None:
     """The records attached to one commit: what CI reads."""
-    invocation = _invocation(ctx)
-    if as_json and markdown:
-        raise RefusedError("give --json or --markdown, not both.")
-    result = ops.show(invocation.context(), rev)
-    if result.missing:
-        invocation.warn(
-            f"{result.commit[:12]} names no commit in this clone; listing what the notes hold "
-            "for it (fetch the commit to see it in history)."
-        )
-    invocation.out(render.show_markdown(result) if markdown else render.show(result, as_json))
+    _answered(commands.show(_invocation(ctx), rev=rev, as_json=as_json, markdown=markdown))
 
 
 @app.command()
@@ -343,11 +342,7 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
-    invocation = _invocation(ctx)
-    results = ops.check(invocation.context(), task, all_tasks)
-    invocation.out(render.check(results, as_json, invocation.terminal.colour, all_tasks))
-    if any(result.stale for result in results):
-        raise _exit(ExitCode.NEGATIVE)
+    _answered(commands.check(_invocation(ctx), all_tasks=all_tasks, task=task, as_json=as_json))
 
 
 @app.command()
@@ -471,8 +466,7 @@ def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False
     no records yet is not an error. Uses your own git, credentials and ssh
     set-up. Exit 4 when the fetch fails.
     """
-    invocation = _invocation(ctx)
-    invocation.out(render.fetch(ops.fetch(invocation.context(), remote), as_json))
+    _answered(commands.fetch(_invocation(ctx), remote=remote, as_json=as_json))
 
 
 @app.command()

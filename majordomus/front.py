@@ -1,9 +1,10 @@
 """The front of the command line, without typer: `run`, the one place errors become exit
-codes, and the write a session makes most, `checkpoint TEXT`, read here; every other
-command line goes on to typer (`cli`).
+codes, and the commands a session and CI run most (checkpoint, resume, history, show,
+check, fetch) read here when written the plain way; every other command line goes on to
+typer (`cli`).
 
-A session checkpoints many times an hour, from a prompt or an agent's tool call, and
-loading typer and building its command costs about as much as the write itself.
+Loading typer and building a command's parser cost 20-30 ms, about as much as a
+checkpoint itself or a warm read's whole work.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
-from majordomus import interrupt
+from majordomus import commands, interrupt
+from majordomus.commands import Invocation, OnFirstUse, Terminal
 from majordomus.errors import MajordomusError
-from majordomus.invocation import Invocation, OnFirstUse, Terminal, run_checkpoint
 
 if TYPE_CHECKING:
     from majordomus import render
@@ -26,69 +27,86 @@ else:
     render = OnFirstUse("majordomus.render")
 
 
-class PlainCheckpoint(NamedTuple):
-    """A `checkpoint` command line as `plain_checkpoint` reads it."""
+class Grammar(NamedTuple):
+    """A command's plain form: its one optional argument and its options taking a text or
+    nothing, each spelling named by the parameter it sets (as typer declares them: a test
+    keeps the two equal). An option taking a number is left out: typer reads it."""
 
+    argument: str | None
+    valued: Mapping[str, str]
+    flags: Mapping[str, str]
+
+
+_TASK = {"--task": "task", "-t": "task"}
+_JSON = {"--json": "as_json"}
+GRAMMARS = {
+    "checkpoint": Grammar(
+        "text",
+        {**_TASK, "--session": "session_name", "--file": "file", "-F": "file"},
+        {**_JSON, "--allow-secret": "allow_secret"},
+    ),
+    "resume": Grammar(None, {**_TASK, "--session": "session_name"}, {**_JSON, "--peek": "peek"}),
+    "history": Grammar("rev", _TASK, {**_JSON, "--all": "include_all"}),
+    "show": Grammar("rev", {}, {**_JSON, "--markdown": "markdown"}),
+    "check": Grammar(None, _TASK, {**_JSON, "--all": "all_tasks"}),
+    "fetch": Grammar("remote", {}, _JSON),
+}
+_GLOBALS = {"-C": "directories", "--profile": "profile"}
+
+
+class Plain(NamedTuple):
+    """A command line as `plain` reads it."""
+
+    command: str
     directories: tuple[str, ...]  # -C, in order
     profile: str | None
-    text: str | None
-    file: str | None
-    task: str | None
-    session: str | None
-    allow_secret: bool
-    as_json: bool
+    params: dict[str, str | bool]  # the command's parameters given, by name
 
 
-_GLOBALS = {"-C": "directories", "--profile": "profile"}
-_VALUED = {"--task": "task", "-t": "task", "--session": "session", "--file": "file", "-F": "file"}
-_FLAGS = {"--json": "as_json", "--allow-secret": "allow_secret"}
-
-
-def plain_checkpoint(argv: Sequence[str]) -> PlainCheckpoint | None:
-    """`argv` when it is a checkpoint written the plain way, read as typer reads it: the
-    global options (`-C PATH`, `--profile NAME`) before the command, then the text and the
-    command's own options in any order, each option spelt in full and given once (`-C` as
-    often as wanted), each option's value and the text a token of its own that does not
-    start with `-` (a value may be `-` itself: stdin). Anything else (help, `--`, an
-    unknown, abbreviated, joined or repeated option, a second text) is None: typer reads
-    it, and answers or refuses it with its own words."""
-    found: dict[str, Any] = {"directories": ()}
+def plain(argv: Sequence[str]) -> Plain | None:
+    """`argv` when it is one of the commands of GRAMMARS written the plain way, read as
+    typer reads it: the global options (`-C PATH`, `--profile NAME`) before the command,
+    then its argument and its own options in any order, each option spelt in full and
+    given once (`-C` as often as wanted), each option's value and the argument a token of
+    its own that does not start with `-` (a value may be `-` itself: stdin). Anything else
+    (help, `--`, an unknown, abbreviated, joined or repeated option, a second argument, a
+    number) is None: typer reads it, and answers or refuses it with its own words."""
+    directories: tuple[str, ...] = ()
+    profile: str | None = None
     tokens = iter(argv)
     for token in tokens:
-        if token == "checkpoint":
+        grammar = GRAMMARS.get(token)
+        if grammar is not None:
+            command = token
             break
-        field = _GLOBALS.get(token)
         value = next(tokens, None)
-        if field is None or not _is_value(value) or (field in found and field == "profile"):
+        if token not in _GLOBALS or not _is_value(value) or (token == "--profile" and profile):
             return None
-        found[field] = (*found["directories"], value) if field == "directories" else value
+        assert value is not None
+        if token == "-C":
+            directories = (*directories, value)
+        else:
+            profile = value
     else:
         return None
+    params: dict[str, str | bool] = {}
     for token in tokens:
-        field = _VALUED.get(token)
-        if field is not None:
+        name = grammar.valued.get(token)
+        if name is not None:
             value = next(tokens, None)
-            if field in found or not _is_value(value):
+            if name in params or not _is_value(value):
                 return None
-            found[field] = value
-        elif token in _FLAGS:
-            if _FLAGS[token] in found:
+            assert value is not None
+            params[name] = value
+        elif token in grammar.flags:
+            if grammar.flags[token] in params:
                 return None
-            found[_FLAGS[token]] = True
-        elif "text" in found or not _is_text(token):
+            params[grammar.flags[token]] = True
+        elif grammar.argument is None or grammar.argument in params or not _is_text(token):
             return None
         else:
-            found["text"] = token
-    return PlainCheckpoint(
-        directories=found["directories"],
-        profile=found.get("profile"),
-        text=found.get("text"),
-        file=found.get("file"),
-        task=found.get("task"),
-        session=found.get("session"),
-        allow_secret=found.get("allow_secret", False),
-        as_json=found.get("as_json", False),
-    )
+            params[grammar.argument] = token
+    return Plain(command, directories, profile, params)
 
 
 def _is_text(token: str) -> bool:
@@ -136,25 +154,17 @@ def run(
         now=now or (lambda: datetime.datetime.now(datetime.UTC)),
         sleep=sleep,
     )
-    plain = plain_checkpoint(argv)
-    if plain is None:
+    found = plain(argv)
+    if found is None:
         from majordomus import cli  # typer, and every command
 
         command = cli.command_for(argv)
     interrupt.reset()
     try:
-        if plain is None:
+        if found is None:
             return cli.dispatch(command, argv, invocation)
-        run_checkpoint(
-            invocation.located(plain.directories, plain.profile),
-            plain.text,
-            plain.file,
-            plain.task,
-            plain.session,
-            plain.allow_secret,
-            plain.as_json,
-        )
-        return 0
+        body: Callable[..., int] = getattr(commands, found.command)
+        return int(body(invocation.located(found.directories, found.profile), **found.params))
     except MajordomusError as error:
         # Messages can quote notes (task ids, say): escaped like every other output.
         err.write(f"majordomus: {render.safe(error.message)}\n")

@@ -94,12 +94,12 @@ ALLOWED = {
         "values",
     },
     "hooks": {"agents", "context", "ops", "render", "errors", "store", "values"},
-    # What a command runs with, and the checkpoint both command-line readers run.
-    "invocation": {"errors", "ops", "records", "render", "values"},
+    # What a command runs with, and the commands both command-line readers run.
+    "commands": {"errors", "ops", "records", "render", "values"},
     "cli": {
         "errors",
         "front",
-        "invocation",
+        "commands",
         "profile",
         "records",
         "ops",
@@ -112,8 +112,8 @@ ALLOWED = {
         "interrupt",
         "jsontext",
     },
-    # The edge: a plain checkpoint read without typer, every other command line on to cli.
-    "front": {"cli", "errors", "interrupt", "invocation", "render"},
+    # The edge: plain command lines read without typer, every other one on to cli.
+    "front": {"cli", "commands", "errors", "interrupt", "render"},
     "mcp_server": {"__init__"},
     "__main__": {"front", "hooks", "interrupt"},
     "__init__": set(),

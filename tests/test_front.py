@@ -1,6 +1,7 @@
-"""A checkpoint written the plain way is read without typer (`front.plain_checkpoint`), as
-typer reads it: the same values for every command line it takes, the same answer, the
-same record; every other command line is left to typer, which answers it."""
+"""The commands a session and CI run most, written the plain way, are read without typer
+(`front.plain`) as typer reads them: the grammar of each is typer's own, every command
+line read plainly gives the values typer gives, and the same answer and records; every
+other command line is left to typer, which answers it."""
 
 from __future__ import annotations
 
@@ -16,42 +17,72 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import cli, front
-from majordomus.invocation import Invocation, Terminal
+from majordomus import cli, commands, front
+from majordomus.commands import Invocation, Terminal
 from tests.conftest import START, Clock, Repo
-from tests.support.git import git
+from tests.support.git import bare, git
 from tests.support.notes import stored_records
+from tests.support.repo import clone
+
+
+def _declared(name: str) -> front.Grammar:
+    """The plain grammar of a command as typer declares it: its one argument, and its
+    options taking a text or nothing (a number is typer's to read)."""
+    group = cli.command_for([name])
+    command = group.commands[name]
+    argument = None
+    valued: dict[str, str] = {}
+    flags: dict[str, str] = {}
+    for param in command.params:
+        if param.param_type_name == "argument":
+            assert argument is None and not param.required, name
+            argument = param.name
+        elif param.is_flag:
+            flags.update((spelling, param.name) for spelling in param.opts)
+        elif type(param.type).__name__ == "StringParamType":
+            valued.update((spelling, param.name) for spelling in param.opts)
+    return front.Grammar(argument, valued, flags)
+
+
+@pytest.mark.parametrize("name", sorted(front.GRAMMARS))
+def test_each_plain_grammar_is_what_typer_declares(name: str) -> None:
+    assert front.GRAMMARS[name] == _declared(name)
+
+
+def test_a_number_an_option_without_its_value_and_no_command_are_typer_s_to_read() -> None:
+    assert front.plain(["history", "--limit", "3"]) is None
+    assert front.plain(["history", "-n", "3"]) is None
+    assert front.plain(["history", "--task"]) is None
+    assert front.plain(["-C"]) is None
+    assert front.plain(["-C", "sub"]) is None
+    assert front.plain([]) is None
+
 
 _GLOBALS = [["-C", "sub"], ["-C", ".."], ["-C", "-"], ["--profile", "ci"], ["--profile", "-"]]
-_OPTIONS = [
-    ["--task", "t-0123"],
-    ["-t", "0123"],
-    ["--session", "night shift"],
-    ["--file", "-"],
-    ["-F", "body.txt"],
-    ["--json"],
-    ["--allow-secret"],
-    ["--task", ""],
-]
-_TEXTS = [["seen it"], ["checkpoint"], ["x" * 30], ["ünïcode"], [""]]
-# Tokens a plain checkpoint never holds: typer reads (and answers, or refuses) them.
+_VALUES = ["t-0123", "0123", "night shift", "-", "body.txt", "", "ünïcode", "HEAD~1"]
+# Tokens a plain command line never holds: typer reads (and answers, or refuses) them.
 _ODD = [
     ["--"], ["-h"], ["--help"], ["--version"], ["--task=t-0123"], ["-t0123"], ["-Csub"],
-    ["--profile=ci"], ["--jso"], ["--json=yes"], ["-x"], ["-"], ["-5 ms"], ["--task"],
-    ["-C"], ["--session", "--json"], ["-F", "-F"], ["\udcff"],
+    ["--profile=ci"], ["--jso"], ["--json=yes"], ["-x"], ["-5 ms"], ["--session", "--json"],
+    ["-F", "-F"], ["\udcff"], ["--limit", "2"], ["-n", "2"],
 ]  # fmt: skip
 
 
 def _read_by_typer(argv: Sequence[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | None:
-    """What typer hands the checkpoint command for `argv`; None when it runs none."""
+    """What typer hands the command for `argv`; None when it runs none of GRAMMARS."""
     seen: list[dict[str, Any]] = []
 
-    def record(invocation: Invocation, *values: Any) -> None:
-        names = ("text", "file", "task", "session", "allow_secret", "as_json")
-        read = dict(zip(names, values, strict=True))
-        seen.append({"cwd": invocation.cwd, "profile": invocation.profile, **read})
+    def recorder(name: str) -> Any:
+        def record(invocation: Invocation, **params: Any) -> int:
+            given = {key: value for key, value in params.items() if value not in (None, False)}
+            seen.append({"command": name, "cwd": invocation.cwd, "profile": invocation.profile})
+            seen[-1]["params"] = given
+            return 0
 
-    monkeypatch.setattr(cli, "run_checkpoint", record)
+        return record
+
+    for name in front.GRAMMARS:
+        monkeypatch.setattr(commands, name, recorder(name))
     err = io.StringIO()
     terminal = Terminal(io.BytesIO(), io.StringIO(), err, is_tty=False, colour=False)
     invocation = Invocation(terminal, {}, lambda: START, lambda _: None)
@@ -61,62 +92,81 @@ def _read_by_typer(argv: Sequence[str], monkeypatch: pytest.MonkeyPatch) -> dict
 
 
 def _read_plainly(argv: Sequence[str]) -> dict[str, Any] | None:
-    plain = front.plain_checkpoint(argv)
-    if plain is None:
+    found = front.plain(argv)
+    if found is None:
         return None
     cwd = "."
-    for path in plain.directories:
+    for path in found.directories:
         cwd = os.path.join(cwd, path)
-    values = plain._asdict()
-    del values["directories"]
-    return {"cwd": cwd, **values}
+    # typer gives every parameter; an empty text is given as such, a flag left off is False
+    params = {key: value for key, value in found.params.items() if value is not False}
+    return {"command": found.command, "cwd": cwd, "profile": found.profile, "params": params}
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from(_GLOBALS), max_size=3),
-    st.lists(st.sampled_from(_OPTIONS + _TEXTS + _ODD), max_size=5),
-    st.booleans(),
-)
-def test_every_command_line_read_plainly_is_read_so_by_typer(
-    globals_: list[list[str]], rest: list[list[str]], named: bool
-) -> None:
-    argv = [token for part in globals_ for token in part]
-    argv += ["checkpoint"] if named else []
-    argv += [token for part in rest for token in part]
+@st.composite
+def command_lines(draw: st.DrawFn) -> tuple[list[str], bool]:
+    """A command line, and whether it is written the plain way (then it must be read so)."""
+    name = draw(st.sampled_from(sorted(front.GRAMMARS)))
+    grammar = front.GRAMMARS[name]
+    parts = [[*g] for g in draw(st.lists(st.sampled_from(_GLOBALS), max_size=3))]
+    plain = sum(part[0] == "--profile" for part in parts) <= 1
+    own: list[list[str]] = []
+    used: set[str] = set()
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["valued", "flag", "argument", "odd"]))
+        if kind == "valued" and grammar.valued:
+            spelling = draw(st.sampled_from(sorted(grammar.valued)))
+            own.append([spelling, draw(st.sampled_from(_VALUES))])
+            field = grammar.valued[spelling]
+        elif kind == "flag":
+            spelling = draw(st.sampled_from(sorted(grammar.flags)))
+            own.append([spelling])
+            field = grammar.flags[spelling]
+        elif kind == "argument":
+            own.append([draw(st.sampled_from([v for v in _VALUES if not v.startswith("-")]))])
+            field = str(grammar.argument)
+            plain = plain and grammar.argument is not None
+        else:
+            own.append(draw(st.sampled_from(_ODD)))
+            field, plain = "odd", False
+        plain = plain and field not in used
+        used.add(field)
+    argv = [*(t for part in parts for t in part), name, *(t for part in own for t in part)]
+    return argv, plain
+
+
+@settings(max_examples=400, deadline=None)
+@given(command_lines())
+def test_every_command_line_read_plainly_is_read_so_by_typer(line: tuple[list[str], bool]) -> None:
+    argv, written_plainly = line
     plain = _read_plainly(argv)
     with pytest.MonkeyPatch.context() as monkeypatch:
         by_typer = _read_by_typer(argv, monkeypatch)
     if plain is not None:
         assert plain == by_typer, argv
-    well_formed = (
-        named
-        and sum(part in _TEXTS for part in rest) <= 1
-        and all(part in _OPTIONS + _TEXTS for part in rest)
-        and len({_field(part) for part in rest}) == len(rest)
-        and sum(part[0] == "--profile" for part in globals_) <= 1
-    )
-    # The plain forms are all read plainly: the fast path is the usual one.
-    if well_formed:
-        assert plain is not None, argv
+    assert (plain is not None) == written_plainly, argv
 
 
-def _field(part: list[str]) -> str:
-    if part in _TEXTS:
-        return "text"
-    return {"-t": "--task", "-F": "--file"}.get(part[0], part[0])
-
-
-def _same_clone(path: Path, environ: dict[str, str], clock: Clock) -> tuple[Repo, str]:
-    repo = Repo.init(path, environ, clock)
+def _same_clone(
+    path: Path, environ: dict[str, str], clock: Clock, remote: Path
+) -> tuple[Repo, str]:
+    """One of two clones made alike: a task, checkpoints and a handover, a commit after."""
+    repo = clone(str(remote), path, environ, clock)
+    repo.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/remotes/origin/majordomus")
     (path / "sub").mkdir()
     (path / "body.txt").write_text("from a file\n")
     task = repo.task()
+    for n in range(3):
+        repo.commit(f"work {n}")
+        clock.advance(60)
+        assert repo.run("checkpoint", f"step {n}").code == 0
+    assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
+    repo.commit("after")
     return repo, task
 
 
 def _as_stored(repo: Repo, task: str) -> list[str]:
-    """Every record as git and tomllib read it, its random id and task id left out."""
+    """Every record as git and tomllib read it, its random ids left out."""
     shown = []
     for stored in stored_records(repo.path, repo.environ):
         table = {
@@ -124,11 +174,21 @@ def _as_stored(repo: Repo, task: str) -> list[str]:
             "id": "ID",
             "task": "TASK" if stored.table["task"] == task else "?",
         }
+        for key in ("handover", "supersedes"):
+            if key in table:
+                table[key] = "ID"
         shown.append(json.dumps([stored.target, stored.kind, table], default=str, sort_keys=True))
     return sorted(shown)
 
 
-_IDS = re.compile(r"\b([ct])-[0-9a-f]{12,16}\b")
+_IDS = re.compile(r"\b([chrt])-[0-9a-f]{12,16}\b")
+
+
+def _alike(text: str, notes: str, path: Path) -> str:
+    """Output with what differs between the two clones named alike: record and task ids,
+    the notes commit (its tree holds those ids), the clone's own path."""
+    text = text.replace(notes, "NOTES").replace(notes[:12], "NOTES")
+    return _IDS.sub(r"\1-ID", text).replace(str(path), "REPO")
 
 
 @pytest.mark.parametrize(
@@ -149,36 +209,53 @@ _IDS = re.compile(r"\b([ct])-[0-9a-f]{12,16}\b")
         (["-C", "nowhere", "checkpoint", "no directory"], 3),
         (["checkpoint", "token ghp_0123456789abcdefghijABCDEFGHIJ012345 leaked"], 2),
         (["checkpoint", "--allow-secret", "ghp_0123456789abcdefghijABCDEFGHIJ012345"], 0),
+        (["resume"], 0),
+        (["resume", "--peek", "--json"], 0),
+        (["resume", "--session", "morning", "--task", "ffff"], 2),
+        (["history"], 0),
+        (["history", "--json", "--all"], 0),
+        (["history", "HEAD~2", "--task", "TASK"], 0),
+        (["history", "nosuch"], 3),
+        (["show"], 0),
+        (["show", "HEAD~1", "--json"], 0),
+        (["show", "--markdown", "HEAD~1"], 0),
+        (["show", "--json", "--markdown"], 2),
+        (["check"], 1),
+        (["check", "--all", "--json"], 1),
+        (["fetch"], 0),
+        (["fetch", "--json", "origin"], 0),
+        (["fetch", "nosuch"], 4),
     ],
     ids=lambda value: " ".join(value)[:40] if isinstance(value, list) else str(value),
 )
-def test_a_plain_checkpoint_answers_and_records_as_typer_does(
+def test_a_plain_command_line_answers_and_records_as_typer_s_reading_does(
     tmp_path: Path,
     environ: dict[str, str],
-    clock: Clock,
     monkeypatch: pytest.MonkeyPatch,
     argv: list[str],
     code: int,
 ) -> None:
-    assert front.plain_checkpoint(argv) is not None
+    remote = bare(tmp_path / "remote.git", environ)
+    seed = clone(str(remote), tmp_path / "seed", environ, Clock())
+    seed.commit("initial")
+    seed.task("a teammate's task")
+    seed.git("push", "-q", "origin", "main", "refs/notes/majordomus")
     answers = []
     for name in ("plain", "typer"):
-        repo, task = _same_clone(tmp_path / name, environ, clock)
+        clock = Clock()
+        repo, task = _same_clone(tmp_path / name, environ, clock, remote)
+        line = [task if token == "TASK" else token for token in argv]
+        assert front.plain(line) is not None
         if name == "typer":
-            monkeypatch.setattr(front, "plain_checkpoint", lambda argv: None)
+            monkeypatch.setattr(front, "plain", lambda argv: None)
         before = git(repo.path, environ, "for-each-ref")
-        result = repo.run(*argv, stdin=b"from stdin\n")
-        if result.code != 0:
+        clock.advance(3600)
+        result = repo.run(*line, stdin=b"from stdin\n")
+        if result.code not in (0, 1):
             assert git(repo.path, environ, "for-each-ref") == before
-        answers.append(
-            (
-                result.code,
-                _IDS.sub(r"\1-ID", result.out),
-                result.err.replace(task, "TASK").replace(str(repo.path), "REPO"),
-                _as_stored(repo, task),
-            )
-        )
+        notes = repo.notes_ref() or "-"  # its id holds the random record ids
+        seen = [_alike(text, notes, repo.path) for text in (result.out, result.err)]
+        answers.append((result.code, *seen, _as_stored(repo, task)))
     plain, by_typer = answers
     assert plain == by_typer
     assert plain[0] == code, plain
-    assert len(plain[3]) == 1 + (code == 0), plain  # the task's record, and the checkpoint

@@ -416,7 +416,7 @@ def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo, joined: bool) -> Non
     err = io.StringIO()
     options = [f"--task={task}"] if joined else ["--task", task]
     argv = ["-C", str(repo.path), "checkpoint", *options, "-F", "-"]
-    assert (front.plain_checkpoint(argv) is None) == joined
+    assert (front.plain(argv) is None) == joined
     code = front.run(
         argv,
         environ=repo.environ,
