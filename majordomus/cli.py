@@ -16,7 +16,6 @@ from majordomus import __version__, commands, interrupt
 from majordomus.commands import Invocation, OnFirstUse
 from majordomus.errors import ExitCode, MajordomusError, RefusedError
 from majordomus.profile import BUILT_IN
-from majordomus.records import TEXT_CEILING
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
@@ -243,25 +242,19 @@ def handover(
     Each field is capped by the profile's handover_max. Warns (does not refuse)
     when the work tree has uncommitted changes.
     """
-    invocation = _invocation(ctx)
-    fields: dict[str, str | None] = {"objective": objective, "state": state, "next": next_action}
-    if file is not None:
-        if any(value is not None for value in fields.values()):
-            raise RefusedError(
-                "give the handover either with -F FILE or with the three flags, not both."
-            )
-        source = "standard input" if file == "-" else file
-        stdin = invocation.terminal.stdin
-        text = ops.read_input_file(invocation.context(), file, stdin, "handover file", TEXT_CEILING)
-        fields = dict(ops.parse_handover_file(text, source))
-    result = ops.handover(invocation.context(), fields, task, session_name, allow_secret)
-    invocation.locks(result.stale_locks)
-    if result.dirty:
-        invocation.warn(
-            "the work tree has uncommitted changes; the handover is attached to "
-            f"{result.record.commit[:12]}, which does not contain them."
+    _answered(
+        commands.handover(
+            _invocation(ctx),
+            objective=objective,
+            state=state,
+            next_action=next_action,
+            file=file,
+            task=task,
+            session_name=session_name,
+            allow_secret=allow_secret,
+            as_json=as_json,
         )
-    invocation.out(render.handover(result, as_json))
+    )
 
 
 @app.command()
@@ -544,24 +537,7 @@ def context(
     A record is included whole or replaced by a pointer line, never cut. Outside a
     repository or with no task: a short line, exit 0.
     """
-    from majordomus import context as contexts
-
-    invocation = _invocation(ctx)
-    result = contexts.build(invocation.context(), max_chars, task)
-    if as_json:
-        invocation.out(
-            jsontext.dumps(
-                {
-                    "task": result.task,
-                    "text": result.text,
-                    "chars": result.chars,
-                    "included": list(result.included),
-                    "omitted": result.omitted,
-                }
-            )
-        )
-    else:
-        invocation.out(result.text)
+    _answered(commands.context(_invocation(ctx), max_chars=max_chars, task=task, as_json=as_json))
 
 
 @app.command()

@@ -12,9 +12,10 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from majordomus.errors import ExitCode, RefusedError
 from majordomus.records import TEXT_CEILING
+from majordomus.values import CONTEXT_DEFAULT_CHARS
 
 if TYPE_CHECKING:
-    from majordomus import ops, render
+    from majordomus import jsontext, ops, render
     from majordomus.values import StaleLock
 
 
@@ -30,6 +31,7 @@ class OnFirstUse:
 
 
 if not TYPE_CHECKING:
+    jsontext = OnFirstUse("majordomus.jsontext")
     ops = OnFirstUse("majordomus.ops")
     render = OnFirstUse("majordomus.render")
 
@@ -113,6 +115,38 @@ def checkpoint(
     return ExitCode.OK
 
 
+def handover(
+    invocation: Invocation,
+    objective: str | None = None,
+    state: str | None = None,
+    next_action: str | None = None,
+    file: str | None = None,
+    task: str | None = None,
+    session_name: str | None = None,
+    allow_secret: bool = False,
+    as_json: bool = False,
+) -> int:
+    fields: dict[str, str | None] = {"objective": objective, "state": state, "next": next_action}
+    if file is not None:
+        if any(value is not None for value in fields.values()):
+            raise RefusedError(
+                "give the handover either with -F FILE or with the three flags, not both."
+            )
+        source = "standard input" if file == "-" else file
+        stdin = invocation.terminal.stdin
+        text = ops.read_input_file(invocation.context(), file, stdin, "handover file", TEXT_CEILING)
+        fields = dict(ops.parse_handover_file(text, source))
+    result = ops.handover(invocation.context(), fields, task, session_name, allow_secret)
+    invocation.locks(result.stale_locks)
+    if result.dirty:
+        invocation.warn(
+            "the work tree has uncommitted changes; the handover is attached to "
+            f"{result.record.commit[:12]}, which does not contain them."
+        )
+    invocation.out(render.handover(result, as_json))
+    return ExitCode.OK
+
+
 def resume(
     invocation: Invocation,
     peek: bool = False,
@@ -179,4 +213,30 @@ def check(
 
 def fetch(invocation: Invocation, remote: str | None = None, as_json: bool = False) -> int:
     invocation.out(render.fetch(ops.fetch(invocation.context(), remote), as_json))
+    return ExitCode.OK
+
+
+def context(
+    invocation: Invocation,
+    max_chars: int = CONTEXT_DEFAULT_CHARS,
+    task: str | None = None,
+    as_json: bool = False,
+) -> int:
+    from majordomus import context as contexts
+
+    result = contexts.build(invocation.context(), max_chars, task)
+    if as_json:
+        invocation.out(
+            jsontext.dumps(
+                {
+                    "task": result.task,
+                    "text": result.text,
+                    "chars": result.chars,
+                    "included": list(result.included),
+                    "omitted": result.omitted,
+                }
+            )
+        )
+    else:
+        invocation.out(result.text)
     return ExitCode.OK

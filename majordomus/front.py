@@ -1,7 +1,7 @@
 """The front of the command line, without typer: `run`, the one place errors become exit
-codes, and the commands a session and CI run most (checkpoint, resume, history, show,
-check, fetch) read here when written the plain way; every other command line goes on to
-typer (`cli`).
+codes, and the commands a session, an agent and CI run most (checkpoint, handover,
+resume, history, show, check, fetch, context) read here when written the plain way;
+every other command line goes on to typer (`cli`).
 
 Loading typer and building a command's parser cost 20-30 ms, about as much as a
 checkpoint itself or a warm read's whole work.
@@ -45,11 +45,28 @@ GRAMMARS = {
         {**_TASK, "--session": "session_name", "--file": "file", "-F": "file"},
         {**_JSON, "--allow-secret": "allow_secret"},
     ),
+    "handover": Grammar(
+        None,
+        {
+            **_TASK,
+            "--objective": "objective",
+            "-o": "objective",
+            "--state": "state",
+            "-s": "state",
+            "--next": "next_action",
+            "-n": "next_action",
+            "--session": "session_name",
+            "--file": "file",
+            "-F": "file",
+        },
+        {**_JSON, "--allow-secret": "allow_secret"},
+    ),
     "resume": Grammar(None, {**_TASK, "--session": "session_name"}, {**_JSON, "--peek": "peek"}),
     "history": Grammar("rev", _TASK, {**_JSON, "--all": "include_all"}),
     "show": Grammar("rev", {}, {**_JSON, "--markdown": "markdown"}),
     "check": Grammar(None, _TASK, {**_JSON, "--all": "all_tasks"}),
     "fetch": Grammar("remote", {}, _JSON),
+    "context": Grammar(None, _TASK, _JSON),
 }
 _GLOBALS = {"-C": "directories", "--profile": "profile"}
 

@@ -95,7 +95,7 @@ ALLOWED = {
     },
     "hooks": {"agents", "context", "ops", "render", "errors", "store", "values"},
     # What a command runs with, and the commands both command-line readers run.
-    "commands": {"errors", "ops", "records", "render", "values"},
+    "commands": {"context", "errors", "jsontext", "ops", "records", "render", "values"},
     "cli": {
         "errors",
         "front",

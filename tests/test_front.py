@@ -5,6 +5,8 @@ other command line is left to typer, which answers it."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import io
 import json
 import os
@@ -68,19 +70,32 @@ _ODD = [
 ]  # fmt: skip
 
 
+@functools.cache
+def _defaults() -> dict[str, dict[str, Any]]:
+    """Each plain command's parameters left out, as `commands` declares them."""
+    return {
+        name: {
+            key: param.default
+            for key, param in inspect.signature(getattr(commands, name)).parameters.items()
+        }
+        for name in front.GRAMMARS
+    }
+
+
 def _read_by_typer(argv: Sequence[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | None:
     """What typer hands the command for `argv`; None when it runs none of GRAMMARS."""
     seen: list[dict[str, Any]] = []
 
     def recorder(name: str) -> Any:
         def record(invocation: Invocation, **params: Any) -> int:
-            given = {key: value for key, value in params.items() if value not in (None, False)}
+            given = {k: v for k, v in params.items() if v != defaults[name][k]}
             seen.append({"command": name, "cwd": invocation.cwd, "profile": invocation.profile})
             seen[-1]["params"] = given
             return 0
 
         return record
 
+    defaults = _defaults()  # of the commands themselves, before they are replaced
     for name in front.GRAMMARS:
         monkeypatch.setattr(commands, name, recorder(name))
     err = io.StringIO()
@@ -98,8 +113,7 @@ def _read_plainly(argv: Sequence[str]) -> dict[str, Any] | None:
     cwd = "."
     for path in found.directories:
         cwd = os.path.join(cwd, path)
-    # typer gives every parameter; an empty text is given as such, a flag left off is False
-    params = {key: value for key, value in found.params.items() if value is not False}
+    params = dict(found.params)  # only what was given: a text, or a flag given (True)
     return {"command": found.command, "cwd": cwd, "profile": found.profile, "params": params}
 
 
@@ -127,7 +141,8 @@ def command_lines(draw: st.DrawFn) -> tuple[list[str], bool]:
             field = str(grammar.argument)
             plain = plain and grammar.argument is not None
         else:
-            own.append(draw(st.sampled_from(_ODD)))
+            odd = [o for o in _ODD if o[0] not in grammar.valued and o[0] not in grammar.flags]
+            own.append(draw(st.sampled_from(odd)))  # (`-n 2` is handover's --next)
             field, plain = "odd", False
         plain = plain and field not in used
         used.add(field)
@@ -209,6 +224,18 @@ def _alike(text: str, notes: str, path: Path) -> str:
         (["-C", "nowhere", "checkpoint", "no directory"], 3),
         (["checkpoint", "token ghp_0123456789abcdefghijABCDEFGHIJ012345 leaked"], 2),
         (["checkpoint", "--allow-secret", "ghp_0123456789abcdefghijABCDEFGHIJ012345"], 0),
+        (["handover", "-o", "find it", "-s", "half", "-n", "bisect"], 0),
+        (
+            ["handover", "--json", "--objective", "o", "--state", "s", "--next", "n", "-t", "TASK"],
+            0,
+        ),
+        (["handover", "--objective", "o", "--state", "s", "--next", "n", "--json"], 0),
+        (["handover", "-F", "-"], 0),
+        (["handover", "-o", "only one"], 2),
+        (["handover", "-F", "-", "-o", "both"], 2),
+        (["context"], 0),
+        (["context", "--json", "--task", "TASK"], 0),
+        (["context", "--task", "ffff"], 2),
         (["resume"], 0),
         (["resume", "--peek", "--json"], 0),
         (["resume", "--session", "morning", "--task", "ffff"], 2),
@@ -221,7 +248,7 @@ def _alike(text: str, notes: str, path: Path) -> str:
         (["show", "--markdown", "HEAD~1"], 0),
         (["show", "--json", "--markdown"], 2),
         (["check"], 1),
-        (["check", "--all", "--json"], 1),
+        (["check", "--json", "--task", "TASK"], 1),
         (["fetch"], 0),
         (["fetch", "--json", "origin"], 0),
         (["fetch", "nosuch"], 4),
@@ -250,7 +277,10 @@ def test_a_plain_command_line_answers_and_records_as_typer_s_reading_does(
             monkeypatch.setattr(front, "plain", lambda argv: None)
         before = git(repo.path, environ, "for-each-ref")
         clock.advance(3600)
-        result = repo.run(*line, stdin=b"from stdin\n")
+        stdin = (
+            b'objective = "o"\nstate = "s"\nnext = "n"\n' if "handover" in line else b"from stdin\n"
+        )
+        result = repo.run(*line, stdin=stdin)
         if result.code not in (0, 1):
             assert git(repo.path, environ, "for-each-ref") == before
         notes = repo.notes_ref() or "-"  # its id holds the random record ids
