@@ -7,7 +7,7 @@ import copy
 import errno
 import functools
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -42,8 +42,10 @@ def _exit(code: ExitCode | int) -> typer.Exit:
     return typer.Exit(int(code))
 
 
-def _answered(code: int) -> None:
-    """A command of `commands` answered with `code`: typer's way to exit with it."""
+def _run(ctx: typer.Context, command: Callable[..., int]) -> None:
+    """A command of `commands`, given what typer read (its parameters are the command's
+    own, by name: see tests/test_front.py), and its exit code the way typer exits."""
+    code = command(_invocation(ctx), **ctx.params)
     if code:
         raise _exit(code)
 
@@ -198,17 +200,7 @@ def checkpoint(
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    _answered(
-        commands.checkpoint(
-            _invocation(ctx),
-            text=text,
-            file=file,
-            task=task,
-            session_name=session_name,
-            allow_secret=allow_secret,
-            as_json=as_json,
-        )
-    )
+    _run(ctx, commands.checkpoint)
 
 
 @app.command()
@@ -242,19 +234,7 @@ def handover(
     Each field is capped by the profile's handover_max. Warns (does not refuse)
     when the work tree has uncommitted changes.
     """
-    _answered(
-        commands.handover(
-            _invocation(ctx),
-            objective=objective,
-            state=state,
-            next_action=next_action,
-            file=file,
-            task=task,
-            session_name=session_name,
-            allow_secret=allow_secret,
-            as_json=as_json,
-        )
-    )
+    _run(ctx, commands.handover)
 
 
 @app.command()
@@ -270,11 +250,7 @@ def resume(
     Records a resume on HEAD that resolves it (and supersedes older open
     handovers of the task). Exit 1 when nothing is open.
     """
-    _answered(
-        commands.resume(
-            _invocation(ctx), peek=peek, task=task, session_name=session_name, as_json=as_json
-        )
-    )
+    _run(ctx, commands.resume)
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -297,16 +273,7 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label."""
-    _answered(
-        commands.history(
-            _invocation(ctx),
-            rev=rev,
-            include_all=include_all,
-            limit=limit,
-            task=task,
-            as_json=as_json,
-        )
-    )
+    _run(ctx, commands.history)
 
 
 @app.command()
@@ -324,7 +291,7 @@ def show(
     ] = False,
 ) -> None:
     """The records attached to one commit: what CI reads."""
-    _answered(commands.show(_invocation(ctx), rev=rev, as_json=as_json, markdown=markdown))
+    _run(ctx, commands.show)
 
 
 @app.command()
@@ -335,7 +302,7 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
-    _answered(commands.check(_invocation(ctx), all_tasks=all_tasks, task=task, as_json=as_json))
+    _run(ctx, commands.check)
 
 
 @app.command()
@@ -459,7 +426,7 @@ def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False
     no records yet is not an error. Uses your own git, credentials and ssh
     set-up. Exit 4 when the fetch fails.
     """
-    _answered(commands.fetch(_invocation(ctx), remote=remote, as_json=as_json))
+    _run(ctx, commands.fetch)
 
 
 @app.command()
@@ -537,7 +504,7 @@ def context(
     A record is included whole or replaced by a pointer line, never cut. Outside a
     repository or with no task: a short line, exit 0.
     """
-    _answered(commands.context(_invocation(ctx), max_chars=max_chars, task=task, as_json=as_json))
+    _run(ctx, commands.context)
 
 
 @app.command()

@@ -5,12 +5,14 @@ other command line is left to typer, which answers it."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
 import io
 import json
 import os
 import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 
 from majordomus import cli, commands, front
 from majordomus.commands import Invocation, Terminal
-from tests.conftest import START, Clock, Repo
+from tests.conftest import START, Clock, Repo, hermetic_environ
 from tests.support.git import bare, git
 from tests.support.notes import stored_records
 from tests.support.repo import clone
@@ -49,6 +51,18 @@ def _declared(name: str) -> front.Grammar:
 @pytest.mark.parametrize("name", sorted(front.GRAMMARS))
 def test_each_plain_grammar_is_what_typer_declares(name: str) -> None:
     assert front.GRAMMARS[name] == _declared(name)
+
+
+@pytest.mark.parametrize("name", sorted(front.GRAMMARS))
+def test_typer_s_command_and_its_body_take_the_same_parameters(name: str) -> None:
+    """typer's command hands the body what it read by name (`cli._run`)."""
+
+    def taken(function: Any, first: str) -> list[tuple[str, Any]]:
+        params = list(inspect.signature(function).parameters.values())
+        assert params[0].name == first
+        return [(param.name, param.default) for param in params[1:]]
+
+    assert taken(getattr(cli, name), "ctx") == taken(getattr(commands, name), "invocation")
 
 
 def test_a_number_an_option_without_its_value_and_no_command_are_typer_s_to_read() -> None:
@@ -206,6 +220,27 @@ def _alike(text: str, notes: str, path: Path) -> str:
     return _IDS.sub(r"\1-ID", text).replace(str(path), "REPO")
 
 
+@pytest.fixture(scope="module")
+def made_alike(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, str], dict[str, tuple[Path, str]]]:
+    """Two clones made alike behind one remote holding a teammate's record (built once;
+    each test works on copies): their environment, and each one's path and task."""
+    root = tmp_path_factory.mktemp("alike")
+    (root / "home").mkdir()
+    environ = hermetic_environ(root / "home")
+    remote = bare(root / "remote.git", environ)
+    seed = clone(str(remote), root / "seed", environ, Clock())
+    seed.commit("initial")
+    seed.task("a teammate's task")
+    seed.git("push", "-q", "origin", "main", "refs/notes/majordomus")
+    made = {}
+    for name in ("plain", "typer"):
+        repo, task = _same_clone(root / name, environ, Clock(), remote)
+        made[name] = (repo.path, task)
+    return environ, made
+
+
 @pytest.mark.parametrize(
     ("argv", "code"),
     [
@@ -257,26 +292,22 @@ def _alike(text: str, notes: str, path: Path) -> str:
 )
 def test_a_plain_command_line_answers_and_records_as_typer_s_reading_does(
     tmp_path: Path,
-    environ: dict[str, str],
+    made_alike: tuple[dict[str, str], dict[str, tuple[Path, str]]],
     monkeypatch: pytest.MonkeyPatch,
     argv: list[str],
     code: int,
 ) -> None:
-    remote = bare(tmp_path / "remote.git", environ)
-    seed = clone(str(remote), tmp_path / "seed", environ, Clock())
-    seed.commit("initial")
-    seed.task("a teammate's task")
-    seed.git("push", "-q", "origin", "main", "refs/notes/majordomus")
+    environ, made = made_alike
     answers = []
-    for name in ("plain", "typer"):
-        clock = Clock()
-        repo, task = _same_clone(tmp_path / name, environ, clock, remote)
+    for name, (template, task) in made.items():
+        shutil.copytree(template, tmp_path / name, symlinks=True)
+        clock = Clock(START + datetime.timedelta(seconds=3 * 60 + 3600))
+        repo = Repo(tmp_path / name, environ, clock)
         line = [task if token == "TASK" else token for token in argv]
         assert front.plain(line) is not None
         if name == "typer":
             monkeypatch.setattr(front, "plain", lambda argv: None)
         before = git(repo.path, environ, "for-each-ref")
-        clock.advance(3600)
         stdin = (
             b'objective = "o"\nstate = "s"\nnext = "n"\n' if "handover" in line else b"from stdin\n"
         )
