@@ -590,9 +590,8 @@ def mcp(ctx: typer.Context) -> None:
         raise RefusedError(
             "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
         ) from None
-    from majordomus.front import run  # the MCP tools run command lines as `majordomus` does
-
-    mcp_server.serve(invocation.cwd, invocation.environ, run)
+    assert invocation.command_line is not None  # `front.run` hands itself down
+    mcp_server.serve(invocation.cwd, invocation.environ, invocation.command_line)
 
 
 # ---- after a host's merge -------------------------------------------------------------------

@@ -56,6 +56,9 @@ class Invocation(NamedTuple):
     sleep: Callable[[float], None]
     cwd: str = "."
     profile: str | None = None
+    # What runs a whole command line as `majordomus` does (`front.run`): the MCP server's
+    # tools run theirs through it.
+    command_line: Callable[..., int] | None = None
 
     def context(self) -> ops.Context:
         return ops.Context(

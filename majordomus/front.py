@@ -170,6 +170,7 @@ def run(
         environ=env,
         now=now or (lambda: datetime.datetime.now(datetime.UTC)),
         sleep=sleep,
+        command_line=run,
     )
     found = plain(argv)
     if found is None:

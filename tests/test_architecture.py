@@ -98,7 +98,6 @@ ALLOWED = {
     "commands": {"context", "errors", "jsontext", "ops", "records", "render", "values"},
     "cli": {
         "errors",
-        "front",
         "commands",
         "profile",
         "records",
