@@ -62,9 +62,14 @@ def _interrupted(hook: bool) -> int:
     return 130
 
 
-def script() -> NoReturn:
-    """The console script and `python -m majordomus`: `main`, and the process ends there."""
-    _leave(main())
+def script() -> int:
+    """The console script and `python -m majordomus`: `main`, and the process ends there;
+    unless a profiler or a tracer watches it (cProfile, coverage): they write what they
+    gathered as the interpreter exits, so it does."""
+    code = main()
+    if sys.getprofile() is None and sys.gettrace() is None:
+        _leave(code)
+    return code
 
 
 def _leave(code: int) -> NoReturn:
@@ -86,4 +91,4 @@ def _leave(code: int) -> NoReturn:
 
 
 if __name__ == "__main__":
-    script()
+    raise SystemExit(script())

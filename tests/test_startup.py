@@ -193,3 +193,21 @@ def test_a_real_process_ends_once_its_answer_is_written(repo: Repo) -> None:
         process.stdout.close()  # no reader left: the first write finds the pipe closed
         assert (process.wait(), process.stderr.read()) == (0, b""), argv
     assert repo.run("history", "--json").out.count('"one more"') == 1
+
+
+def test_a_profiled_process_ends_as_python_ends_it(repo: Repo, tmp_path: Path) -> None:
+    """Under a profiler (or a tracer: coverage) the process exits as Python exits, so that
+    what it gathered is written: `python -m cProfile -m majordomus` leaves its profile."""
+    repo.task()
+    for argv in (["--version"], ["checkpoint", "profiled"]):
+        profile = tmp_path / f"{argv[0]}.prof"
+        done = subprocess.run(
+            [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "majordomus", *argv],
+            cwd=repo.path,
+            env=repo.environ,
+            capture_output=True,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, b""), argv
+        assert profile.stat().st_size > 0, argv
+    assert "    profiled\nfirst checkpoint of this task\n" in done.stdout.decode()
