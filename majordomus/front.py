@@ -68,7 +68,7 @@ GRAMMARS = {
     "fetch": Grammar("remote", {}, _JSON),
     "context": Grammar(None, _TASK, _JSON),
 }
-_GLOBALS = {"-C": "directories", "--profile": "profile"}
+_GLOBALS = frozenset({"-C", "--profile"})  # before the command, each with its value
 
 
 class Plain(NamedTuple):
@@ -97,7 +97,8 @@ def plain(argv: Sequence[str]) -> Plain | None:
             command = token
             break
         value = next(tokens, None)
-        if token not in _GLOBALS or not _is_value(value) or (token == "--profile" and profile):
+        repeated = token == "--profile" and profile is not None
+        if token not in _GLOBALS or not _is_value(value) or repeated:
             return None
         assert value is not None
         if token == "-C":

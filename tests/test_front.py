@@ -74,7 +74,10 @@ def test_a_number_an_option_without_its_value_and_no_command_are_typer_s_to_read
     assert front.plain([]) is None
 
 
-_GLOBALS = [["-C", "sub"], ["-C", ".."], ["-C", "-"], ["--profile", "ci"], ["--profile", "-"]]
+_GLOBALS = [
+    ["-C", "sub"], ["-C", ".."], ["-C", "-"], ["--profile", "ci"], ["--profile", "-"],
+    ["--profile", ""],
+]  # fmt: skip
 _VALUES = ["t-0123", "0123", "night shift", "-", "body.txt", "", "ünïcode", "HEAD~1"]
 # Tokens a plain command line never holds: typer reads (and answers, or refuses) them.
 _ODD = [
