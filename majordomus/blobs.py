@@ -117,11 +117,6 @@ class NoteBlobs:
         is not in this clone (a read cache summarised it, and it is gone since)."""
         if len(blob_ids) > 1:
             self.prefetch(blob_ids)
-        if len(blob_ids) == 1:  # the usual commit: one note
-            one = self.parse(blob_ids[0])
-            if isinstance(one, MissingObjectError):
-                raise one
-            return union([] if isinstance(one, NoteError) else [one])
         parsed = [self.parse(blob_id) for blob_id in blob_ids]
         for missing in parsed:
             if isinstance(missing, MissingObjectError):

@@ -1,4 +1,5 @@
-"""The command line: parse with typer, call ops, render, and map errors to exit codes here only."""
+"""The command line as typer reads it: every command's options, help and refusals (typer's
+own refusals become exit codes here; majordomus' errors in `front.run`)."""
 
 from __future__ import annotations
 

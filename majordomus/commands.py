@@ -76,6 +76,10 @@ class Invocation(NamedTuple):
             cwd = os.path.join(cwd, path)
         return self._replace(cwd=cwd, profile=profile)
 
+    def read_file(self, file: str, what: str) -> str:
+        """The text of `-F FILE` (from where `-C` went) or `-F -` (standard input)."""
+        return ops.read_input_file(self.context(), file, self.terminal.stdin, what, TEXT_CEILING)
+
     def out(self, text: str) -> None:
         self.terminal.stdout.write(text + "\n")
 
@@ -108,9 +112,7 @@ def checkpoint(
     if (text is None) == (file is None):
         raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
     if file is not None:
-        text = ops.read_input_file(
-            invocation.context(), file, invocation.terminal.stdin, "checkpoint body", TEXT_CEILING
-        )
+        text = invocation.read_file(file, "checkpoint body")
     assert text is not None
     result = ops.checkpoint(invocation.context(), text, task, session_name, allow_secret)
     invocation.locks(result.stale_locks)
@@ -136,9 +138,7 @@ def handover(
                 "give the handover either with -F FILE or with the three flags, not both."
             )
         source = "standard input" if file == "-" else file
-        stdin = invocation.terminal.stdin
-        text = ops.read_input_file(invocation.context(), file, stdin, "handover file", TEXT_CEILING)
-        fields = dict(ops.parse_handover_file(text, source))
+        fields = dict(ops.parse_handover_file(invocation.read_file(file, "handover file"), source))
     result = ops.handover(invocation.context(), fields, task, session_name, allow_secret)
     invocation.locks(result.stale_locks)
     if result.dirty:
