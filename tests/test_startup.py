@@ -211,3 +211,30 @@ def test_a_profiled_process_ends_as_python_ends_it(repo: Repo, tmp_path: Path) -
         assert (done.returncode, done.stderr) == (0, b""), argv
         assert profile.stat().st_size > 0, argv
     assert "    profiled\nfirst checkpoint of this task\n" in done.stdout.decode()
+
+
+LEFT_AT_ONCE = """
+import sys, threading
+threading.Thread(target=threading.Event().wait).start()  # never ends: Python would wait
+sys.argv = ["majordomus", "--version"]
+from majordomus.__main__ import script
+script()
+"""
+
+
+def test_the_script_ends_the_process_once_it_has_answered(repo: Repo) -> None:
+    """`script` ends the process itself, once the answer is flushed: Python's own exit
+    (which would wait here for a thread that never ends) is not waited for."""
+    done = subprocess.run(
+        [sys.executable, "-c", LEFT_AT_ONCE],
+        cwd=repo.path,
+        env=repo.environ,
+        capture_output=True,
+        check=False,
+        timeout=20,
+    )
+    assert (done.returncode, done.stdout.decode().startswith("majordomus "), done.stderr) == (
+        0,
+        True,
+        b"",
+    )
