@@ -5,6 +5,7 @@ commands kept, across merges of older-dated branches, branch switches and shallo
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import threading
@@ -484,7 +485,6 @@ def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     the notes (git runs in the background, into a temporary file): the order and labels
     read from it equal git's, in one walk; where something is kept, nothing is started."""
     monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # a test runner's threads
     rng = random.Random(51)
     history, git = History(repo, rng), Git(repo)
     for i in range(30):
@@ -519,7 +519,6 @@ def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_fold
     started, and `history` answers with what git counts."""
     import tempfile
 
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
     worked(repo, [f"step {n}" for n in range(4)])
     shallow = shallow_clone(repo, tmp_path / "shallow", depth=3)
     shallow.git("fetch", "-q", "origin", "refs/notes/*:refs/notes/*")
@@ -543,18 +542,22 @@ def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_fold
     assert (handover["label"], handover["ahead"], handover["behind"]) == tuple(expected)
 
 
-def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(repo: Repo) -> None:
+    """Started in a process that runs threads too (nothing runs in the child before git:
+    it is spawned, not forked), at the lowest priority, which git keeps to its end."""
     absent = "0123456789abcdef0123456789abcdef01234567"
     store = store_of(repo)
-    monkeypatch.setattr(threading, "active_count", lambda: 2)
-    store.start_stream([absent])
-    assert store._started is None  # a process that runs threads forks no git ahead
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
-    store.start_stream([absent])
+    stop = threading.Event()
+    other_thread = threading.Thread(target=stop.wait)
+    other_thread.start()
+    try:
+        store.start_stream([absent])
+    finally:
+        stop.set()
+        other_thread.join()
     started = store._started
     assert started is not None
+    assert os.getpriority(os.PRIO_PROCESS, started.process.pid) == 19  # not waited for yet
     with pytest.raises(RepositoryError) as ahead:
         list(store.stream([absent], topo=False))
     with pytest.raises(RepositoryError) as asked:
@@ -583,11 +586,10 @@ def test_a_walk_started_ahead_that_stops_halfway_is_walked_again_past_what_it_ga
 
     from majordomus import store as store_module
 
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.setattr(
         store_module,
         "_lowest_priority",
-        lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (150, 150)),  # two lines and a bit
+        lambda pid: resource.prlimit(pid, resource.RLIMIT_FSIZE, (150, 150)),  # two lines and a bit
     )
     for i in range(6):
         repo.commit(f"more {i}")
@@ -604,7 +606,6 @@ def test_a_walk_started_ahead_that_stops_halfway_is_walked_again_past_what_it_ga
 def test_an_order_of_no_commit_walks_nothing(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     """No record anywhere yet (a clone before anyone wrote one): nothing to rank, so no walk
     (at a million commits it took a second), kept or started ahead."""
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
     for i in range(5):
         repo.commit(f"work {i}")
     (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
