@@ -14,7 +14,8 @@ AUTHOR = f"{NAME} <{EMAIL}>"
 
 
 def hermetic_environ(home: Path) -> dict[str, str]:
-    """A minimal environment: own HOME and XDG dirs, no system git config, fixed identity."""
+    """A minimal environment: own HOME and XDG dirs, no system git config, fixed identity,
+    no automatic gc."""
     keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT") if k in os.environ}
     return {
         **keep,
@@ -27,6 +28,14 @@ def hermetic_environ(home: Path) -> dict[str, str]:
         "GIT_COMMITTER_NAME": NAME,
         "GIT_COMMITTER_EMAIL": EMAIL,
         "GIT_EDITOR": "false",
+        # No background housekeeping after each commit, fetch and merge (git starts
+        # `git maintenance run --auto`, which starts `git gc --auto`: two processes that
+        # find nothing to do in a test's repository); a test that wants gc runs it.
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "maintenance.auto",
+        "GIT_CONFIG_VALUE_0": "false",
+        "GIT_CONFIG_KEY_1": "gc.auto",
+        "GIT_CONFIG_VALUE_1": "0",
         "GIT_TERMINAL_PROMPT": "0",
         "TZ": "UTC",
     }
