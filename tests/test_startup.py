@@ -238,3 +238,97 @@ def test_the_script_ends_the_process_once_it_has_answered(repo: Repo) -> None:
         True,
         b"",
     )
+
+
+# Run as `majordomus` runs (`script`), with os._exit checked first: the writable files
+# still open when the process ends. `script` ends it without the interpreter's teardown,
+# which would have flushed and closed them: a buffered write left to it would be lost.
+LEFT_OPEN = """
+import gc, io, json, os, sys
+report, *argv = sys.argv[1:]
+ours = set()
+for stream in (sys.stdout, sys.stderr):
+    ours |= {id(stream), id(stream.buffer), id(stream.buffer.raw)}
+real_exit = os._exit
+
+def checked_exit(code):
+    kinds = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom, io.FileIO)
+    left = []
+    for thing in gc.get_objects():
+        if isinstance(thing, kinds) and id(thing) not in ours and not thing.closed:
+            if thing.writable():
+                left.append(f"{type(thing).__name__} {thing.name!r}")
+    with open(report, "w") as file:
+        json.dump(left, file)
+    real_exit(code)
+
+os._exit = checked_exit
+sys.argv = ["majordomus", *argv]
+from majordomus.__main__ import script
+script()
+"""
+
+
+def test_no_command_leaves_a_file_open_for_the_process_end_to_close(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Every command that writes (records, caches, settings, hooks, the current task, a
+    merge of a teammate's records) has closed what it wrote when the process ends: a file
+    still held then (by a module, or in a cycle, the collector being off) would lose what
+    its buffer held. Two clones behind a bare remote, a merge in the history, a branch
+    switch, caches dropped. (Fails when a cache file written is kept in a list.)"""
+    from tests.support import forks
+    from tests.support.repo import seeded
+
+    remote, alice = seeded(tmp_path / "team", repo.environ, repo.clock)
+    alice.commit("base")
+    alice.git("checkout", "-q", "-b", "side")
+    alice.commit("side work", {"side.txt": "x\n"})
+    alice.git("checkout", "-q", "main")
+    alice.commit("main work", {"main.txt": "y\n"})
+    alice.git("merge", "-q", "--no-edit", "side")
+    alice.git("push", "-q", "origin", "main")
+    bob = clone(str(remote), tmp_path / "team" / "b", repo.environ, repo.clock)
+    report = tmp_path / "left-open.json"
+
+    def real(where: Repo, *argv: str, stdin: bytes = b"") -> forks.Done:
+        job = forks.Job(LEFT_OPEN, [str(report), *argv], where.environ, where.path, stdin)
+        done = forks.run(job)
+        assert json.loads(report.read_text()) == [], (argv, done.stderr)
+        return done
+
+    session = json.dumps({"session_id": "s1", "cwd": str(bob.path)}).encode()
+    steps: list[tuple[Repo, list[str], bytes, set[int]]] = [
+        (alice, ["init"], b"", {0}),
+        (alice, ["task", "new", "acks dropped under load"], b"", {0}),
+        (alice, ["checkpoint", "reproduced with 50 enqueues"], b"", {0}),
+        (alice, ["handover", "-o", "find the drop", "-s", "half", "-n", "bisect"], b"", {0}),
+        (alice, ["push"], b"", {0}),
+        (bob, ["init"], b"", {0}),
+        (bob, ["fetch"], b"", {0}),
+        (bob, ["history", "--json"], b"", {0}),
+        (bob, ["resume"], b"", {0}),
+        (bob, ["checkpoint", "seen on bob's clone too"], b"", {0}),
+        (alice, ["checkpoint", "and again on alice's"], b"", {0}),
+        (bob, ["sync"], b"", {0}),
+        (alice, ["sync"], b"", {0}),
+        (bob, ["fetch"], b"", {0}),
+        (bob, ["check"], b"", {0}),
+        (bob, ["show", "--json"], b"", {0}),
+        (bob, ["context"], b"", {0}),
+        (bob, ["agent", "install", "claude"], b"", {0}),
+        (bob, ["hook", "claude"], session, {0}),
+        (bob, ["adopt", "--dry-run"], b"", {0}),
+        (bob, ["doctor", "--drop-cache"], b"", {0, 1}),
+        (bob, ["history"], b"", {0}),
+    ]
+    for where, argv, stdin, codes in steps:
+        if argv == ["history"]:
+            bob.git("checkout", "-q", "-b", "elsewhere", "HEAD~1")
+        done = real(where, *argv, stdin=stdin)
+        assert done.returncode in codes, (argv, done.stderr)
+    # Each clone holds every record of both, as git reads the notes.
+    bodies = ("reproduced with 50 enqueues", "seen on bob's clone too", "and again on alice's")
+    for clone_ in (alice, bob):
+        note = clone_.git("notes", "--ref=majordomus", "show", "main")
+        assert all(f'body = "{body}"' in note for body in bodies), note
