@@ -12,7 +12,6 @@ is never hashed.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
 import threading
@@ -62,7 +61,7 @@ def _ids(store: Store, listing: str) -> dict[str, str]:
     compared with, is the same in every clone."""
     if not listing:
         return {}
-    env = {**store.environ, "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+    env = store.stored_environ()
     base = ["git", f"--git-dir={store.gitdir}"]
     try:
         diff = subprocess.Popen(
@@ -135,14 +134,23 @@ def handover_facts(store: Store, commit: str) -> dict[str, Any]:
 
 
 def _branch(store: Store, commit: str) -> tuple[str, tuple[str, ...]] | None:
-    """(merge base, commits since) with the branch HEAD will land on; None on that branch."""
+    """(merge base, commits since) with the branch HEAD will land on, in the history as
+    stored (the facts travel to clones without this one's replacements); None on that
+    branch, and None where a shallow clone's boundary commit lies between either side and
+    the base, or is the base (its parents are unknown here): never a guess."""
     target = landing_ref(store)
     if target is None:
         return None
-    base = store.merge_base(commit, target)
-    if base is None or base == commit:
+    found = store.git("merge-base", commit, target, check=False, stored=True)
+    base = found.stdout.strip() if found.returncode == 0 else ""
+    if not base or base == commit:
         return None
-    commits = tuple(store.git("rev-list", f"{base}..{commit}").stdout.split())
+    commits = tuple(store.git("rev-list", f"{base}..{commit}", stored=True).stdout.split())
+    boundary = store.shallow_boundary()
+    if boundary:
+        landing = store.git("rev-list", f"{base}..{target}", stored=True).stdout.split()
+        if base in boundary or not boundary.isdisjoint([*commits, *landing]):
+            return None
     return (base, commits) if commits else None
 
 

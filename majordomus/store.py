@@ -114,15 +114,18 @@ class Store:
 
     # ---- git subprocesses ------------------------------------------------
 
-    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run the user's own git on this repository; arguments never pass through a shell."""
+    def git(
+        self, *args: str, check: bool = True, stored: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the user's own git on this repository; arguments never pass through a shell.
+        `stored`: on the history as stored (`stored_environ`)."""
         command = self._git_argv(args)
         try:
             result = subprocess.run(
                 command,
                 capture_output=True,
                 text=True,
-                env=dict(self.environ),
+                env=self.stored_environ() if stored else dict(self.environ),
                 check=False,
                 stdin=subprocess.DEVNULL,
             )
@@ -329,6 +332,12 @@ class Store:
             )
         except FileNotFoundError:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
+
+    def stored_environ(self) -> dict[str, str]:
+        """git's environment for the history as stored, whatever replacement (`git replace`,
+        a grafts file) this clone has in force: the facts a record states travel to clones
+        that have none."""
+        return {**self.environ, "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
 
     def _git_argv(self, args: Sequence[str]) -> list[str]:
         return ["git", f"--git-dir={self.gitdir}", *args]

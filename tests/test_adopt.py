@@ -281,6 +281,79 @@ def test_a_handover_stores_the_branch_it_closes(
     assert "branch_base" not in on_main and "patch" in on_main
 
 
+def branch_facts(record: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(record.get(key) for key in ("branch_base", "branch_commits", "branch_patch"))
+
+
+def git_branch_facts(repo: Repo, tip: str, landing: str) -> tuple[str, list[str], str]:
+    """The facts git gives for the branch at `tip` landing on `landing`, in `repo`."""
+    base = repo.git("merge-base", tip, landing).strip()
+    return base, repo.git("rev-list", f"{base}..{tip}").split(), git_patch_id(repo, base, tip)
+
+
+def test_a_handovers_branch_facts_are_the_stored_historys_whatever_graft_is_in_force(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
+) -> None:
+    """Facts travel to every clone: under a graft that moves where the branch seems to
+    fork (here onto main's newest commit), a handover states the branch as stored, as a
+    teammate without the graft computes it."""
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
+    dev = feature.dev
+    feature.host.commit("main moves on", {"docs.txt": "queue\n"})
+    feature.host.git("push", "-q", "origin", "main")
+    dev.git("fetch", "-q", "origin")
+    stored = git_branch_facts(dev, "HEAD", "origin/main")
+    dev.git("replace", "--graft", feature.c1, dev.git("rev-parse", "origin/main").strip())
+    assert git_branch_facts(dev, "HEAD", "origin/main")[0] != stored[0]  # git follows it
+    dev.commit("under the graft", {"queue.py": "retry = 3\n"})
+    record = as_json(dev, "handover", "-o", "acks", "-s", "grafted", "-n", "merge")["record"]
+    assert dev.run("push").code == 0
+    dev.git("push", "-q", "origin", "feature")
+    mate = feature.teammate(branch_gone=False)
+    mate.git("checkout", "-q", "feature")
+    assert branch_facts(record) == git_branch_facts(mate, "HEAD", "origin/main")
+    assert branch_facts(record)[0] == stored[0]
+    (shown,) = [r for r in json.loads(mate.run("show", "--json").out)["records"]]
+    assert branch_facts(shown) == branch_facts(record)
+
+
+def test_a_shallow_clone_states_branch_facts_only_where_its_cut_is_not_between(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """A CI-like shallow clone of a branch that merged main midway: with the cut below
+    the merge base, the handover states what a full clone computes; with a boundary commit
+    between the branch and its base (its history there is unknown), it states none, never
+    a guess, and keeps its commit's own patch."""
+    remote, full = seeded(tmp_path, environ, clock)
+    for n in range(3):
+        full.commit(f"early {n}", {"early.txt": f"{n}\n"})
+    full.commit("m1", {"main.txt": "1\n"})
+    full.git("checkout", "-q", "-b", "feature")
+    f1 = full.commit("f1", {"queue.py": "retry = 1\n"})
+    full.git("checkout", "-q", "main")
+    full.commit("m2", {"main.txt": "2\n"})
+    full.git("checkout", "-q", "feature")
+    git_at(full, "merge", "-q", "--no-ff", "-m", "merge main", "main")
+    full.commit("f2", {"queue.py": "retry = 2\n"})
+    full.git("push", "-q", "origin", "main", "feature")
+    wanted = git_branch_facts(full, "feature", "main")
+    assert wanted[1][-1] == f1
+    for depth, cut_between in (("4", False), ("3", True)):
+        where = tmp_path / f"depth{depth}"
+        url = f"file://{remote}"
+        ci = clone(url, where, environ, clock, "--depth", depth, "--no-single-branch")
+        ci.git("checkout", "-q", "feature")
+        boundary = set((where / ".git" / "shallow").read_text().split())
+        assert (f1 in boundary) is cut_between, boundary
+        ci.task("in CI")
+        record = as_json(ci, "handover", "-o", "acks", "-s", "s", "-n", "n")["record"]
+        assert record["patch"] == git_patch_id(full, "feature")
+        if cut_between:
+            assert branch_facts(record) == (None, None, None)
+        else:
+            assert branch_facts(record) == wanted
+
+
 # ---- squash merges ----------------------------------------------------------------------------
 
 
