@@ -114,6 +114,29 @@ def _absolute_locations(
     return env
 
 
+def _graft_file_as_git_reads_it(
+    environ: Mapping[str, str], path: str, gitdir: str, workdir: str | None
+) -> Mapping[str, str]:
+    """GIT_GRAFT_FILE made absolute where git resolves a relative one: git started in the
+    work tree (`path`, where -C went) moves to its top first and reads it from there;
+    started anywhere else (a bare repository, a git dir, outside a GIT_WORK_TREE), from
+    where it started. The git subprocesses run elsewhere, and read what git would."""
+    named = environ.get("GIT_GRAFT_FILE")
+    if not named or os.path.isabs(named):
+        return environ
+    here = os.path.realpath(path)
+    base = here
+    if workdir:
+        top, inner = os.path.realpath(workdir), os.path.realpath(gitdir)
+        if _within(here, top) and not _within(here, inner):
+            base = top
+    return {**environ, "GIT_GRAFT_FILE": os.path.join(base, named)}
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def _unopenable(found: str, error: Exception) -> str:
     gitdir = found.rstrip("/")
     if "object format" in str(error) and "sha256" in str(error):
@@ -225,7 +248,7 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
             Path(plain.gitdir),
             Path(plain.workdir),
             Path(plain.commondir),
-            environ,
+            _graft_file_as_git_reads_it(environ, path, plain.gitdir, plain.workdir),
             gitfiles.Refs(plain),
         )
     located = _located_by_environment(path, environ)
@@ -248,6 +271,8 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     work = Path(workdir) if workdir else None
     # The git subprocesses run elsewhere than `path`: what the environment names
     # reaches them as absolute paths, so they read what this object reads.
-    opened = Opened(gitdir, work, common, _absolute_locations(environ, gitdir, work), None)
+    env = _absolute_locations(environ, gitdir, work)
+    env = _graft_file_as_git_reads_it(env, path, str(gitdir), str(work) if work else None)
+    opened = Opened(gitdir, work, common, env, None)
     opened.repo = repo
     return opened

@@ -768,6 +768,44 @@ def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
     answers_git_gives(bob)
 
 
+def test_a_grafts_file_named_relatively_is_the_one_git_reads(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """GIT_GRAFT_FILE given as a relative path: git, started anywhere in the work tree (or
+    with -C), reads it from the top of the work tree, where it moves to. majordomus,
+    started from a subdirectory that holds another file of that name, answers as git does
+    there, and as the history as stored once the variable is unset."""
+    remote, alice = seeded(tmp_path, environ, clock)
+    root = alice.head()
+    alice.task("stitched history")
+    handovers = []
+    for n in range(3):
+        alice.commit(f"main {n}", {"src/queue.py": f"retry = {n}\n"})
+        clock.advance(60)
+        assert alice.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
+        handovers.append(alice.head())
+    alice.git("checkout", "-q", "-b", "side", handovers[0])
+    alice.commit("side work")
+    clock.advance(60)
+    assert alice.run("handover", "-o", "side", "-s", "s", "-n", "n").code == 0
+    alice.git("checkout", "-q", "main")
+    alice.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    alice.git("push", "-q", "origin", "main", "side")
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    (bob.path / "stitch.grafts").write_text(f"{handovers[2]} {root}\n")
+    (bob.path / "src" / "stitch.grafts").write_text(f"{handovers[1]}\n")  # a decoy
+    named = {**environ, "GIT_GRAFT_FILE": "stitch.grafts"}
+    within = Repo(bob.path / "src", named, clock)
+    stored = git_order(bob, bob.head())
+    assert git_order(within, within.head()) != stored  # git reads the top's file
+    answers_git_gives(within)
+    answers_git_gives(Repo(bob.path, named, clock))
+    answers_git_gives(bob)  # unset: the history as stored, whatever was kept meanwhile
+    assert json.loads(bob.run("history", "--json").out)["hidden"] == 0
+
+
 def test_a_label_kept_for_a_handover_whose_branch_was_pruned_since_is_missing(
     tmp_path: Path, environ: dict[str, str], clock: Clock
 ) -> None:
