@@ -262,8 +262,8 @@ class Store:
             out.close()
             return
         # Lowered once started (a function run in the child would have it forked whole,
-        # not spawned: ~12 ms for a 300 MiB process), and before it is given its tips: git
-        # reads every tip before it walks, so it walks at the lowest priority.
+        # not spawned: 7.3 ms against 0.5 ms from a 60 MiB process), and before it is given
+        # its tips: git reads every tip before it walks, so it walks at the lowest priority.
         _lowest_priority(process.pid)
         assert process.stdin is not None
         with contextlib.suppress(BrokenPipeError):  # git refused a tip: `stream` says so
