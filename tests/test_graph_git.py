@@ -693,22 +693,19 @@ def answers_git_gives(repo: Repo) -> None:
     assert (history("--all"), history()) == (wide, narrow)  # from what the fresh read kept
 
 
-@pytest.mark.parametrize("options", [(), ("--filter=blob:none",)], ids=["full", "partial"])
-def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
-    tmp_path: Path, environ: dict[str, str], clock: Clock, options: tuple[str, ...]
-) -> None:
-    """A replacement (`git replace --graft`, a grafts file) changes a commit's history
-    without changing its id, and git's rev-list and merge-base read history through it:
-    majordomus answers as git does while one is in force (keeping no answer by commit id
-    then), and as before once it is gone, whatever it kept meanwhile. Here a teammate's
-    clone (a full one, or a partial one, whose refs are read another way), warm and on
-    another branch, fetches the replace ref published with the code."""
+def stitched_history(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> tuple[Path, Repo, str, list[str]]:
+    """A bare remote, and alice's clone that published to it: a handover on each of three
+    commits of main (each changing src/queue.py), one on a side branch off the first,
+    merged into main, and a commit after the merge. (remote, alice, root, the three
+    handovers' commits on main.)"""
     remote, alice = seeded(tmp_path, environ, clock)
     root = alice.head()
     alice.task("stitched history")
     handovers = []
     for n in range(3):
-        alice.commit(f"main {n}")
+        alice.commit(f"main {n}", {"src/queue.py": f"retry = {n}\n"})
         clock.advance(60)
         assert alice.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
         handovers.append(alice.head())
@@ -721,6 +718,20 @@ def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
     alice.commit("after the merge")
     alice.git("push", "-q", "origin", "main", "side")
     assert alice.run("push").code == 0
+    return remote, alice, root, handovers
+
+
+@pytest.mark.parametrize("options", [(), ("--filter=blob:none",)], ids=["full", "partial"])
+def test_replace_refs_and_grafts_move_the_answers_as_they_move_gits(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, options: tuple[str, ...]
+) -> None:
+    """A replacement (`git replace --graft`, a grafts file) changes a commit's history
+    without changing its id, and git's rev-list and merge-base read history through it:
+    majordomus answers as git does while one is in force (keeping no answer by commit id
+    then), and as before once it is gone, whatever it kept meanwhile. Here a teammate's
+    clone (a full one, or a partial one, whose refs are read another way), warm and on
+    another branch, fetches the replace ref published with the code."""
+    remote, alice, root, handovers = stitched_history(tmp_path, environ, clock)
     # Cut main's history below its third commit, as a migrated repository is stitched.
     alice.git("replace", "--graft", handovers[2], root)
     alice.git("push", "-q", "origin", "refs/replace/*:refs/replace/*")
@@ -772,36 +783,36 @@ def test_a_grafts_file_named_relatively_is_the_one_git_reads(
     tmp_path: Path, environ: dict[str, str], clock: Clock
 ) -> None:
     """GIT_GRAFT_FILE given as a relative path: git, started anywhere in the work tree (or
-    with -C), reads it from the top of the work tree, where it moves to. majordomus,
-    started from a subdirectory that holds another file of that name, answers as git does
-    there, and as the history as stored once the variable is unset."""
-    remote, alice = seeded(tmp_path, environ, clock)
-    root = alice.head()
-    alice.task("stitched history")
-    handovers = []
-    for n in range(3):
-        alice.commit(f"main {n}", {"src/queue.py": f"retry = {n}\n"})
-        clock.advance(60)
-        assert alice.run("handover", "-o", f"o{n}", "-s", "s", "-n", "n").code == 0
-        handovers.append(alice.head())
-    alice.git("checkout", "-q", "-b", "side", handovers[0])
-    alice.commit("side work")
-    clock.advance(60)
-    assert alice.run("handover", "-o", "side", "-s", "s", "-n", "n").code == 0
-    alice.git("checkout", "-q", "main")
-    alice.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
-    alice.git("push", "-q", "origin", "main", "side")
-    assert alice.run("push").code == 0
+    with -C), reads it from the top of the work tree, where it moves to; started in a git
+    dir, a bare repository, or with GIT_DIR and no work tree, from where it started.
+    majordomus answers as git does in each (another file of that name, a decoy, stands
+    where the other reading would find it), and as the history as stored once the
+    variable is unset."""
+    remote, _, root, handovers = stitched_history(tmp_path, environ, clock)
     bob = clone(str(remote), tmp_path / "bob", environ, clock)
     assert bob.run("fetch").code == 0
     (bob.path / "stitch.grafts").write_text(f"{handovers[2]} {root}\n")
-    (bob.path / "src" / "stitch.grafts").write_text(f"{handovers[1]}\n")  # a decoy
+    decoy = f"{bob.head()}\n"  # another graft: HEAD without parents
+    (bob.path / "src" / "stitch.grafts").write_text(decoy)
     named = {**environ, "GIT_GRAFT_FILE": "stitch.grafts"}
     within = Repo(bob.path / "src", named, clock)
     stored = git_order(bob, bob.head())
     assert git_order(within, within.head()) != stored  # git reads the top's file
     answers_git_gives(within)
     answers_git_gives(Repo(bob.path, named, clock))
+    # GIT_DIR named without a work tree: git takes where it starts as the top, and reads
+    # the file there (the decoy): the repository located through the environment.
+    as_top = Repo(bob.path / "src", {**named, "GIT_DIR": str(bob.path / ".git")}, clock)
+    assert git_order(as_top, as_top.head()) not in (stored, git_order(within, within.head()))
+    answers_git_gives(as_top)
+    # Inside the git dir of a clone: git stays there, and reads the file there.
+    (bob.path / ".git" / "stitch.grafts").write_text(decoy)
+    answers_git_gives(Repo(bob.path / ".git", named, clock))
+    bare = tmp_path / "bare.git"
+    bob.git("clone", "-q", "--bare", str(bob.path), str(bare))
+    bob.git("--git-dir", str(bare), "fetch", "-q", str(bob.path), "refs/notes/*:refs/notes/*")
+    (bare / "stitch.grafts").write_text(decoy)
+    answers_git_gives(Repo(bare, named, clock))
     answers_git_gives(bob)  # unset: the history as stored, whatever was kept meanwhile
     assert json.loads(bob.run("history", "--json").out)["hidden"] == 0
 
