@@ -354,6 +354,45 @@ def test_a_shallow_clone_states_branch_facts_only_where_its_cut_is_not_between(
             assert branch_facts(record) == wanted
 
 
+def test_a_shallow_clone_cut_at_the_merge_base_states_no_branch_facts(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """`git clone --shallow-since` the merge base's date: the base is a boundary commit
+    (its parents unknown here), and nothing else between lies past the cut; the handover
+    states no branch facts, and its commit's own patch."""
+    remote, full = seeded(tmp_path, environ, clock)
+    for n in range(2):
+        clock.advance(3600)
+        full.commit(f"early {n}", {"early.txt": f"{n}\n"})
+    clock.advance(3600)
+    base = full.commit("m1", {"main.txt": "1\n"})
+    full.git("checkout", "-q", "-b", "feature")
+    for n in (1, 2):
+        clock.advance(3600)
+        full.commit(f"f{n}", {"queue.py": f"retry = {n}\n"})
+    full.git("checkout", "-q", "main")
+    clock.advance(3600)
+    full.commit("m2", {"main.txt": "2\n"})
+    full.git("push", "-q", "origin", "main", "feature")
+    assert git_branch_facts(full, "feature", "main")[0] == base
+    since = full.git("log", "-1", "--format=%cI", base).strip()
+    ci = clone(
+        f"file://{remote}",
+        tmp_path / "ci",
+        environ,
+        clock,
+        "--shallow-since",
+        since,
+        "--no-single-branch",
+    )
+    ci.git("checkout", "-q", "feature")
+    assert (tmp_path / "ci" / ".git" / "shallow").read_text().split() == [base]
+    ci.task("in CI")
+    record = as_json(ci, "handover", "-o", "acks", "-s", "s", "-n", "n")["record"]
+    assert branch_facts(record) == (None, None, None)
+    assert record["patch"] == git_patch_id(full, "feature")
+
+
 # ---- squash merges ----------------------------------------------------------------------------
 
 
