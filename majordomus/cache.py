@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from majordomus import __version__
 from majordomus.jsontext import record_text
-from majordomus.records import Entry, Note, Summary, union, validated_record
+from majordomus.records import RULES, Entry, Note, Summary, union, validated_record
 
 if TYPE_CHECKING:
     import array
@@ -65,7 +65,7 @@ class CacheFile:
 
     @classmethod
     def version(cls) -> str:
-        return f"majordomus {__version__} {cls.FORMAT}"
+        return f"majordomus {__version__} {RULES} {cls.FORMAT}"
 
     def load(self) -> tuple[Any, ...] | None:
         """The payload this release wrote, or None (no file, another version, garbage)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,7 +34,15 @@ def escaped(text: str) -> str:
     """JSON text with every character of the refused set as a \\uXXXX escape."""
     if text.isascii() and "\x7f" not in text:
         return text  # the encoder escaped every other character of the set (all below 0x20)
-    return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return REFUSED.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON has no escape past the BMP: a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def items(values: Sequence[Any], inner: str) -> str:

@@ -148,10 +148,15 @@ class NoTaskError(RefusedError):
 class AmbiguousTaskError(RefusedError):
     """No current task, and several tasks have an open handover reachable from HEAD."""
 
+    SHOWN = 10  # candidates named; a teammate's hundred tasks must not flood an agent
+
     def __init__(self, candidates: tuple[str, ...]) -> None:
+        named = ", ".join(candidates[: self.SHOWN])
+        if len(candidates) > self.SHOWN:
+            named += f" and {len(candidates) - self.SHOWN} more (majordomus task list)"
         super().__init__(
             f"no current task, and {len(candidates)} tasks have an open handover reachable "
-            f"from HEAD: {', '.join(candidates)}; pick one with majordomus task use TASK "
+            f"from HEAD: {named}; pick one with majordomus task use TASK "
             "(or pass --task TASK)."
         )
         self.candidates = candidates
@@ -187,7 +192,8 @@ def read_bounded(stream: IO[bytes], what: str, cap: int) -> str:
             "nothing was recorded."
         )
     try:
-        return bytes(data).decode("utf-8")
+        # A byte-order mark some editors put first is no part of the text.
+        return bytes(data).decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise RefusedError(f"{what} is not UTF-8 text; nothing was recorded.") from None
 
@@ -448,11 +454,14 @@ def resume(
     if not pending:
         since = tuple(checkpoints_since(index, task_id))
         return ResumeResult(task_id, None, None, None, 0, (), (), since, implied)
-    newest, older = index.locate(pending[0]), pending[1:]
+    # Every older open handover is named (id, author, age) and superseded: only those named.
+    newest, older = index.locate(pending[0]), tuple(index.locate(h) for h in pending[1:])
     div = store.graph().labels(head, [newest.commit])[newest.commit]
-    superseded = tuple(h.summary.id for h in older)
+    superseded = tuple(h.record.id for h in older)
     if peek:
-        return ResumeResult(task_id, newest, div, None, len(pending), superseded, (), (), implied)
+        return ResumeResult(
+            task_id, newest, div, None, len(pending), superseded, (), (), implied, older
+        )
     fields: dict[str, Any] = {"handover": newest.record.id, "label": div.label}
     if div.ahead is not None:
         fields["ahead"] = div.ahead
@@ -463,7 +472,7 @@ def resume(
     if implied:
         store.set_current_task(task_id)  # the session now works on it: checkpoints go there
     return ResumeResult(
-        task_id, newest, div, recorded, len(pending), superseded, locks, (), implied
+        task_id, newest, div, recorded, len(pending), superseded, locks, (), implied, older
     )
 
 

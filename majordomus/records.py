@@ -33,16 +33,42 @@ KIND_TEXT: Mapping[str, tuple[str, ...]] = {
 COMMON_ORDER = ("v", "id", "task", "head", "at", "author", "session")
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+# Ids are plain or the record is invalid: a note's ids reach commands and agents'
+# context, so nothing but these forms is ever taken for one.
+TASK_ID = re.compile(r"t-[0-9a-f]{12}")
+RECORD_ID = re.compile(r"[a-z]-[0-9a-z]{1,64}")
 # The refused set, as a regex character range: control characters (category Cc, C1
-# included) other than newline and tab, and the bidi overrides and isolates. Input
-# holding one is refused; display escapes every one; the TOML writer escapes them too.
-REFUSED_RANGE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+# included) other than newline and tab; the invisible ones: format characters (category
+# Cf: bidi overrides and isolates, zero-width spaces, word joiners, soft hyphen, U+FEFF,
+# the tag characters U+E0000-U+E007F) but the zero-width non-joiner and joiner (U+200C,
+# U+200D, which emoji sequences and several scripts need), the line and paragraph
+# separators, and private-use characters. Input holding one is refused; display escapes
+# every one; the TOML writer escapes them too. Cf as listed by Unicode 14 (Python 3.11's
+# unicodedata); a test holds the list to unicodedata's.
+REFUSED_RANGE = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\xad"
+    "\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
+    "\ue000-\uf8ff\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+    "\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+)
 REFUSED = re.compile(f"[{REFUSED_RANGE}]")
+# What this release takes for a valid record, named: part of every cache file's version,
+# so that a summary cached under other rules is never served.
+RULES = "ids:task=t-hex12,id=a-z0-9{1,64} refused:cc,cf-zwnj-zwj,zl,zp,co"
 
 
 def is_refused_char(char: str) -> bool:
     """Control characters other than newline and tab, and bidi overrides/isolates."""
     return REFUSED.match(char) is not None
+
+
+def _is_control(char: str) -> bool:
+    """The refused characters that steer a terminal: Cc, and the bidi overrides and isolates."""
+    code = ord(char)
+    return code < 0xA0 or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069
 
 
 def _is_edge_space(char: str) -> bool:
@@ -75,8 +101,9 @@ def clean_text(field: str, raw: str, cap: int) -> str:
                 "nothing was recorded."
             )
         if is_refused_char(char):
+            what = "control" if _is_control(char) else "invisible"
             raise RefusedError(
-                f"{field} contains the control character U+{ord(char):04X} at character "
+                f"{field} contains the {what} character U+{ord(char):04X} at character "
                 f"{index + 1}; nothing was recorded (remove it and try again)."
             )
     if len(text) > cap:
@@ -173,6 +200,14 @@ def new_record(
     return record
 
 
+def _is_task_id(value: object) -> bool:
+    return isinstance(value, str) and TASK_ID.fullmatch(value) is not None
+
+
+def _is_record_id(value: object) -> bool:
+    return isinstance(value, str) and RECORD_ID.fullmatch(value) is not None
+
+
 def _is_text(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= TEXT_CEILING
 
@@ -195,8 +230,8 @@ def _validate(kind: str, table: Mapping[str, Any]) -> Record | None:
     common_ok = (
         type(version) is int
         and version == FORMAT_VERSION
-        and _is_text(get("id"))
-        and _is_text(get("task"))
+        and _is_record_id(get("id"))
+        and _is_task_id(get("task"))
         and isinstance(head, str)
         and len(head) == 40
         and not head.strip("0123456789abcdef")  # 40 lowercase hex digits
@@ -237,11 +272,11 @@ def _valid_resume(table: Mapping[str, Any]) -> bool:
     )
     supersedes = table.get("supersedes", [])
     return (
-        _is_text(table.get("handover"))
+        _is_record_id(table.get("handover"))
         and table.get("label") in LABELS
         and counts_ok
         and isinstance(supersedes, list)
-        and all(_is_text(item) for item in supersedes)
+        and all(_is_record_id(item) for item in supersedes)
     )
 
 
@@ -402,7 +437,7 @@ def load_document(data: bytes) -> dict[str, Any]:
 # `(?:plain|escape)*`, matched without trying both branches at every character).
 _PLAIN = r'[^"\\\x00-\x08\x0a-\x1f\x7f]*'
 _INT = r"-?(?:0|[1-9][0-9]{0,17})"  # an integer, under 2**63 whatever its digits
-_STR = rf'{_PLAIN}(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{{4}}){_PLAIN})*'
+_STR = rf'{_PLAIN}(?:\\(?:["\\bfnrt]|u[0-9A-Fa-f]{{4}}|U[0-9A-Fa-f]{{8}}){_PLAIN})*'
 _WRITTEN_LINE = re.compile(
     r"\[\[([A-Za-z0-9_-]+)\]\]"
     r"|([A-Za-z0-9_-]+) = "
@@ -418,7 +453,7 @@ _WRITTEN_DATE = re.compile(
     r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
     r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z"
 )  # the date-times of the line pattern without a fraction: what majordomus writes
-_WRITTEN_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|(.))")
+_WRITTEN_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
 # No line of the subset holds one of these anywhere (a tab only inside a string).
 _OUTSIDE_WRITTEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _ESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
@@ -496,11 +531,11 @@ def _written_value(text: str, at: int, depth: int) -> tuple[Any, int]:
 
 
 def _unescape(match: re.Match[str]) -> str:
-    code = match.group(1)
+    code = match.group(1) or match.group(2)
     if code is None:
-        return _ESCAPED[match.group(2)]
+        return _ESCAPED[match.group(3)]
     value = int(code, 16)
-    if 0xD800 <= value <= 0xDFFF:  # not a Unicode scalar value: tomllib says why
+    if 0xD800 <= value <= 0xDFFF or value > 0x10FFFF:  # not a Unicode scalar value
         raise _NotWritten
     return chr(value)
 
@@ -742,7 +777,8 @@ _STRING_ESCAPE = re.compile(f'["\\\\\t\n{REFUSED_RANGE}]')
 def _string(text: str) -> str:
     def escape(match: re.Match[str]) -> str:
         char = match.group()
-        return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
+        code = ord(char)
+        return _ESCAPES.get(char) or (f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
 
     return '"' + _STRING_ESCAPE.sub(escape, text) + '"'
 

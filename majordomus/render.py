@@ -44,7 +44,9 @@ from majordomus.values import (
 
 def _escape_text(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def safe(text: str) -> str:
@@ -52,6 +54,17 @@ def safe(text: str) -> str:
     if text.isprintable():
         return text  # the set is all control and format characters: none is printable
     return REFUSED.sub(_escape_text, text)
+
+
+def one_line(text: str) -> str:
+    """Text from a note shown inside a line of ours (an author, a session, a title): `safe`,
+    with a line break shown as `\\n`, so that no note can start a line of its own."""
+    return safe(text).replace("\n", "\\n")
+
+
+def _field(key: str, text: str) -> str:
+    """A labelled field of a note; its further lines indented under the label."""
+    return f"{key}: " + safe(text).replace("\n", "\n    ")
 
 
 def record_json(loc: Located) -> dict[str, Any]:
@@ -115,7 +128,7 @@ def record_block(loc: Located, suffix: str = "") -> str:
     session = record.session
     lines = [
         header,
-        f"    by {safe(record.author)}" + (f", session {safe(session)}" if session else ""),
+        f"    by {one_line(record.author)}" + (f", session {one_line(session)}" if session else ""),
     ]
     if record.kind == "task":
         lines.append(_indent(record.text("title")))
@@ -170,7 +183,7 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
     lines = []
     for t in tasks:
         mark = "*" if t.current else " "
-        title = safe(t.title) if t.title is not None else "(no task record here)"
+        title = one_line(t.title) if t.title is not None else "(no task record here)"
         checkpoint = (
             f"checkpoint {age(t.checkpoint_age_s)} ago"
             if t.checkpoint_age_s is not None
@@ -261,14 +274,18 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
     written = max(0, int((now - record.at).total_seconds()))
     lines = [
         f"handover {safe(record.id)}  task {safe(record.task)}  on {loc.commit[:12]}",
-        f"    by {safe(record.author)}, {ago(written, skew_s(now, record.at))}",
+        f"    by {one_line(record.author)}, {ago(written, skew_s(now, record.at))}",
         f"code since: {_label(result.divergence)}",
     ]
-    lines += [f"{key}: {safe(record.text(key))}" for key in HANDOVER_FIELDS]
-    if result.superseded:
-        lines.append(
-            f"also resolved (older open handovers): {', '.join(safe(s) for s in result.superseded)}"
-        )
+    lines += [_field(key, record.text(key)) for key in HANDOVER_FIELDS]
+    if result.older:
+        lines.append("also resolved (older open handovers, newest first):")
+        for other in result.older:
+            age_s = max(0, int((now - other.record.at).total_seconds()))
+            lines.append(
+                f"    {other.record.id} on {other.commit[:12]}, by "
+                f"{one_line(other.record.author)}, {ago(age_s, skew_s(now, other.record.at))}"
+            )
     if result.recorded is not None:
         lines.append(
             f"recorded resume {result.recorded.record.id} on {result.recorded.commit[:12]}"

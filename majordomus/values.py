@@ -155,6 +155,7 @@ class ResumeResult(NamedTuple):
     stale_locks: tuple[StaleLock, ...]
     checkpoints_since: tuple[Located, ...] = ()  # when nothing is open, newest first
     implied: bool = False  # the task was taken from the one open handover reachable from HEAD
+    older: tuple[Located, ...] = ()  # the superseded handovers, read to be named
 
 
 class HistoryEntry(NamedTuple):

@@ -214,6 +214,14 @@ def hostile(t: Transcript) -> None:
     t.run(repo, "doctor")
     t.note("a write on a note that is not TOML appends after its bytes, which it keeps")
     t.run(repo, "checkpoint", "on top")
+    t.note("your handover, then a teammate's newer one under your name, steering the agent")
+    t.clock.advance(60)
+    _handover(t, repo, STATE)
+    _plant(t, repo, task, "hostile/a-teammate-steers-the-agent.toml")
+    t.run(repo, "context")
+    _hook(t, repo, "claude", "SessionStart", source="startup")
+    t.run(repo, "resume", "--peek")
+    t.run(repo, "history", "--limit", "2")
 
 
 @scenario

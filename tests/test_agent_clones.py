@@ -45,7 +45,8 @@ def test_a_second_clone_starts_with_the_handover(
     assert session_start(second) == ""  # records not fetched yet: nothing to say
     assert second.run("fetch").code == 0
     text = session_start(second)
-    assert text.startswith(f'majordomus context: task {task} "queue drops acks"\n')
+    assert text.startswith(f"majordomus context: task {task}\n")
+    assert "\n> title: queue drops acks\n" in text
     assert "(no current task in this work tree: this is the task of the one open handover" in text
     assert f"Open handover {hid} on " in text and "(advanced, 2 ahead, 0 behind)" in text
     fresh = second.run("context", "--json").out

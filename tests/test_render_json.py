@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,13 @@ VALUES = st.recursive(
 
 def reference(value: Any) -> str:
     text = json.dumps(finite(value), ensure_ascii=False, indent=2, default=json_default)
-    return REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return REFUSED.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    """The refused character as the json module escapes it (a surrogate pair past the BMP)."""
+    char = match.group()
+    return f"\\u{ord(char):04x}" if char.isascii() else json.dumps(char)[1:-1]
 
 
 @settings(max_examples=300, deadline=None)
@@ -70,10 +77,12 @@ ANY_TEXT = st.text(st.characters(codec="utf-8"), max_size=40) | st.text(
 @settings(max_examples=400, deadline=None)
 @given(ANY_TEXT)
 def test_safe_escapes_every_character_of_the_refused_set_and_nothing_else(text: str) -> None:
-    expected = "".join(
-        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if REFUSED.match(c) else c
-        for c in text
-    )
+    def escape(code: int) -> str:
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+    expected = "".join(escape(ord(c)) if REFUSED.match(c) else c for c in text)
     assert safe(text) == expected
     assert _indent(text, "  ") == "\n".join("  " + line for line in expected.split("\n"))
 

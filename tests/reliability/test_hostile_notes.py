@@ -123,13 +123,14 @@ def test_markdown_for_ci_keeps_note_text_in_its_code_blocks(hostile: Hostile) ->
         assert _fences_hold(result.out), result.out
 
 
-def test_refusals_that_quote_notes_print_nothing_raw(hostile: Hostile) -> None:
-    # A forged task id sharing the real task's first digits: the prefix is ambiguous,
-    # and the refusal lists both candidates.
+def test_a_forged_task_id_cannot_make_the_real_task_ambiguous(hostile: Hostile) -> None:
+    # A forged task id sharing the real task's first digits, then escapes: not a task id,
+    # so its record is invalid and the real task's prefix still names the real task alone.
     for argv in (("check", "--task", hostile.task[2:6]), ("task", "use", hostile.task[:6])):
         result = run_cli(hostile.path, hostile.environ, *argv)
-        assert result.code == 2 and "ambiguous" in result.err, result.err
-        assert terminal_problems(result.err) == [], result.err
+        assert result.code in (0, 1) and "ambiguous" not in result.err, result.err
+        assert hostile.task in result.out or result.out == "", result.out
+        assert terminal_problems(result.out) == [] and terminal_problems(result.err) == []
 
 
 def test_doctor_lists_the_invalid_notes(hostile: Hostile) -> None:

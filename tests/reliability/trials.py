@@ -41,7 +41,7 @@ AWKWARD = (
     'quote " backslash \\ triple """ and \'\'\'',
     '[[checkpoint]]\nv = 1\nid = "c-forged"',
     "looks escaped: \\u0000 \\n \\x1b # not a comment",
-    "ünïcödé ✓ 漢字 🙂 \u200b zero width",
+    "ünïcödé ✓ 漢字 🙂 \u200d joiner",
 )
 
 
