@@ -214,6 +214,32 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def refuse_links_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> None:
+    """Refuse a settings path that a symbolic link (the file, or a folder between the work
+    tree and it) leads outside the work tree or into the git directory: a clone's files are
+    its committers', and a link they committed must not make this command write elsewhere."""
+    resolved = Path(os.path.realpath(path))  # a dangling link: where writing would create it
+    if not resolved.is_relative_to(os.path.realpath(workdir)):
+        where = "outside the work tree"
+    elif any(resolved.is_relative_to(os.path.realpath(gitdir)) for gitdir in gitdirs):
+        where = "into the git directory"
+    else:
+        return
+    raise RefusedError(
+        f"{_first_link(path, workdir)} is a symbolic link that leads {where}, so agent "
+        "install does not write through it; nothing was changed."
+    )
+
+
+def _first_link(path: Path, workdir: Path) -> Path:
+    current = workdir
+    for part in path.relative_to(workdir).parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return path
+
+
 def _is_tracked(store: Store, path: Path) -> bool:
     assert store.workdir is not None
     result = store.git(
@@ -260,6 +286,8 @@ def install(
         path = settings_path(agent, scope, store.workdir if store else None, home)
     warnings: list[str] = []
     in_tree = scope != "user" and store is not None
+    if store is not None and in_tree and store.workdir is not None:
+        refuse_links_out(path, store.workdir, (store.gitdir, store.commondir))
     if (
         store is not None
         and in_tree
