@@ -218,17 +218,21 @@ def refuse_links_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> No
     """Refuse a settings path that a symbolic link (the file, or a folder between the work
     tree and it) leads outside the work tree or into the git directory: a clone's files are
     its committers', and a link they committed must not make this command write elsewhere."""
+    where = _link_out(path, workdir, gitdirs)
+    if where is not None:
+        raise RefusedError(
+            f"{_first_link(path, workdir)} is a symbolic link that leads {where}, so agent "
+            "install does not write through it; nothing was changed."
+        )
+
+
+def _link_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> str | None:
     resolved = Path(os.path.realpath(path))  # a dangling link: where writing would create it
     if not resolved.is_relative_to(os.path.realpath(workdir)):
-        where = "outside the work tree"
-    elif any(resolved.is_relative_to(os.path.realpath(gitdir)) for gitdir in gitdirs):
-        where = "into the git directory"
-    else:
-        return
-    raise RefusedError(
-        f"{_first_link(path, workdir)} is a symbolic link that leads {where}, so agent "
-        "install does not write through it; nothing was changed."
-    )
+        return "outside the work tree"
+    if any(resolved.is_relative_to(os.path.realpath(gitdir)) for gitdir in gitdirs):
+        return "into the git directory"
+    return None
 
 
 def _first_link(path: Path, workdir: Path) -> Path:
@@ -384,12 +388,14 @@ def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFind
     out: list[AgentFinding] = []
     for agent in AGENTS:
         files: list[Path] = [home / USER_FILE[agent]]
-        if workdir is not None:
-            files += [workdir / PROJECT_FILE[agent]]
-            if agent in LOCAL_FILE:
-                files.append(workdir / LOCAL_FILE[agent])
         if agent == "codex" and environ.get("CODEX_HOME"):
             files[0] = Path(environ["CODEX_HOME"]) / "hooks.json"
+        if workdir is not None:
+            in_tree = [workdir / PROJECT_FILE[agent]]
+            if agent in LOCAL_FILE:
+                in_tree.append(workdir / LOCAL_FILE[agent])
+            out += _links_out(in_tree, workdir)
+            files += [p for p in in_tree if _link_out(p, workdir, ()) is None]
         loaded = {path: _read_quietly(path) for path in dict.fromkeys(files)}
         installed = [p for p, data in loaded.items() if data is not None and our_events(data)]
         if not installed:
@@ -401,6 +407,18 @@ def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFind
         else:
             out.append(AgentFinding(False, f"{agent} hooks are installed in {where}, but {off}"))
     return out
+
+
+def _links_out(files: list[Path], workdir: Path) -> list[AgentFinding]:
+    links = [_first_link(p, workdir) for p in files if _link_out(p, workdir, ()) is not None]
+    return [
+        AgentFinding(
+            False,
+            f"{link} is a symbolic link that leads outside the work tree; it is not read, "
+            "and agent install refuses to write through it",
+        )
+        for link in dict.fromkeys(links)  # `.claude` itself: once, not once per file in it
+    ]
 
 
 def _disabled_by(
@@ -423,8 +441,9 @@ def _disabled_by(
                 return f"{path} lists majordomus in hooksConfig.disabled"
     if agent == "codex":
         configs = [home / ".codex" / "config.toml"]
-        if workdir is not None:
-            configs.append(workdir / ".codex" / "config.toml")
+        if workdir is not None:  # a committed link out of the tree is not read (/dev/zero)
+            shared = workdir / ".codex" / "config.toml"
+            configs += [shared] if _link_out(shared, workdir, ()) is None else []
         for config_path in configs:
             try:
                 features = tomllib.loads(config_path.read_text(encoding="utf-8")).get("features")

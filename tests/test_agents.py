@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from majordomus import agents
-from tests.conftest import Repo
+from tests.conftest import MAJORDOMUS, Repo
 
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(make test)"]},
@@ -373,3 +373,53 @@ def test_a_link_that_stays_in_the_work_tree_is_followed(repo: Repo) -> None:
     assert result.code == 0, result.err
     assert (repo.path / ".gemini" / "settings.json").is_symlink()
     assert ours(json.loads((repo.path / "config" / "gemini.json").read_text()), "BeforeAgent")
+
+
+def test_doctor_reads_no_settings_that_a_link_leads_outside_the_work_tree(
+    repo: Repo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    installed = {"hooks": {"BeforeAgent": [{"hooks": [{"command": "majordomus hook gemini"}]}]}}
+    (outside / "settings.json").write_text(json.dumps(installed))
+    (outside / "config.toml").write_text("[features]\ncodex_hooks = false\n")
+    (repo.path / ".gemini").symlink_to(outside)
+    (repo.path / ".codex").mkdir()
+    (repo.path / ".codex" / "config.toml").symlink_to(outside / "config.toml")
+    assert repo.run("agent", "install", "codex", "--scope", "user").code == 0
+    home = Path(repo.environ["HOME"])
+    agent_lines = [line for line in repo.run("doctor").out.splitlines() if " agent " in line]
+    assert agent_lines == [
+        f"ok    agent     codex hooks installed in {home}/.codex/hooks.json",
+        f"FAIL  agent     {repo.path}/.gemini is a symbolic link that leads outside the work "
+        "tree; it is not read, and agent install refuses to write through it",
+    ]
+
+
+def test_doctor_does_not_read_a_committed_link_to_dev_zero(repo: Repo) -> None:
+    import resource
+
+    (repo.path / ".claude").mkdir()
+    (repo.path / ".claude" / "settings.json").symlink_to("/dev/zero")
+    (repo.path / ".codex").mkdir()
+    (repo.path / ".codex" / "config.toml").symlink_to("/dev/zero")
+    assert repo.run("agent", "install", "codex", "--scope", "user").code == 0
+
+    def bounded() -> None:  # read whole, /dev/zero would take all memory: bound it
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [*MAJORDOMUS, "doctor"],
+        cwd=repo.path,
+        env=repo.environ,
+        capture_output=True,
+        text=True,
+        preexec_fn=bounded,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (1, "")
+    assert (
+        f"FAIL  agent     {repo.path}/.claude/settings.json is a symbolic link that leads "
+        "outside the work tree; it is not read, and agent install refuses to write through it\n"
+    ) in done.stdout
