@@ -423,3 +423,13 @@ def test_doctor_does_not_read_a_committed_link_to_dev_zero(repo: Repo) -> None:
         f"FAIL  agent     {repo.path}/.claude/settings.json is a symbolic link that leads "
         "outside the work tree; it is not read, and agent install refuses to write through it\n"
     ) in done.stdout
+
+
+def test_a_link_loop_at_the_settings_folder_is_refused_unwritten(repo: Repo) -> None:
+    (repo.path / ".claude").symlink_to(".claude")
+    result = repo.run("agent", "install", "claude")
+    assert (result.code, result.out) == (2, "")
+    assert result.err.startswith(f"majordomus: cannot read {repo.path}/.claude/settings.local")
+    assert result.err.endswith("; nothing was changed.\n") and result.err.count("\n") == 1
+    assert os.readlink(repo.path / ".claude") == ".claude"
+    assert exclude_text(repo).count(".claude") == 0
