@@ -214,6 +214,36 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def refuse_links_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> None:
+    """Refuse a settings path that a symbolic link (the file, or a folder between the work
+    tree and it) leads outside the work tree or into the git directory: a clone's files are
+    its committers', and a link they committed must not make this command write elsewhere."""
+    where = _link_out(path, workdir, gitdirs)
+    if where is not None:
+        raise RefusedError(
+            f"{_first_link(path, workdir)} is a symbolic link that leads {where}, so agent "
+            "install does not write through it; nothing was changed."
+        )
+
+
+def _link_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> str | None:
+    resolved = Path(os.path.realpath(path))  # a dangling link: where writing would create it
+    if not resolved.is_relative_to(os.path.realpath(workdir)):
+        return "outside the work tree"
+    if any(resolved.is_relative_to(os.path.realpath(gitdir)) for gitdir in gitdirs):
+        return "into the git directory"
+    return None
+
+
+def _first_link(path: Path, workdir: Path) -> Path:
+    current = workdir
+    for part in path.relative_to(workdir).parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return path
+
+
 def _is_tracked(store: Store, path: Path) -> bool:
     assert store.workdir is not None
     result = store.git(
@@ -260,6 +290,8 @@ def install(
         path = settings_path(agent, scope, store.workdir if store else None, home)
     warnings: list[str] = []
     in_tree = scope != "user" and store is not None
+    if store is not None and in_tree and store.workdir is not None:
+        refuse_links_out(path, store.workdir, (store.gitdir, store.commondir))
     if (
         store is not None
         and in_tree
@@ -356,12 +388,14 @@ def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFind
     out: list[AgentFinding] = []
     for agent in AGENTS:
         files: list[Path] = [home / USER_FILE[agent]]
-        if workdir is not None:
-            files += [workdir / PROJECT_FILE[agent]]
-            if agent in LOCAL_FILE:
-                files.append(workdir / LOCAL_FILE[agent])
         if agent == "codex" and environ.get("CODEX_HOME"):
             files[0] = Path(environ["CODEX_HOME"]) / "hooks.json"
+        if workdir is not None:
+            in_tree = [workdir / PROJECT_FILE[agent]]
+            if agent in LOCAL_FILE:
+                in_tree.append(workdir / LOCAL_FILE[agent])
+            out += _links_out(in_tree, workdir)
+            files += [p for p in in_tree if _link_out(p, workdir, ()) is None]
         loaded = {path: _read_quietly(path) for path in dict.fromkeys(files)}
         installed = [p for p, data in loaded.items() if data is not None and our_events(data)]
         if not installed:
@@ -373,6 +407,18 @@ def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFind
         else:
             out.append(AgentFinding(False, f"{agent} hooks are installed in {where}, but {off}"))
     return out
+
+
+def _links_out(files: list[Path], workdir: Path) -> list[AgentFinding]:
+    links = [_first_link(p, workdir) for p in files if _link_out(p, workdir, ()) is not None]
+    return [
+        AgentFinding(
+            False,
+            f"{link} is a symbolic link that leads outside the work tree; it is not read, "
+            "and agent install refuses to write through it",
+        )
+        for link in dict.fromkeys(links)  # `.claude` itself: once, not once per file in it
+    ]
 
 
 def _disabled_by(
@@ -395,8 +441,9 @@ def _disabled_by(
                 return f"{path} lists majordomus in hooksConfig.disabled"
     if agent == "codex":
         configs = [home / ".codex" / "config.toml"]
-        if workdir is not None:
-            configs.append(workdir / ".codex" / "config.toml")
+        if workdir is not None:  # a committed link out of the tree is not read (/dev/zero)
+            shared = workdir / ".codex" / "config.toml"
+            configs += [shared] if _link_out(shared, workdir, ()) is None else []
         for config_path in configs:
             try:
                 features = tomllib.loads(config_path.read_text(encoding="utf-8")).get("features")

@@ -57,7 +57,11 @@ class Runner:
 
 
 def _task(task: str | None) -> list[str]:
-    return ["--task", task] if task else []
+    return [f"--task={task}"] if task else []
+
+
+# Every value a client sends goes on the command line joined to its option (`--task=VALUE`)
+# or after `--`, never as a token of its own: `rev="--all"` is a revision, not the flag.
 
 
 def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> MCPServer:
@@ -72,7 +76,7 @@ def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> M
     async def tool_context(max_chars: int | None = None) -> dict[str, Any]:
         """The bounded context block of the current task: its open handover whole with its
         label, staleness, the newest checkpoints, and how to record."""
-        extra = ["--max-chars", str(max_chars)] if max_chars is not None else []
+        extra = [f"--max-chars={max_chars}"] if max_chars is not None else []
         result: dict[str, Any] = run(["context", *extra])
         return result
 
@@ -85,7 +89,8 @@ def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> M
         objective: str, state: str, next: str, task: str | None = None
     ) -> dict[str, Any]:
         """Record a handover on HEAD: objective, state and next action, all required."""
-        argv = ["handover", "-o", objective, "-s", state, "-n", next, *_task(task)]
+        argv = ["handover", f"--objective={objective}", f"--state={state}", f"--next={next}"]
+        argv += _task(task)
         result: dict[str, Any] = run(argv)
         return result
 
@@ -103,9 +108,10 @@ def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> M
     ) -> dict[str, Any]:
         """Records on commits reachable from REV (HEAD), newest first; every task unless
         `task` is given."""
-        argv = ["history", *([rev] if rev else []), *_task(task)]
+        argv = ["history", *_task(task)]
         argv += ["--all"] if all else []
-        argv += ["--limit", str(limit)] if limit is not None else []
+        argv += [f"--limit={limit}"] if limit is not None else []
+        argv += ["--", rev] if rev else []
         result: dict[str, Any] = run(argv)
         return result
 

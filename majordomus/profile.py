@@ -15,6 +15,7 @@ DEFAULT_NAME = "default"
 BUILT_IN: Mapping[str, int] = {"interval": 20 * 60, "checkpoint_max": 400, "handover_max": 800}
 BUILT_IN_SOURCE = "built-in default"
 REPO_FILE = ".majordomus.toml"
+INTERVAL_MAX_S = 30 * 24 * 3600  # past this nothing is ever stale and enforcement never fires
 CONFIG_MAX_BYTES = 1 << 20  # far above any real profile file; a larger one is not read
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -37,7 +38,7 @@ class ConfigFile(NamedTuple):
 
 
 def parse_duration(value: object, where: str) -> int:
-    """`90s`, `20m`, `1h30m`, or plain seconds (an integer or a string of digits)."""
+    """`90s`, `20m`, `1h30m` or plain seconds (an integer or digits), from 1s to 30 days."""
     seconds: int | None = None
     if type(value) is int:
         seconds = value
@@ -57,6 +58,10 @@ def parse_duration(value: object, where: str) -> int:
         raise RefusedError(
             f"{where} must be a positive duration such as 90s, 20m, 1h30m or plain seconds, "
             f"not {value!r}."
+        )
+    if seconds > INTERVAL_MAX_S:
+        raise RefusedError(
+            f"{where} must be at most 30 days (720h, {INTERVAL_MAX_S} seconds), not {value!r}."
         )
     return seconds
 

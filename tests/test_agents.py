@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from majordomus import agents
-from tests.conftest import Repo
+from tests.conftest import MAJORDOMUS, Repo
 
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(make test)"]},
@@ -239,10 +239,11 @@ def test_user_scope_works_outside_a_repository(repo: Repo, tmp_path: Path) -> No
 
 
 def test_a_settings_file_that_cannot_be_written_is_one_sentence(repo: Repo) -> None:
-    (repo.path / ".claude").mkdir()
-    target = repo.path / ".claude" / "settings.json"
+    home = Path(repo.environ["HOME"])  # the user's own folder: a link there is followed
+    (home / ".claude").mkdir()
+    target = home / ".claude" / "settings.json"
     target.symlink_to("/proc/no-such-process/settings.json")  # not even root can write there
-    result = repo.run("agent", "install", "claude", "--scope", "project")
+    result = repo.run("agent", "install", "claude", "--scope", "user")
     assert result.code == 3 and result.out == ""
     assert result.err.startswith(f"majordomus: cannot write {target} (")
     assert result.err.endswith("; it was left as it was.\n") and result.err.count("\n") == 1
@@ -267,3 +268,168 @@ def test_a_settings_path_blocked_by_a_file_is_refused(repo: Repo) -> None:
     result = repo.run("agent", "install", "claude", "--scope", "project")
     assert result.code == 2 and result.err.startswith("majordomus: cannot read ")
     assert (repo.path / ".claude").read_text() == "a file where the folder should be\n"
+
+
+# ---- symbolic links in the work tree ---------------------------------------------------
+# A clone's files are whoever committed them: a link at the settings path, or at a folder on
+# the way to it, must not make `agent install` write outside the work tree.
+
+LINK_CASES = [
+    ("claude", "local", ".claude/settings.local.json"),
+    ("claude", "project", ".claude/settings.json"),
+    ("codex", "project", ".codex/hooks.json"),
+    ("gemini", "local", ".gemini/settings.json"),
+]
+VARIANTS = [[], ["--enforce"], ["--remove"], ["--dry-run"]]
+
+
+def exclude_text(repo: Repo) -> str:
+    exclude = repo.path / ".git" / "info" / "exclude"
+    return exclude.read_text() if exclude.exists() else ""
+
+
+def assert_refused(repo: Repo, argv: list[str], link: Path, where: str) -> None:
+    before = exclude_text(repo)
+    result = repo.run("agent", "install", *argv)
+    assert (result.code, result.out) == (2, ""), result.err
+    assert result.err == (
+        f"majordomus: {link} is a symbolic link that leads {where}, so agent install does "
+        "not write through it; nothing was changed.\n"
+    )
+    assert exclude_text(repo) == before
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(("agent", "scope", "name"), LINK_CASES)
+@pytest.mark.parametrize("argv", VARIANTS, ids=["install", "enforce", "remove", "dry-run"])
+def test_a_dangling_settings_link_to_outside_is_refused_and_creates_nothing(
+    repo: Repo, tmp_path: Path, agent: str, scope: str, name: str, argv: list[str]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = repo.path / name
+    link.parent.mkdir()
+    link.symlink_to(outside / "planted.json")
+    assert_refused(repo, [agent, "--scope", scope, *argv], link, "outside the work tree")
+    assert files_under(outside) == []
+    assert files_under(link.parent) == [link.name]
+    assert os.readlink(link) == str(outside / "planted.json")
+
+
+@pytest.mark.parametrize(("agent", "scope", "name"), LINK_CASES)
+@pytest.mark.parametrize("argv", VARIANTS, ids=["install", "enforce", "remove", "dry-run"])
+def test_a_settings_link_to_an_outside_file_is_refused_untouched(
+    repo: Repo, tmp_path: Path, agent: str, scope: str, name: str, argv: list[str]
+) -> None:
+    target = tmp_path / "outside" / "profile.json"
+    target.parent.mkdir()
+    installed = {"hooks": {"SessionStart": [{"hooks": [{"command": "majordomus hook x"}]}]}}
+    target.write_text(json.dumps(installed))  # --remove would have something to take out
+    before = target.read_bytes(), target.stat().st_mtime_ns
+    link = repo.path / name
+    link.parent.mkdir()
+    link.symlink_to(target)
+    assert_refused(repo, [agent, "--scope", scope, *argv], link, "outside the work tree")
+    assert (target.read_bytes(), target.stat().st_mtime_ns) == before
+    assert files_under(target.parent) == ["profile.json"]
+
+
+@pytest.mark.parametrize(("agent", "scope", "name"), LINK_CASES)
+@pytest.mark.parametrize("exists", [True, False], ids=["folder", "dangling"])
+@pytest.mark.parametrize("argv", VARIANTS, ids=["install", "enforce", "remove", "dry-run"])
+def test_a_settings_folder_linked_outside_is_refused_and_not_written_into(
+    repo: Repo, tmp_path: Path, agent: str, scope: str, name: str, exists: bool, argv: list[str]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if exists:
+        (outside / "agent").mkdir()
+    folder = repo.path / Path(name).parts[0]
+    folder.symlink_to(outside / "agent")
+    assert_refused(repo, [agent, "--scope", scope, *argv], folder, "outside the work tree")
+    assert files_under(outside) == (["agent"] if exists else [])
+
+
+def test_a_link_into_the_git_directory_is_refused(repo: Repo) -> None:
+    (repo.path / ".claude").symlink_to(".git")
+    assert_refused(repo, ["claude"], repo.path / ".claude", "into the git directory")
+    assert not (repo.path / ".git" / "settings.local.json").exists()
+
+
+def test_a_link_that_stays_in_the_work_tree_is_followed(repo: Repo) -> None:
+    # A folder kept elsewhere in the work tree (a shared config folder) is no escape.
+    (repo.path / "config" / "claude").mkdir(parents=True)
+    (repo.path / ".claude").symlink_to("config/claude")
+    result = repo.run("agent", "install", "claude")
+    assert result.code == 0, result.err
+    written = repo.path / "config" / "claude" / "settings.local.json"
+    assert ours(json.loads(written.read_text()), "SessionStart")
+    (repo.path / ".gemini").mkdir()
+    (repo.path / ".gemini" / "settings.json").symlink_to("../config/gemini.json")  # dangling
+    result = repo.run("agent", "install", "gemini", "--scope", "project")
+    assert result.code == 0, result.err
+    assert (repo.path / ".gemini" / "settings.json").is_symlink()
+    assert ours(json.loads((repo.path / "config" / "gemini.json").read_text()), "BeforeAgent")
+
+
+def test_doctor_reads_no_settings_that_a_link_leads_outside_the_work_tree(
+    repo: Repo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    installed = {"hooks": {"BeforeAgent": [{"hooks": [{"command": "majordomus hook gemini"}]}]}}
+    (outside / "settings.json").write_text(json.dumps(installed))
+    (outside / "config.toml").write_text("[features]\ncodex_hooks = false\n")
+    (repo.path / ".gemini").symlink_to(outside)
+    (repo.path / ".codex").mkdir()
+    (repo.path / ".codex" / "config.toml").symlink_to(outside / "config.toml")
+    assert repo.run("agent", "install", "codex", "--scope", "user").code == 0
+    home = Path(repo.environ["HOME"])
+    agent_lines = [line for line in repo.run("doctor").out.splitlines() if " agent " in line]
+    assert agent_lines == [
+        f"ok    agent     codex hooks installed in {home}/.codex/hooks.json",
+        f"FAIL  agent     {repo.path}/.gemini is a symbolic link that leads outside the work "
+        "tree; it is not read, and agent install refuses to write through it",
+    ]
+
+
+def test_doctor_does_not_read_a_committed_link_to_dev_zero(repo: Repo) -> None:
+    import resource
+
+    (repo.path / ".claude").mkdir()
+    (repo.path / ".claude" / "settings.json").symlink_to("/dev/zero")
+    (repo.path / ".codex").mkdir()
+    (repo.path / ".codex" / "config.toml").symlink_to("/dev/zero")
+    assert repo.run("agent", "install", "codex", "--scope", "user").code == 0
+
+    def bounded() -> None:  # read whole, /dev/zero would take all memory: bound it
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [*MAJORDOMUS, "doctor"],
+        cwd=repo.path,
+        env=repo.environ,
+        capture_output=True,
+        text=True,
+        preexec_fn=bounded,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (1, "")
+    assert (
+        f"FAIL  agent     {repo.path}/.claude/settings.json is a symbolic link that leads "
+        "outside the work tree; it is not read, and agent install refuses to write through it\n"
+    ) in done.stdout
+
+
+def test_a_link_loop_at_the_settings_folder_is_refused_unwritten(repo: Repo) -> None:
+    (repo.path / ".claude").symlink_to(".claude")
+    result = repo.run("agent", "install", "claude")
+    assert (result.code, result.out) == (2, "")
+    assert result.err.startswith(f"majordomus: cannot read {repo.path}/.claude/settings.local")
+    assert result.err.endswith("; nothing was changed.\n") and result.err.count("\n") == 1
+    assert os.readlink(repo.path / ".claude") == ".claude"
+    assert exclude_text(repo).count(".claude") == 0

@@ -143,8 +143,13 @@ def test_bad_input_is_silent(task_repo: Repo, agent: str, name: str) -> None:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_a_bad_profile_is_silent_in_the_agents_own_format(task_repo: Repo, agent: str) -> None:
-    (task_repo.path / ".majordomus.toml").write_text("profile = [\n")
+@pytest.mark.parametrize(
+    "text", ["profile = [\n", '[profiles.default]\ninterval = "99999999999999999999"\n']
+)
+def test_a_bad_profile_is_silent_in_the_agents_own_format(
+    task_repo: Repo, agent: str, text: str
+) -> None:
+    (task_repo.path / ".majordomus.toml").write_text(text)
     data = json.dumps({"hook_event_name": START[agent]}).encode()
     assert hook(task_repo, agent, data) == SILENT[agent]
 

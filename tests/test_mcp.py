@@ -10,6 +10,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from majordomus import front
 from tests.conftest import MAJORDOMUS, Repo
 
@@ -24,13 +26,17 @@ TOOLS = {
 }  # fmt: skip
 
 
-def in_process(repo: Repo, body: Callable[[Client], Awaitable[None]]) -> None:
+def in_process(
+    repo: Repo,
+    body: Callable[[Client], Awaitable[None]],
+    command_line: Callable[..., int] = front.run,
+) -> None:
     from mcp import Client
 
     from majordomus import mcp_server
 
     async def main() -> None:
-        async with Client(mcp_server.server(str(repo.path), repo.environ, front.run)) as client:
+        async with Client(mcp_server.server(str(repo.path), repo.environ, command_line)) as client:
             await body(client)
 
     asyncio.run(main())
@@ -116,6 +122,179 @@ def test_exit_1_answers_are_ordinary_results(repo: Repo) -> None:
         ]
 
     in_process(repo, body)
+
+
+def refusal(result: CallToolResult) -> tuple[int, str]:
+    assert result.is_error is True, result.content
+    detail = json.loads(text_of(result).split("\n")[-1])
+    return detail["exit"], detail["message"]
+
+
+# ---- values that look like options are data ----------------------------------------------
+
+OPTION_LIKE = ["--all", "--help", "-h", "--json", "--", "-", "-n1", "--task=t-0000", "--limit=1"]
+
+
+@pytest.mark.parametrize("rev", ["--all", "--help", "-h", "-n1", "--limit=1", "--json"])
+def test_history_rev_is_a_revision_never_an_option(repo: Repo, rev: str) -> None:
+    repo.task()
+    repo.run("checkpoint", "on HEAD")
+
+    async def body(client: Client) -> None:
+        assert refusal(await client.call_tool("history", {"rev": rev})) == (
+            3,
+            f"cannot find a commit named '{rev}'; give a branch, tag or commit id.",
+        )
+        named = structured(await client.call_tool("history", {"rev": "HEAD", "all": True}))
+        assert [r["body"] for r in named["records"] if r["kind"] == "checkpoint"] == ["on HEAD"]
+
+    in_process(repo, body)
+
+
+@pytest.mark.parametrize("text", OPTION_LIKE)
+def test_option_like_text_is_recorded_as_that_text(repo: Repo, text: str) -> None:
+    repo.task()
+
+    async def body(client: Client) -> None:
+        point = structured(await client.call_tool("checkpoint", {"text": text}))
+        assert point["record"]["body"] == text
+        fields = {"objective": text, "state": f"{text} ", "next": text}
+        hand = structured(await client.call_tool("handover", fields))
+        assert [hand["record"][k] for k in ("objective", "state", "next")] == [text] * 3
+        created = structured(await client.call_tool("task_new", {"title": text}))
+        assert created["title"] == text
+
+    in_process(repo, body)
+
+
+@pytest.mark.parametrize("task", OPTION_LIKE)
+def test_an_option_like_task_is_a_task_name_refused_as_such(repo: Repo, task: str) -> None:
+    repo.task()
+    before = repo.notes_ref()
+    sentence = (
+        f"{task!r} is not a task id: give t- and at least 4 of its hex digits "
+        "(see majordomus task list)."
+    )
+
+    async def body(client: Client) -> None:
+        handover = {"objective": "o", "state": "s", "next": "n"}
+        for tool, arguments in [
+            ("checkpoint", {"text": "x"}),
+            ("handover", handover),
+            ("resume", {}),
+            ("history", {}),
+            ("check", {}),
+            ("task_use", {}),
+        ]:
+            assert refusal(await client.call_tool(tool, {**arguments, "task": task})) == (
+                2,
+                sentence,
+            ), tool
+
+    in_process(repo, body)
+    assert repo.notes_ref() == before
+
+
+def test_option_like_numbers_are_refused_as_numbers(repo: Repo) -> None:
+    repo.task()
+
+    async def body(client: Client) -> None:
+        assert refusal(await client.call_tool("context", {"max_chars": -5})) == (
+            2,
+            "--max-chars must be between 200 and 100000, not -5.",
+        )
+        assert refusal(await client.call_tool("history", {"limit": -1})) == (
+            2,
+            "--limit must be 1 or more, not -1.",
+        )
+
+    in_process(repo, body)
+
+
+NOT_A_REMOTE = "is not a remote name or URL; give one that git remote -v lists."
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "err"),
+    [
+        (["history", "--", "--all"], 3, "cannot find a commit named '--all'"),
+        (["show", "--", "--json"], 3, "cannot find a commit named '--json'"),
+        (["adopt", "--", "--all"], 3, "cannot find a commit named '--all'"),
+        (["fetch", "--", "--upload-pack=x"], 2, f"'--upload-pack=x' {NOT_A_REMOTE}"),
+        (["push", "--", "--all"], 2, f"'--all' {NOT_A_REMOTE}"),
+        (["sync", "--", "-h"], 2, f"'-h' {NOT_A_REMOTE}"),
+        (["task", "use", "--", "--json"], 2, "'--json' is not a task id"),
+        (["agent", "install", "--", "--help"], 2, "unknown agent '--help'"),
+    ],
+)
+def test_after_a_double_dash_each_command_takes_its_argument_as_it_is(
+    repo: Repo, argv: list[str], code: int, err: str
+) -> None:
+    # What the tools rely on: both parsers (the plain one and typer) end the options at `--`.
+    repo.task()
+    before = repo.notes_ref()
+    result = repo.run(*argv)
+    assert (result.code, result.out) == (code, ""), result.err
+    assert result.err.startswith(f"majordomus: {err}") and result.err.count("\n") == 1
+    assert repo.notes_ref() == before
+
+
+@pytest.mark.parametrize("text", ["--help", "-h", "--json", "--", "-"])
+def test_after_a_double_dash_a_checkpoint_and_a_title_are_that_text(repo: Repo, text: str) -> None:
+    repo.task()
+    assert repo.run("checkpoint", "--json", "--", text).code == 0
+    assert repo.run("task", "new", "--", text).code == 0
+    records = json.loads(repo.run("history", "--json", "--all").out)["records"]
+    assert [r.get("body") for r in records if r["kind"] == "checkpoint"] == [text]
+    titles = sorted(r["title"] for r in records if r["kind"] == "task")
+    assert titles == sorted([text, "queue drops acks under load"])
+
+
+FIXED_WORDS = {
+    *("context", "checkpoint", "handover", "resume", "history", "check", "task"),
+    *("new", "list", "use", "-F", "-", "--json", "--all", "--peek"),
+}
+
+
+def test_every_tool_passes_values_joined_to_their_option_or_after_a_double_dash(
+    repo: Repo,
+) -> None:
+    """The command lines every tool builds, read as they are run: before `--` nothing but
+    the tool's own words and `--option=VALUE`, so no parser can take a value for an option."""
+    seen: list[list[str]] = []
+
+    def recording(argv: list[str], **streams: Any) -> int:
+        seen.append(list(argv))
+        return front.run(argv, **streams)
+
+    calls: dict[str, dict[str, Any]] = {
+        "context": {"max_chars": -5},
+        "checkpoint": {"text": "--help", "task": "--all"},
+        "handover": {"objective": "--help", "state": "-s", "next": "--", "task": "--all"},
+        "resume": {"task": "--all", "peek": True},
+        "history": {"rev": "--all", "task": "--all", "all": True, "limit": -1},
+        "check": {"task": "--all", "all": True},
+        "task_new": {"title": "-h"},
+        "task_list": {},
+        "task_use": {"task": "--json"},
+    }
+    assert set(calls) == TOOLS
+
+    async def body(client: Client) -> None:
+        for tool, arguments in calls.items():
+            await client.call_tool(tool, arguments)
+
+    repo.task()
+    in_process(repo, body, recording)
+    assert len(seen) == len(TOOLS)
+    for argv in seen:
+        assert argv[:2] == ["-C", str(repo.path)]
+        words = argv[2:]
+        before_dash = words[: words.index("--")] if "--" in words else words
+        loose = [w for w in before_dash if w not in FIXED_WORDS and not w.startswith("--")]
+        unjoined = [w for w in before_dash if w.startswith("--") and w not in FIXED_WORDS]
+        assert loose == [], argv
+        assert all("=" in w for w in unjoined), argv
 
 
 def test_over_stdio_as_an_agent_starts_it(repo: Repo) -> None:

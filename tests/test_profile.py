@@ -24,19 +24,57 @@ checkpoint_max = 280
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [("90s", 90), ("20m", 1200), ("1h30m", 5400), ("2h", 7200), (45, 45), ("600", 600)],
+    [
+        ("90s", 90),
+        ("20m", 1200),
+        ("1h30m", 5400),
+        ("2h", 7200),
+        (45, 45),
+        ("600", 600),
+        ("1s", 1),
+        (1, 1),
+        ("720h", 2592000),
+        ("43200m", 2592000),
+        (2592000, 2592000),
+        ("2592000", 2592000),
+    ],
 )
 def test_durations(value: object, seconds: int) -> None:
     assert parse_duration(value, "interval") == seconds
 
 
-@pytest.mark.parametrize("value", ["", "20 minutes", "1m1h", "-5", 0, -3, 1.5, True, "h"])
+@pytest.mark.parametrize(
+    "value", ["", "20 minutes", "1m1h", "-5", 0, "0", "0h0m0s", -3, 1.5, True, "h"]
+)
 def test_bad_durations_are_refused(value: object) -> None:
     with pytest.raises(RefusedError) as info:
         parse_duration(value, "x.toml: profiles.default.interval")
     assert info.value.message == (
         "x.toml: profiles.default.interval must be a positive duration such as 90s, 20m, "
         f"1h30m or plain seconds, not {value!r}."
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "720h1s",
+        "719h60m1s",
+        2592001,
+        "2592001",
+        "99999999999999999999",
+        99999999999999999999,
+        "9" * 4000,
+        "99999999999999999999h",
+    ],
+)
+def test_intervals_past_30_days_are_refused(value: object) -> None:
+    # Past 30 days nothing is ever stale and the Stop hook's enforcement never fires.
+    with pytest.raises(RefusedError) as info:
+        parse_duration(value, "x.toml: profiles.default.interval")
+    assert info.value.message == (
+        "x.toml: profiles.default.interval must be at most 30 days (720h, 2592000 seconds), "
+        f"not {value!r}."
     )
 
 
@@ -154,4 +192,35 @@ def test_a_bad_profile_file_stops_every_command_that_uses_it(repo: Repo) -> None
             f"majordomus: {repo.path}/.majordomus.toml: profiles.default: unknown key 'nope' "
             "(known: interval, checkpoint_max, handover_max).\n"
         )
+    assert repo.notes_ref() == before
+
+
+@pytest.mark.parametrize("layer", ["repo", "personal"])
+def test_an_interval_past_30_days_stops_every_command_that_uses_it(
+    repo: Repo, home: Path, layer: str
+) -> None:
+    repo.task()
+    repo.run("checkpoint", "first")
+    before = repo.notes_ref()
+    if layer == "repo":
+        path = repo.path / ".majordomus.toml"
+    else:
+        path = home / ".config" / "majordomus" / "config.toml"
+        path.parent.mkdir(parents=True)
+    path.write_text('[profiles.default]\ninterval = "99999999999999999999"\n')
+    handover = ["handover", "--objective", "o", "--state", "s", "--next", "n"]
+    for argv in (
+        ["checkpoint", "x"],
+        handover,
+        ["check"],
+        ["watch", "--count", "1"],
+        ["profile"],
+        ["context"],
+    ):
+        result = repo.run(*argv)
+        assert (result.code, result.out) == (2, ""), argv
+        assert result.err == (
+            f"majordomus: {path}: profiles.default.interval must be at most 30 days "
+            "(720h, 2592000 seconds), not '99999999999999999999'.\n"
+        ), argv
     assert repo.notes_ref() == before
