@@ -529,6 +529,8 @@ def hook(
     Invocation start: the context block. Prompt submit: a one-line reminder when the
     task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
     """
+    import sys
+
     from majordomus import hooks
 
     invocation = _invocation(ctx)
@@ -541,6 +543,7 @@ def hook(
         environ=invocation.environ,
         now=invocation.now,
         enforce=enforce,
+        program=hooks.program(sys.argv[0], sys.executable),
     )
 
 

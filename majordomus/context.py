@@ -175,10 +175,10 @@ def checkpoint_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
-def pointer_line(loc: Located) -> str:
+def pointer_line(loc: Located, program: str = "majordomus") -> str:
     return (
         f"- {loc.record.kind} {loc.record.id} left out to stay within the budget: "
-        f"majordomus show {loc.commit[:12]}"
+        f"{program} show {loc.commit[:12]}"
     )
 
 
@@ -192,16 +192,16 @@ def _status_line(st: Status) -> str:
     )
 
 
-def _how_lines(st: Status) -> list[str]:
+def _how_lines(st: Status, program: str) -> list[str]:
     # An implied task is not current yet: the commands must name it.
     flag = f" --task {st.task}" if st.implied else ""
     lines = [
-        f'Record: majordomus checkpoint{flag} "what is true now" (at most {st.checkpoint_max} '
-        "characters, refused if longer, never cut); before the session ends: majordomus "
+        f'Record: {program} checkpoint{flag} "what is true now" (at most {st.checkpoint_max} '
+        f"characters, refused if longer, never cut); before the session ends: {program} "
         f'handover{flag} --objective "..." --state "..." --next "...".'
     ]
     if st.handover is not None:
-        lines.append("Pick up the open handover with: majordomus resume.")
+        lines.append(f"Pick up the open handover with: {program} resume.")
     return lines
 
 
@@ -209,7 +209,9 @@ def _fits(lines: Sequence[str], budget: int) -> bool:
     return len("\n".join(lines)) <= budget
 
 
-def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
+def block(
+    st: Status, now: datetime.datetime, max_chars: int, program: str = "majordomus"
+) -> ContextResult:
     """The text, within `max_chars`: fixed lines first, then records whole while they fit.
 
     Note text only ever stands on quoted lines, below the line that says what they are;
@@ -220,9 +222,9 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     if st.implied:
         opening.append(
             "(no current task in this work tree: this is the task of the one open handover "
-            f"reachable from HEAD; majordomus task use {task} makes it current)"
+            f"reachable from HEAD; {program} task use {task} makes it current)"
         )
-    fixed_tail = _how_lines(st)
+    fixed_tail = _how_lines(st, program)
     body: list[str] = [DATA_NOTE]
     included: list[tuple[str, int]] = []  # a record put in, and the body line it ends at
     omitted = 0
@@ -234,9 +236,9 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
         opening.pop()
     # Whatever does not fit is counted, and the line saying so is reserved in advance
     # whenever it may be needed.
-    summary_reserve = [f"(999999 more records left out: majordomus history --task {task})"]
+    summary_reserve = [f"(999999 more records left out: {program} history --task {task})"]
     others_reserve = [
-        f"(999999 open handovers of this task not shown: majordomus history --task {task})"
+        f"(999999 open handovers of this task not shown: {program} history --task {task})"
     ]
     if st.title:
         title = _quoted(f"title: {st.title}")
@@ -251,7 +253,7 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
     others_placed = st.handover is None
     for position, (loc, lines) in enumerate(records):
         if not others_placed and loc.record.kind == "checkpoint":
-            _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail])
+            _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail], program)
             others_placed = True
         needs_heading = loc.record.kind == "checkpoint" and not heading_added
         heading = ["Checkpoints, newest first:"] if needs_heading else []
@@ -265,15 +267,15 @@ def block(st: Status, now: datetime.datetime, max_chars: int) -> ContextResult:
             included.append((loc.record.id, len(body)))
             continue
         omitted += 1
-        pointer = pointer_line(loc)
+        pointer = pointer_line(loc, program)
         if total([*heading, pointer], tail) <= max_chars:
             body += [*heading, pointer]
             heading_added = heading_added or needs_heading
     if not others_placed:
-        _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail])
+        _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail], program)
     omitted += st.more_checkpoints
     if omitted:
-        body.append(f"({omitted} more records left out: majordomus history --task {task})")
+        body.append(f"({omitted} more records left out: {program} history --task {task})")
     lines = [*opening, *body, *fixed_tail]
     # Every line is bounded, but a budget near the least may not hold them all: shed
     # whole lines, from the end, rather than ever exceed it.
@@ -292,17 +294,18 @@ def _place_others(
     total: Callable[[Sequence[str], Sequence[str]], int],
     max_chars: int,
     tail: Sequence[str],
+    program: str,
 ) -> None:
     """Name every other open handover of the task while they fit, and count the rest: a
     newer handover (anyone's, or one claiming to be yours) never silently hides another."""
     if not st.older_open:
         return
     heading = [
-        "Other open handovers of this task, newest first (majordomus resume resolves them "
+        f"Other open handovers of this task, newest first ({program} resume resolves them "
         "with the newest):"
     ]
     reserve = [
-        f"(999999 open handovers of this task not shown: majordomus history --task {st.task})"
+        f"(999999 open handovers of this task not shown: {program} history --task {st.task})"
     ]
     named = 0
     for position, loc in enumerate(st.others):
@@ -316,15 +319,19 @@ def _place_others(
     rest = st.older_open - named
     if rest:
         body.append(
-            f"({rest} open handover(s) of this task not shown: majordomus history --task {st.task})"
+            f"({rest} open handover(s) of this task not shown: {program} history --task {st.task})"
         )
 
 
 def build(
-    ctx: ops.Context, max_chars: int = CONTEXT_DEFAULT_CHARS, task: str | None = None
+    ctx: ops.Context,
+    max_chars: int = CONTEXT_DEFAULT_CHARS,
+    task: str | None = None,
+    program: str = "majordomus",
 ) -> ContextResult:
-    """The block for the current (or implied) task. No repository, no commit, no task: a
-    short line. Several tasks with an open handover and none current: refused (exit 2)."""
+    """The block for the current (or implied) task, its commands spelt with `program`. No
+    repository, no commit, no task: a short line. Several tasks with an open handover and
+    none current: refused (exit 2)."""
     check_budget(max_chars)
     try:
         st = status(ctx, task)
@@ -334,14 +341,14 @@ def build(
         return ContextResult(
             None,
             _short(
-                "majordomus: no current task here; start one with majordomus task new TITLE, "
-                "or pick one with majordomus task use TASK.",
+                f"majordomus: no current task here; start one with {program} task new TITLE, "
+                f"or pick one with {program} task use TASK.",
                 max_chars,
             ),
             (),
             0,
         )
-    return block(st, ctx.now(), max_chars)
+    return block(st, ctx.now(), max_chars, program)
 
 
 def _short(text: str, max_chars: int) -> str:

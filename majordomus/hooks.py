@@ -37,6 +37,20 @@ class Answer(NamedTuple):
         return json.dumps(self.payload, ensure_ascii=False) + "\n"
 
 
+def program(argv0: str, executable: str) -> str:
+    """How the commands offered to the agent name majordomus: as this hook was run (the
+    entry `agent install` writes runs it by absolute path, often not on the agent's PATH),
+    so that the agent can run them as offered."""
+    import shlex
+
+    name = os.path.basename(argv0)
+    if name == "majordomus" and os.path.isabs(argv0):
+        return shlex.quote(argv0)
+    if name == "__main__.py" and os.path.basename(os.path.dirname(argv0)) == "majordomus":
+        return shlex.join([executable, "-m", "majordomus"])  # python -m majordomus hook ...
+    return "majordomus"
+
+
 def _silent(agent: str, event: str) -> Answer:
     # Gemini parses stdout as JSON, and Codex requires JSON from a Stop hook: `{}` is
     # their documented "nothing to add". Claude Code takes empty output as that.
@@ -78,8 +92,10 @@ def answer(
     environ: Mapping[str, str],
     now: Callable[[], datetime.datetime],
     enforce: bool,
+    program: str = "majordomus",
 ) -> Answer:
-    """The answer to one hook call; may raise (the caller turns any failure into silence)."""
+    """The answer to one hook call, its commands spelt with `program`; may raise (the caller
+    turns any failure into silence)."""
     name = event or payload.get("hook_event_name")
     if not isinstance(name, str):
         return _silent(agent, "")
@@ -94,7 +110,7 @@ def answer(
     events = EVENTS[agent]
     if name == events.session_start:
         try:
-            result = context.build(ctx, HOOK_CONTEXT_CHARS)
+            result = context.build(ctx, HOOK_CONTEXT_CHARS, program=program)
         except ops.AmbiguousTaskError as error:
             return _context_answer(agent, name, f"majordomus: {error.message}")
         if result.task is None:
@@ -102,7 +118,7 @@ def answer(
         return _context_answer(agent, name, result.text)
     if name == events.prompt:
         try:
-            line = _stale_line(ctx)
+            line = _stale_line(ctx, program)
         except MajordomusError:
             return _silent(agent, name)
         return _context_answer(agent, name, line) if line else _silent(agent, name)
@@ -110,7 +126,7 @@ def answer(
         if not enforce or payload.get("stop_hook_active") is True:
             return _silent(agent, name)
         try:
-            reason = _stop_reason(ctx)
+            reason = _stop_reason(ctx, program)
         except MajordomusError:
             return _silent(agent, name)
         return _block(agent, reason) if reason else _silent(agent, name)
@@ -131,7 +147,7 @@ def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
     return (opened.store, opened.check, flag) if opened.check.stale else None
 
 
-def _stale_line(ctx: Context) -> str | None:
+def _stale_line(ctx: Context, program: str) -> str | None:
     from majordomus import render
 
     found = _stale(ctx)
@@ -141,11 +157,11 @@ def _stale_line(ctx: Context) -> str | None:
     return (
         f"majordomus: task {render.safe(result.task)} has no checkpoint for "
         f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}): record "
-        f'what is true now with majordomus checkpoint{render.safe(flag)} "..." before it is lost.'
+        f'what is true now with {program} checkpoint{flag} "..." before it is lost.'
     )
 
 
-def _stop_reason(ctx: Context) -> str | None:
+def _stop_reason(ctx: Context, program: str) -> str | None:
     """Block once per stale episode: an episode ends when a checkpoint makes the task fresh."""
     from majordomus import render
 
@@ -165,8 +181,8 @@ def _stop_reason(ctx: Context) -> str | None:
     return (
         f"majordomus: task {render.safe(result.task)} has no checkpoint for "
         f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}). Before "
-        f'stopping, run: majordomus checkpoint{render.safe(flag)} "<what is true now>" (or, to '
-        f'end the session, majordomus handover{render.safe(flag)} --objective "..." --state '
+        f'stopping, run: {program} checkpoint{flag} "<what is true now>" (or, to '
+        f'end the session, {program} handover{flag} --objective "..." --state '
         '"..." --next "...").'
     )
 
@@ -181,6 +197,7 @@ def run(
     environ: Mapping[str, str] | None = None,
     now: Callable[[], datetime.datetime] | None = None,
     enforce: bool = False,
+    program: str = "majordomus",
 ) -> int:
     """Answer one hook call. Whatever happens: exit 0, and stdout empty or one JSON object."""
     # Bad input or any failure still answers the agent's "nothing to add" (`{}` where
@@ -197,6 +214,7 @@ def run(
                 environ=os.environ if environ is None else environ,
                 now=now or (lambda: datetime.datetime.now(datetime.UTC)),
                 enforce=enforce,
+                program=program,
             ).text()
     with contextlib.suppress(BaseException):
         stdout.write(text)
@@ -220,4 +238,5 @@ def main(argv: list[str]) -> int | None:
         stdin=sys.stdin.buffer,
         stdout=sys.stdout,
         enforce="--enforce" in argv,
+        program=program(sys.argv[0], sys.executable),
     )

@@ -273,3 +273,52 @@ def test_choosing_the_task_from_open_handovers_walks_once_not_on_every_prompt(
         walks.append(sum(e.get("event") == "start" and "rev-list" in e["argv"] for e in started))
         trace.unlink(missing_ok=True)
     assert walks[0] >= 1 and walks[1:] == [0, 0], walks
+
+
+def _offered(text: str, start: str, end: str) -> str:
+    """The command a line of the answer offers, between `start` and `end`."""
+    line = next(line for line in text.split("\n") if start in line)
+    return line.split(start, 1)[1].split(end, 1)[0]
+
+
+@pytest.mark.parametrize("entry", ["script", "module"])
+def test_the_commands_offered_run_as_offered_without_majordomus_on_path(
+    task_repo: Repo, entry: str
+) -> None:
+    # The hook entry agent install writes runs majordomus by absolute path (the console
+    # script, or this Python with -m); an agent whose PATH lacks it runs what it is offered.
+    script = Path(sys.executable).parent / "majordomus"
+    argv = [str(script)] if entry == "script" else [sys.executable, "-m", "majordomus"]
+    environ = {**task_repo.environ, "PATH": "/usr/bin:/bin"}
+    on_path = subprocess.run(["sh", "-c", "command -v majordomus"], env=environ, check=False)
+    assert on_path.returncode != 0
+
+    def run_hook(event: str, *flags: str) -> str:
+        done = subprocess.run(
+            [*argv, "hook", "claude", *flags],
+            input=payload(task_repo, event, stop_hook_active=False),
+            capture_output=True,
+            cwd=task_repo.path,
+            env=environ,
+            check=True,
+        )
+        return done.stdout.decode()
+
+    text = context_of(run_hook("SessionStart"), "SessionStart")
+    record = _offered(text, "Record: ", ' "what is true now"')
+    assert record.endswith(" checkpoint") and record != "majordomus checkpoint"
+    program = record.removesuffix(" checkpoint")
+    assert text.endswith(f"Pick up the open handover with: {program} resume.")
+    # The records were written on the suite's clock, days before the real one: stale.
+    reason = json.loads(run_hook("Stop", "--enforce"))["reason"]
+    assert _offered(reason, "run: ", ' "<what is true now>"') == record
+    before = task_repo.notes_ref()
+    ran = subprocess.run(
+        ["sh", "-c", record + ' "offered, and it ran"'],
+        cwd=task_repo.path,
+        env=environ,
+        check=False,
+    )
+    assert ran.returncode == 0 and task_repo.notes_ref() != before
+    shown = json.loads(task_repo.run("show", "--json").out)["records"]
+    assert "offered, and it ran" in [r.get("body") for r in shown]
