@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from majordomus.errors import RefusedError, RemoteError, RepositoryError
 from majordomus.store import NOTES_REF, Store
@@ -25,6 +26,8 @@ from majordomus.values import FetchReport, HookReport, InitReport, PushReport, S
 
 PUSH_ATTEMPTS = 12
 HOOK_TIMEOUT_S = 30.0
+REMOTE_TIMEOUT_S = 30  # a remote that sends nothing this long is given up on
+REMOTE_TIMEOUT_KEY = "majordomus.remoteTimeout"
 # Set for every git that majordomus runs against a remote: a pre-push hook that
 # sees it knows it was reached from majordomus itself and does nothing.
 HOOK_GUARD = "MAJORDOMUS_HOOK_ACTIVE"
@@ -84,9 +87,21 @@ def shown(remote: str) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1***@", remote, flags=re.IGNORECASE)
 
 
+# What git --progress prints, and the refs a fetch lists: no reason for anything.
+_CHATTER = re.compile(
+    r"(remote: )?(Enumerating|Counting|Compressing|Writing|Receiving|Resolving|Total|Unpacking"
+    r"|Delta compression|Checking connectivity)\b"
+    r"|From |To | [-+*!= t] |\s*\[|\s+[0-9a-f]+\.\.|.*\d+% \("
+)
+
+
 def _reason(stderr: str, fallback: str) -> str:
     """git's own reason: its first fatal line (what follows is advice), else its last line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = [
+        line.strip()
+        for line in stderr.replace("\r", "\n").splitlines()
+        if line.strip() and not _CHATTER.match(line)
+    ]
     for prefix in ("fatal: ", "error: "):
         for line in lines:
             if line.startswith(prefix):
@@ -116,6 +131,7 @@ class Git:
         self.store = store
         self.detached = detached
         self.budget_s = budget_s
+        self.silence_s = remote_timeout(store)
         self._monotonic = monotonic
         self._deadline = None if budget_s is None else monotonic() + budget_s
 
@@ -136,7 +152,12 @@ class Git:
                     f"gave up after {self.budget_s:g} s of retries "
                     "(MAJORDOMUS_HOOK_TIMEOUT sets the budget)"
                 )
-        command = ["git", f"--git-dir={self.store.gitdir}", *args]
+        # HTTP has git's own low-speed limit: a server that stalls mid-transfer is left
+        # by git itself, with its own message; the watch below covers every transport.
+        silence = [] if self.silence_s is None else [
+            "-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={self.silence_s}"
+        ]  # fmt: skip
+        command = ["git", f"--git-dir={self.store.gitdir}", *silence, *args]
         try:
             process = subprocess.Popen(
                 command,
@@ -145,24 +166,33 @@ class Git:
                 stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
                 start_new_session=self.detached,
             )
         except FileNotFoundError:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
+        watch = _Watch(process, input, self._monotonic)
         try:
             if meanwhile is not None:
                 meanwhile()
-            out, err = process.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process, group=self.detached)
-            process.communicate()
-            raise RemoteError(self._late(args[0])) from None
+            quiet = watch.wait(timeout, self.silence_s)
         except BaseException:
             # Interrupted: no git of ours outlives the command (see _end).
             _end(process, group=self.detached)
             raise
+        if quiet is not None:
+            _kill(process, group=self.detached)
+            process.wait()
+            raise RemoteError(self._late(args[0]) if quiet == "late" else self._silent(args))
+        out, err = watch.output()
         return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+    def _silent(self, args: Sequence[str]) -> str:
+        remote = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--"), "the remote")
+        return (
+            f"{shown(remote)} sent nothing for {self.silence_s} s, so git {args[0]} was stopped "
+            f"and nothing here changed (git config {REMOTE_TIMEOUT_KEY} SECONDS waits longer; "
+            "0 waits for ever)."
+        )
 
     def _late(self, verb: str) -> str:
         return (
@@ -171,7 +201,90 @@ class Git:
         )
 
 
-def _end(process: subprocess.Popen[str], *, group: bool) -> None:
+class _Watch:
+    """git's output, read as it comes, and when it last came: git fetches and pushes with
+    --progress, so a remote that is sending keeps git talking (about once a second)."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        input: str | None,
+        monotonic: Callable[[], float],
+    ) -> None:
+        import threading
+
+        self._process = process
+        self._monotonic = monotonic
+        self._last = monotonic()
+        self._chunks: dict[int, list[bytes]] = {1: [], 2: []}
+        self._threads = [
+            threading.Thread(target=self._read, args=(stream, fd), daemon=True)
+            for fd, stream in ((1, process.stdout), (2, process.stderr))
+        ]
+        if input is not None:
+            self._threads.append(
+                threading.Thread(target=self._feed, args=(input.encode(),), daemon=True)
+            )
+        for thread in self._threads:
+            thread.start()
+
+    def _read(self, stream: IO[bytes] | None, fd: int) -> None:
+        assert stream is not None
+        while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+            self._chunks[fd].append(chunk)
+            self._last = self._monotonic()
+
+    def _feed(self, data: bytes) -> None:
+        assert self._process.stdin is not None
+        with contextlib.suppress(OSError):
+            self._process.stdin.write(data)
+            self._process.stdin.close()
+
+    def wait(self, budget_s: float | None, silence_s: int | None) -> str | None:
+        """None once git has ended; "late" past the budget; "silent" past the silence."""
+        start = self._monotonic()
+        while True:
+            now = self._monotonic()
+            limits = [] if budget_s is None else [start + budget_s - now]
+            if silence_s is not None:
+                limits.append(self._last + silence_s - now)
+            if limits and min(limits) <= 0:
+                if budget_s is not None and now - start >= budget_s:
+                    return "late"
+                return "silent"
+            try:
+                self._process.wait(timeout=min([0.5, *limits]))
+            except subprocess.TimeoutExpired:
+                continue
+            return None
+
+    def output(self) -> tuple[str, str]:
+        for thread in self._threads:
+            thread.join()
+        out, err = (b"".join(self._chunks[fd]) for fd in (1, 2))
+        return out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def remote_timeout(store: Store) -> int | None:
+    """The seconds a remote may send nothing (`majordomus.remoteTimeout`); None: no limit."""
+    raw = store.config_value(REMOTE_TIMEOUT_KEY)
+    if raw is None:
+        return REMOTE_TIMEOUT_S
+    text = raw.strip()
+    if text == "0":
+        return None
+    from majordomus.profile import parse_duration
+
+    try:
+        return parse_duration(text, REMOTE_TIMEOUT_KEY)
+    except RefusedError:
+        raise RefusedError(
+            f"git config {REMOTE_TIMEOUT_KEY} is {raw!r}: give seconds (30), a duration (2m) "
+            "or 0 to wait for ever."
+        ) from None
+
+
+def _end(process: subprocess.Popen[bytes], *, group: bool) -> None:
     """End an interrupted git. A detached group (the hook's: git, its ssh, anything they
     started) is killed whole. A git in our own group, which Ctrl-C from the terminal
     reaches anyway, gets SIGTERM when only we were signalled; SIGKILL if it lingers."""
@@ -187,7 +300,7 @@ def _end(process: subprocess.Popen[str], *, group: bool) -> None:
     process.wait()
 
 
-def _kill(process: subprocess.Popen[str], *, group: bool) -> None:
+def _kill(process: subprocess.Popen[bytes], *, group: bool) -> None:
     with contextlib.suppress(ProcessLookupError):
         if group and hasattr(os, "killpg"):
             os.killpg(process.pid, signal.SIGKILL)
@@ -214,7 +327,7 @@ def fetch(
         result = git.run(
             "fetch",
             "--no-tags",
-            "--quiet",
+            "--progress",  # a remote that is sending keeps git talking: see _Watch
             "--prune",
             "--no-filter",
             "--",
@@ -268,6 +381,7 @@ def push(
         result = git.run(
             "push",
             "--porcelain",
+            "--progress",
             "--no-verify",
             f"--force-with-lease={NOTES_REF}:{expected}",
             "--",
@@ -352,7 +466,7 @@ def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> st
         "-c",
         "fetch.negotiationAlgorithm=noop",
         "fetch",
-        "--quiet",
+        "--progress",
         "--no-tags",
         "--no-write-fetch-head",
         "--recurse-submodules=no",

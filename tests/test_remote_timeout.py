@@ -1,0 +1,113 @@
+"""A remote that accepts the connection and never answers: fetch, push and sync give up
+after `majordomus.remoteTimeout` seconds of silence, exit 4, and change nothing here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import Repo
+
+SERVER_LIFETIME_S = 20.0  # the mute server stops by itself, whatever the test does
+
+
+@contextlib.contextmanager
+def mute_server() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that accepts every connection and never sends a byte
+    (what a server stopped with SIGSTOP, or a black-holing proxy, looks like)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+    deadline = time.monotonic() + SERVER_LIFETIME_S
+
+    def serve() -> None:
+        while not stop.is_set() and time.monotonic() < deadline:
+            with contextlib.suppress(TimeoutError, OSError):
+                connection, _ = listener.accept()
+                held.append(connection)  # read nothing, answer nothing
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+@pytest.fixture
+def worked(repo: Repo) -> Repo:
+    repo.task()
+    assert repo.run("checkpoint", "reproduced under load").code == 0
+    repo.git("config", "majordomus.remoteTimeout", "1")
+    return repo
+
+
+@pytest.mark.parametrize("scheme", ["git", "http"])
+@pytest.mark.parametrize("verb", ["fetch", "push", "sync"])
+def test_a_remote_that_never_answers_is_given_up_on(worked: Repo, scheme: str, verb: str) -> None:
+    with mute_server() as port:
+        url = f"{scheme}://127.0.0.1:{port}/team.git"
+        worked.git("remote", "add", "stuck", url)
+        refs_before = worked.git("for-each-ref")
+        started = time.monotonic()
+        result = worked.run(verb, "stuck")
+        took = time.monotonic() - started
+    assert result.code == 4, result.err
+    assert result.out == "" and result.err.count("\n") == 1, result.err
+    assert result.err.startswith("majordomus: "), result.err
+    assert "Traceback" not in result.err
+    assert url in result.err or "stuck" in result.err, result.err
+    assert took < 10, took  # one second of silence, not for ever
+    assert worked.git("for-each-ref") == refs_before  # nothing local changed
+
+
+def test_the_silence_is_named_with_the_setting_that_changes_it(worked: Repo) -> None:
+    with mute_server() as port:
+        result = worked.run("fetch", f"git://127.0.0.1:{port}/team.git")
+    assert result.code == 4
+    assert result.err == (
+        f"majordomus: git://127.0.0.1:{port}/team.git sent nothing for 1 s, so git fetch was "
+        "stopped and nothing here changed (git config majordomus.remoteTimeout SECONDS waits "
+        "longer; 0 waits for ever).\n"
+    )
+
+
+def test_a_remote_that_answers_is_not_hurried(worked: Repo, tmp_path: object) -> None:
+    # The same one-second setting against a remote that answers: every verb succeeds.
+    remote = worked.path.parent / "team.git"
+    worked.git("init", "-q", "--bare", str(remote))
+    worked.git("remote", "add", "team", str(remote))
+    for verb in ("push", "fetch", "sync"):
+        result = worked.run(verb, "team", "--json")
+        assert result.code == 0, result.err
+        json.loads(result.out)
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "1.5", "99999999999999999999"])
+def test_a_bad_setting_is_refused_before_any_git_runs(worked: Repo, value: str) -> None:
+    worked.git("config", "majordomus.remoteTimeout", value)
+    result = worked.run("fetch", "/nonexistent/remote.git")
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert result.err.startswith(
+        f"majordomus: git config majordomus.remoteTimeout is {value!r}: give seconds (30), "
+    )
+
+
+def test_zero_waits_for_ever_and_a_real_remote_still_answers(worked: Repo) -> None:
+    remote = worked.path.parent / "team.git"
+    worked.git("init", "-q", "--bare", str(remote))
+    worked.git("config", "majordomus.remoteTimeout", "0")
+    assert worked.run("push", str(remote)).code == 0
