@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 TREE = 0o040000  # pygit2.enums.FileMode.TREE: git's modes, fixed by its tree format
 BLOB = 0o100644  # pygit2.enums.FileMode.BLOB
+FILES = (BLOB, 0o100755)  # the modes of a note: a blob, executable or not (never a symlink)
 _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
@@ -127,16 +128,40 @@ def walk_present(
 
 def find(repo: pygit2.Repository, root: pygit2.Tree, rest: str) -> Iterator[pygit2.Oid]:
     """Every copy of the note for `rest`, at any fan-out depth."""
+    for oid, _ in find_entries(repo, root, rest):
+        yield oid
+
+
+def find_entries(
+    repo: pygit2.Repository, root: pygit2.Tree, rest: str
+) -> Iterator[tuple[pygit2.Oid, bool]]:
+    """`find`, each copy with whether its entry is a file (a gitlink or a symlink is not:
+    whatever it names, no note is read from it by a merge)."""
     import pygit2
 
     flat = _entry(root, rest)
     if flat is not None and not isinstance(flat, pygit2.Tree):
-        yield flat.id
+        yield flat.id, flat.filemode in FILES
     fan = rest[:2]
     if len(rest) > 2 and fan in root:
         sub = root[fan]
         if isinstance(sub, pygit2.Tree):
-            yield from find(repo, tree(repo, sub.id), rest[2:])
+            yield from find_entries(repo, tree(repo, sub.id), rest[2:])
+
+
+def walk_files(
+    repo: pygit2.Repository, root: pygit2.Tree, prefix: str = ""
+) -> Iterator[tuple[str, str, bool]]:
+    """`walk`, each note with whether its entry is a file (see `find_entries`)."""
+    import pygit2
+
+    for entry in root:
+        name = entry.name or ""
+        if isinstance(entry, pygit2.Tree):
+            if _HEX2.fullmatch(name) and len(prefix) < 38:
+                yield from walk_files(repo, tree(repo, entry.id), prefix + name)
+        elif is_note_path(prefix + name):
+            yield prefix + name, str(entry.id), entry.filemode in FILES
 
 
 def insert(
