@@ -662,7 +662,10 @@ class Store:
         import pygit2
 
         try:
-            old_tree, new_tree = (self.repo[target].peel(pygit2.Tree) for target in (old, new))
+            commits = [self.repo[target] for target in (old, new)]
+            if not all(isinstance(commit, pygit2.Commit) for commit in commits):
+                return None  # a notes ref at a tree or a tag is not read (NotesReader.is_read)
+            old_tree, new_tree = (commit.peel(pygit2.Tree) for commit in commits)
             return notestree.changed(self.repo, old_tree, new_tree)
         except (KeyError, ValueError, pygit2.GitError, MissingObjectError):
             return None
