@@ -117,13 +117,13 @@ class Merger:
     ) -> tuple[pygit2.Oid, Merged]:
         """The first records here: their notes commit itself, unless it holds notes that
         are not taken; then a commit on top of it of the notes that are."""
+        added = self.records_added(None, their_tree)  # parses: most are then known to fit
         notes: dict[str, pygit2.Oid] = {}
         for name, blob, is_file in notestree.walk_files(self.repo, their_tree):
             if not is_file:
                 self._not_files.add((name, blob))
             if self._fit(name, [blob], report=True):
                 notes[name] = pygit2.Oid(hex=blob)
-        added = self.records_added(None, their_tree)
         if not self._left_out:
             return theirs.id, Merged("created", added)
         empty = self.repo.TreeBuilder().write()
@@ -153,6 +153,10 @@ class Merger:
         known = self._unfit.get(blob_id)
         if known is not None or blob_id in self._fits:
             return known
+        if self.blobs.is_parsed(blob_id):  # parsed already: no need to ask for its header
+            parsed = self.blobs.parse(blob_id)
+            if not isinstance(parsed, UnfitNoteError):
+                return None
         try:
             kind, size = self.repo.odb.read_header(blob_id)
         except KeyError:
