@@ -100,11 +100,11 @@ class NotesReader:
         (`kind`, when known; else libgit2 is asked). A teammate can push a blob or a tag
         as the notes ref, and a plain `git fetch` brings it: every command goes on
         without it, and says so once."""
-        import pygit2
-
         if name == NOTES_REF:
             return True
         if kind is None:
+            import pygit2  # here: a read the caches answer never loads libgit2
+
             kind = "commit" if isinstance(self.repo.get(target), pygit2.Commit) else "other"
         if kind == "commit":
             return True
