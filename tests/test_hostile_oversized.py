@@ -71,6 +71,9 @@ def test_fetch_keeps_my_note_and_names_the_oversized_one(
     assert s.pushed <= {record["id"] for record in shown["records"]}
     assert s.mine <= ids(s.victim) and invalid(s.victim) == 1
     assert s.victim.run("check").code == 0  # my task is found ("no task matches" before)
+    cached = s.victim.run("history", "--all", "--json").out
+    s.victim.run("doctor", "--drop-cache")
+    assert s.victim.run("history", "--all", "--json").out == cached
     doctor = s.victim.run("doctor")
     assert f"FAIL  invalid   note on {commit[:12]} in {TRACKING_REF}: {why}" in doctor.out
     context, err = session_start(s.victim)

@@ -95,6 +95,10 @@ def test_every_command_keeps_working_after_a_plain_git_fetch(
     # The reads answer as they do once the ref is gone (the checkpoint written meanwhile
     # aside: the answers are compared from here on).
     answers = [Result(0, s.victim.run(*argv).out, "") for argv in READS]
+    s.victim.run("doctor", "--drop-cache")  # and as a fresh read does, every cache dropped
+    assert [s.victim.run(*argv) for argv in READS] == [
+        Result(0, answer.out, warning(target)) for answer in answers
+    ]
     local = s.victim.notes_ref()
     s.victim.git("update-ref", "-d", TRACKING_REF)
     assert [s.victim.run(*argv) for argv in READS] == answers
