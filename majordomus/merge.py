@@ -219,9 +219,9 @@ class Merger:
     def _found(self, tree: pygit2.Tree, name: str) -> list[str]:
         """The note entries for `name` in `tree`; those that are not files are noted."""
         found = []
-        for oid, is_file in notestree.find_entries(self.repo, tree, name):
+        for oid, mode in notestree.find_entries(self.repo, tree, name):
             found.append(str(oid))
-            if not is_file:
+            if mode not in notestree.FILES:
                 self._not_files.add((name, str(oid)))
         return found
 

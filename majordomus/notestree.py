@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 TREE = 0o040000  # pygit2.enums.FileMode.TREE: git's modes, fixed by its tree format
 BLOB = 0o100644  # pygit2.enums.FileMode.BLOB
 FILES = (BLOB, 0o100755)  # the modes of a note: a blob, executable or not (never a symlink)
+LINK = 0o120000  # a symlink: git reads no note from one, nor does majordomus
 _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
@@ -74,7 +75,7 @@ def walk(
                     missing.add(str(entry.id))
                     continue
                 yield from walk(repo, sub, prefix + name, missing)
-        elif is_note_path(prefix + name):
+        elif is_note_path(prefix + name) and entry.filemode != LINK:  # as git, no symlink
             yield prefix + name, str(entry.id)
 
 
@@ -127,21 +128,23 @@ def walk_present(
 
 
 def find(repo: pygit2.Repository, root: pygit2.Tree, rest: str) -> Iterator[pygit2.Oid]:
-    """Every copy of the note for `rest`, at any fan-out depth."""
-    for oid, _ in find_entries(repo, root, rest):
-        yield oid
+    """Every copy of the note for `rest` a read reads, at any fan-out depth: as `walk`,
+    every entry but a tree or a symlink."""
+    for oid, mode in find_entries(repo, root, rest):
+        if mode != LINK:
+            yield oid
 
 
 def find_entries(
     repo: pygit2.Repository, root: pygit2.Tree, rest: str
-) -> Iterator[tuple[pygit2.Oid, bool]]:
-    """`find`, each copy with whether its entry is a file (a gitlink or a symlink is not:
-    whatever it names, no note is read from it by a merge)."""
+) -> Iterator[tuple[pygit2.Oid, int]]:
+    """Every entry but a tree for `rest`, at any fan-out depth, with its mode (a merge
+    takes only FILES: whatever a gitlink or a symlink names, no note is read from it)."""
     import pygit2
 
     flat = _entry(root, rest)
     if flat is not None and not isinstance(flat, pygit2.Tree):
-        yield flat.id, flat.filemode in FILES
+        yield flat.id, flat.filemode
     fan = rest[:2]
     if len(rest) > 2 and fan in root:
         sub = root[fan]
@@ -152,7 +155,8 @@ def find_entries(
 def walk_files(
     repo: pygit2.Repository, root: pygit2.Tree, prefix: str = ""
 ) -> Iterator[tuple[str, str, bool]]:
-    """`walk`, each note with whether its entry is a file (see `find_entries`)."""
+    """Every entry but a tree at a note path (as `walk` finds notes, symlinks included),
+    with whether it is a file (see `find_entries`): what a merge looks at."""
     import pygit2
 
     for entry in root:

@@ -117,7 +117,7 @@ def test_a_plain_git_fetch_then_reads_hooks_and_git_push(
     lines, counted, _ = attack(s)
     publish_tree(s.attacker, lines)
     s.victim.git("fetch", "-q", "origin")  # the remote-tracking notes ref, as init set it
-    assert s.mine <= ids(s.victim)
+    assert s.mine <= ids(s.victim) and FORGED not in ids(s.victim)  # what git reads, no more
     assert invalid(s.victim) == counted
     shown = s.victim.run("show", s.noted, "--json")
     assert shown.code == 0 and s.pushed <= {r["id"] for r in json.loads(shown.out)["records"]}
