@@ -11,12 +11,32 @@ from typing import TYPE_CHECKING
 
 from majordomus.gitfiles import Objects
 from majordomus.notestree import MissingObjectError
-from majordomus.records import Note, NoteError, parse_note, union
+from majordomus.records import NOTE_MAX_BYTES, Note, NoteError, parse_note, union
 
 if TYPE_CHECKING:
     import pygit2
 
 PARSED_KEEP = 12_000  # parsed notes kept for a second look (a few KiB each)
+
+
+class UnfitNoteError(NoteError):
+    """A note entry no record can be read from, whatever its text: not a blob (a gitlink,
+    a tree or a commit where a note belongs), or a blob over the read limit. A merge
+    never takes one (see merge.Merger); a read counts it."""
+
+    def __init__(self, message: str, blob_id: str) -> None:
+        super().__init__(message)
+        self.blob_id = blob_id
+
+
+def not_a_blob(blob_id: str) -> UnfitNoteError:
+    return UnfitNoteError(f"note object {blob_id[:12]} is not a blob; not read", blob_id)
+
+
+def oversized(blob_id: str, size: int) -> UnfitNoteError:
+    return UnfitNoteError(
+        f"note blob {blob_id[:12]} is {size} bytes, over the 1 MiB limit; not parsed", blob_id
+    )
 
 
 class NoteBlobs:
@@ -53,7 +73,7 @@ class NoteBlobs:
             if found is None:
                 raise MissingObjectError(blob_id)
             if found[0] != "blob":
-                raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
+                raise not_a_blob(blob_id)
             return found[1]
         import pygit2
 
@@ -65,7 +85,7 @@ class NoteBlobs:
         except ValueError:
             raise NoteError(f"note object {blob_id[:12]} is missing; not read") from None
         if kind != pygit2.enums.ObjectType.BLOB:
-            raise NoteError(f"note object {blob_id[:12]} is not a blob; not read")
+            raise not_a_blob(blob_id)
         return data
 
     def prefetch(self, blob_ids: Sequence[str], read: Objects | None = None) -> None:
@@ -91,7 +111,10 @@ class NoteBlobs:
         cached = None if self._stored is None else self._stored(blob_id)
         if cached is None:
             try:
-                cached = parse_note(self.data(blob_id))
+                data = self.data(blob_id)
+                if len(data) > NOTE_MAX_BYTES:
+                    raise oversized(blob_id, len(data))
+                cached = parse_note(data)
             except MissingObjectError as error:
                 return error  # not remembered: it may arrive with a fetch
             except NoteError as error:

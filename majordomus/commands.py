@@ -67,6 +67,7 @@ class Invocation(NamedTuple):
             profile_name=self.profile,
             now=self.now,
             sleep=self.sleep,
+            warn=self.warn,
         )
 
     def located(self, directories: Iterable[str], profile: str | None) -> Invocation:

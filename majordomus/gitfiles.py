@@ -325,7 +325,7 @@ class UnsureError(Exception):
 
 
 # The modes git writes, and the kind of object each names (a gitlink names a commit).
-_MODES = {b"40000": "tree", b"100644": "blob", b"100755": "blob", b"120000": "blob"}
+_MODES = {b"40000": "tree", b"100644": "blob", b"100755": "blob", b"120000": "link"}
 _MODES[b"160000"] = "commit"
 _OID_BYTES = 20
 
@@ -413,7 +413,7 @@ def _copies(batch: Batch, tree_id: str, rest: str) -> list[str] | None:
             raise UnsureError(tree_id)
         entries = tree_entries(found[1])
         flat = entries.get(rest)
-        if flat is not None and flat[0] != "tree":
+        if flat is not None and flat[0] not in ("tree", "link"):  # git reads no symlink
             copies.append(flat[1])
         sub = entries.get(rest[:2]) if len(rest) > 2 else None
         if sub is None or sub[0] != "tree":
@@ -456,7 +456,8 @@ def tree_entries(data: bytes) -> dict[str, tuple[str, str]]:
 # one, then the rest of the digits; whether they are 40 is for the caller to count. Only
 # where a record starts (after a NUL): a name can hold spaces, tabs and newlines.
 _LISTED_NOTE = re.compile(
-    rb"(?<![^\0])[0-7]+ [a-z]+ ([0-9a-f]{40})\t((?:[0-9a-f]{2}/){0,19}[0-9a-f]{2,40})\0"
+    rb"(?<![^\0])(?!120000 )[0-7]+ [a-z]+ ([0-9a-f]{40})"  # no symlink: git reads none
+    rb"\t((?:[0-9a-f]{2}/){0,19}[0-9a-f]{2,40})\0"
 )
 
 
@@ -465,7 +466,7 @@ def tree_notes(gitdir: str, environ: Mapping[str, str], tree_id: str) -> str | N
     them (`notestree.walk`): each annotated object's id and its note's id, end to end, in
     the walk's order (both list a tree's entries as the tree stores them). Only `ab`
     subtrees are entered, 38 digits deep at most, and a 40-digit path of any kind of entry
-    but a tree is a note (a gitlink too). None: ask libgit2 (git cannot run, or cannot
+    but a tree or a symlink is a note (a gitlink too). None: ask libgit2 (git cannot run, or cannot
     read the tree: an object missing, a tree it finds malformed)."""
     if not is_object_id(tree_id):
         return None

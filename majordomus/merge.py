@@ -3,6 +3,11 @@
 A note on one side only is taken as it is; a note on both sides becomes the union
 of their records in canonical form; a note that is not valid TOML keeps its text,
 byte for byte. What a merge did is returned, for the caller to report.
+
+A note entry that no record can be read from (a gitlink or a symlink, an object that
+is not a blob, a blob over the read limit) is never taken: the local notes keep what
+they had for that commit, so a note that size never joins readable records, and this
+clone does not publish it onwards. Leaving it out drops no record; the merge reports it.
 """
 
 from __future__ import annotations
@@ -14,8 +19,17 @@ from typing import Any, NamedTuple
 import pygit2
 
 from majordomus import notestree
-from majordomus.blobs import NoteBlobs
-from majordomus.records import Entry, Note, NoteError, dump_note, dump_tables, parse_note, union
+from majordomus.blobs import NoteBlobs, UnfitNoteError, not_a_blob, oversized
+from majordomus.records import (
+    NOTE_MAX_BYTES,
+    Entry,
+    Note,
+    NoteError,
+    dump_note,
+    dump_tables,
+    parse_note,
+    union,
+)
 
 Copies = Callable[[pygit2.Tree | None], dict[str, list[str]]]
 Differing = dict[str, tuple[list[str], list[str]]]  # object -> (its blobs in one, in other)
@@ -28,6 +42,7 @@ class Merged(NamedTuple):
     records_added: int
     notes_united: int = 0
     notes_raw: int = 0
+    left_out: tuple[tuple[str, str, str], ...] = ()  # (commit, blob, why) of notes not taken
 
 
 UP_TO_DATE = Merged("up-to-date", 0)
@@ -52,6 +67,10 @@ class Merger:
         self.copies = copies
         self.signature = signature
         self._differing: dict[tuple[pygit2.Oid, pygit2.Oid], Differing] = {}
+        self._not_files: set[tuple[str, str]] = set()  # (commit, entry): a gitlink, a symlink
+        self._unfit: dict[str, str] = {}  # entry -> why no record can be read from it
+        self._left_out: dict[tuple[str, str], str] = {}  # what the last build did not take
+        self._fits: set[str] = set()  # entries found to be blobs a record can be read from
 
     def build(
         self,
@@ -61,9 +80,10 @@ class Merger:
         parents: list[pygit2.Oid],
     ) -> tuple[pygit2.Oid | None, Merged]:
         """The notes commit to move the ref to (None: nothing to move), and what it does."""
+        self._left_out = {}
         their_tree = notestree.tree(self.repo, theirs.tree_id)
         if not parents:
-            return theirs.id, Merged("created", self.records_added(None, their_tree))
+            return self._created(theirs, their_tree, message)
         assert ours_tree is not None
         ours = parents[0]
         if ours == theirs.id:
@@ -78,14 +98,87 @@ class Merger:
             if tree_id == ours_tree.id:
                 return None, UP_TO_DATE
             commit = self._commit(message, tree_id, [ours])
-            return commit, Merged("restored", added, united, raw)
-        if self.repo.descendant_of(theirs.id, ours) and not self.lacks(their_tree, ours_tree):
+            return commit, Merged("restored", added, united, raw, self.left_out())
+        if (
+            self.repo.descendant_of(theirs.id, ours)
+            and not self.lacks(their_tree, ours_tree)
+            and not self._brings_unfit(ours_tree, their_tree)
+        ):
             return theirs.id, Merged("fast-forward", self.records_added(ours_tree, their_tree))
-        # Diverged, or their ref descends from ours but dropped records we have:
-        # never a fast-forward over a deletion, a union instead.
+        # Diverged, or their ref descends from ours but dropped records we have, or
+        # brings notes that are not taken: never a fast-forward over a deletion or onto
+        # what this clone would not publish, a union instead.
         tree_id, added, united, raw = self.merged_tree(ours_tree, their_tree)
         commit = self._commit(message, tree_id, [ours, theirs.id])
-        return commit, Merged("merged", added, united, raw)
+        return commit, Merged("merged", added, united, raw, self.left_out())
+
+    def _created(
+        self, theirs: pygit2.Commit, their_tree: pygit2.Tree, message: str
+    ) -> tuple[pygit2.Oid, Merged]:
+        """The first records here: their notes commit itself, unless it holds notes that
+        are not taken; then a commit on top of it of the notes that are."""
+        added = self.records_added(None, their_tree)  # parses: most are then known to fit
+        notes: dict[str, pygit2.Oid] = {}
+        for name, blob, is_file in notestree.walk_files(self.repo, their_tree):
+            if not is_file:
+                self._not_files.add((name, blob))
+            if self._fit(name, [blob], report=True):
+                notes[name] = pygit2.Oid(hex=blob)
+        if not self._left_out:
+            return theirs.id, Merged("created", added)
+        empty = self.repo.TreeBuilder().write()
+        tree_id = notestree.insert_many(self.repo, None, notes) if notes else empty
+        commit = self._commit(message, tree_id, [theirs.id])
+        return commit, Merged("created", added, left_out=self.left_out())
+
+    def left_out(self) -> tuple[tuple[str, str, str], ...]:
+        """The notes the last build did not take: (commit, blob, why), by commit."""
+        return tuple((c, b, why) for (c, b), why in sorted(self._left_out.items()))
+
+    def _fit(self, commit: str, blob_ids: Sequence[str], *, report: bool = False) -> list[str]:
+        """The ones of a commit's note entries a record can be read from; with `report`,
+        the others are noted as left out."""
+        fit = []
+        for blob_id in blob_ids:
+            why = self._unfit_reason(commit, blob_id)
+            if why is None:
+                fit.append(blob_id)
+            elif report:
+                self._left_out[commit, blob_id] = why
+        return fit
+
+    def _unfit_reason(self, commit: str, blob_id: str) -> str | None:
+        if (commit, blob_id) in self._not_files:
+            return f"note entry {blob_id[:12]} is a gitlink or a symlink, not a note blob"
+        known = self._unfit.get(blob_id)
+        if known is not None or blob_id in self._fits:
+            return known
+        if self.blobs.is_parsed(blob_id):  # parsed already: no need to ask for its header
+            parsed = self.blobs.parse(blob_id)
+            if not isinstance(parsed, UnfitNoteError):
+                return None
+        try:
+            kind, size = self.repo.odb.read_header(blob_id)
+        except KeyError:
+            raise notestree.MissingObjectError(blob_id) from None
+        error: UnfitNoteError | None = None
+        if kind != pygit2.enums.ObjectType.BLOB:
+            error = not_a_blob(blob_id)
+        elif size > NOTE_MAX_BYTES:
+            error = oversized(blob_id, size)
+        if error is None:
+            self._fits.add(blob_id)
+            return None
+        self._unfit[blob_id] = str(error)
+        return str(error)
+
+    def _brings_unfit(self, ours: pygit2.Tree, theirs: pygit2.Tree) -> bool:
+        """Whether `theirs` holds note entries `ours` has not that a merge does not take."""
+        for commit, (have, blobs) in self.differing(ours, theirs).items():
+            fresh = [blob for blob in blobs if blob not in have]
+            if len(self._fit(commit, fresh)) < len(fresh):
+                return True
+        return False
 
     def _commit(self, message: str, tree_id: pygit2.Oid, parents: list[pygit2.Oid]) -> pygit2.Oid:
         signature = self.signature()
@@ -109,8 +202,8 @@ class Merger:
     def _compared(self, tree: pygit2.Tree, other: pygit2.Tree) -> Differing:
         pairs: Differing = {}
         for name in notestree.changed(self.repo, tree, other):
-            mine = [str(oid) for oid in notestree.find(self.repo, tree, name)]
-            theirs = [str(oid) for oid in notestree.find(self.repo, other, name)]
+            mine = self._found(tree, name)
+            theirs = self._found(other, name)
             if len(mine) > 1 or len(theirs) > 1:
                 # Two notes for one object (a tree written badly): in the walk's order.
                 before, after = self.copies(tree), self.copies(other)
@@ -123,13 +216,24 @@ class Merger:
             pairs[name] = (mine, theirs)
         return pairs
 
+    def _found(self, tree: pygit2.Tree, name: str) -> list[str]:
+        """The note entries for `name` in `tree`; those that are not files are noted."""
+        found = []
+        for oid, mode in notestree.find_entries(self.repo, tree, name):
+            found.append(str(oid))
+            if mode not in notestree.FILES:
+                self._not_files.add((name, str(oid)))
+        return found
+
     def lacks(self, tree: pygit2.Tree, other: pygit2.Tree) -> bool:
         """Whether `tree` lacks anything `other` holds: a note, a record (by id), or text
-        it could not read. Only notes whose blobs differ are parsed."""
+        it could not read. Only notes whose blobs differ are parsed; a note entry no
+        record can be read from (see `_fit`) holds nothing to lack."""
         if tree.id == other.id:
             return False
-        for have, blobs in self.differing(tree, other).values():
-            if not blobs or set(blobs) <= set(have):
+        for commit, (have, theirs) in self.differing(tree, other).items():
+            blobs = self._fit(commit, [blob for blob in theirs if blob not in have])
+            if not blobs:
                 continue
             if not have or not self._atoms(blobs) <= self._atoms(have):
                 return True
@@ -163,9 +267,12 @@ class Merger:
         changes: dict[str, pygit2.Oid] = {}
         added = united = raw = 0
         for commit, (have, their_blobs) in self.differing(ours, theirs).items():
-            blobs = have + [blob for blob in their_blobs if blob not in have]
-            if len(blobs) == len(have):
-                continue
+            fresh = [blob for blob in their_blobs if blob not in have]
+            taken = self._fit(commit, fresh, report=True)
+            if not taken:
+                continue  # ours stays as it is: theirs holds nothing to add
+            # Ours without what holds no record: a note over the limit is never joined.
+            blobs = self._fit(commit, have) + taken
             added += len(self.blobs.record_ids(blobs) - self.blobs.record_ids(have))
             if len(blobs) == 1:
                 changes[commit] = pygit2.Oid(hex=blobs[0])

@@ -74,19 +74,45 @@ class NotesReader:
         self._disk_cache: ReadCache | None = None
         self._documents: DocumentCache | None = None
         self._current_blobs: Collection[str] = ()
+        # Told once per ref that a remote-tracking notes ref is left out (see `skipped`).
+        self.warn: Callable[[str], None] | None = None
+        self.skipped: dict[str, str] = {}  # remote-tracking notes ref -> its non-commit target
 
     @property
     def repo(self) -> pygit2.Repository:
         return self._repo()
 
     def notes_refs(self) -> list[str]:
+        """The local notes ref and every remote-tracking one that points at a commit."""
         names = [NOTES_REF] if NOTES_REF in self.repo.references else []
         names += sorted(
             name
             for name in self.repo.references
-            if name.startswith(REMOTE_NOTES_PREFIX) and name.endswith(REMOTE_NOTES_SUFFIX)
+            if name.startswith(REMOTE_NOTES_PREFIX)
+            and name.endswith(REMOTE_NOTES_SUFFIX)
+            and self.is_read(name, str(self.repo.references[name].resolve().target))
         )
         return names
+
+    def is_read(self, name: str, target: str, kind: str | None = None) -> bool:
+        """Whether a notes ref is read: the local one always (a target that is not a commit
+        then stops the command), a remote-tracking one only when it points at a commit
+        (`kind`, when known; else libgit2 is asked). A teammate can push a blob or a tag
+        as the notes ref, and a plain `git fetch` brings it: every command goes on
+        without it, and says so once."""
+        if name == NOTES_REF:
+            return True
+        if kind is None:
+            import pygit2  # here: a read the caches answer never loads libgit2
+
+            kind = "commit" if isinstance(self.repo.get(target), pygit2.Commit) else "other"
+        if kind == "commit":
+            return True
+        if name not in self.skipped:
+            self.skipped[name] = target
+            if self.warn is not None:
+                self.warn(skipped_ref(name, target))
+        return False
 
     def ref_targets(self) -> dict[str, str]:
         """Each notes ref and its target: cheap, for noticing that something was written."""
@@ -425,7 +451,10 @@ class NotesReader:
             return None
         trees = []
         for name, target in targets.items():
-            tree = _tree_of(found.get(target))
+            held = found.get(target)
+            if held is not None and not self.is_read(name, target, held[0]):
+                continue
+            tree = _tree_of(held)
             if tree is None:
                 return None  # not a commit, or not here: libgit2 says which
             trees.append((name, target, tree))
@@ -513,6 +542,14 @@ class NotesReader:
 # Notes a command shows whole that git reads for it rather than libgit2: git takes ~25 us a
 # note against libgit2's ~10, and spares this process the pack index (see `preload`).
 PRELOAD_BY_GIT_MAX = 16384
+
+
+def skipped_ref(name: str, target: str) -> str:
+    """What every command says of a remote-tracking notes ref it leaves out."""
+    return (
+        f"{name} points at {target[:12]}, which is not a commit, so its records are left out; "
+        f"remove it with git update-ref -d {name}, then run majordomus fetch."
+    )
 
 
 class BlobIds(Collection[str]):

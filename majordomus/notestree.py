@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 TREE = 0o040000  # pygit2.enums.FileMode.TREE: git's modes, fixed by its tree format
 BLOB = 0o100644  # pygit2.enums.FileMode.BLOB
+FILES = (BLOB, 0o100755)  # the modes of a note: a blob, executable or not (never a symlink)
+LINK = 0o120000  # a symlink: git reads no note from one, nor does majordomus
 _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 
@@ -73,7 +75,7 @@ def walk(
                     missing.add(str(entry.id))
                     continue
                 yield from walk(repo, sub, prefix + name, missing)
-        elif is_note_path(prefix + name):
+        elif is_note_path(prefix + name) and entry.filemode != LINK:  # as git, no symlink
             yield prefix + name, str(entry.id)
 
 
@@ -126,17 +128,44 @@ def walk_present(
 
 
 def find(repo: pygit2.Repository, root: pygit2.Tree, rest: str) -> Iterator[pygit2.Oid]:
-    """Every copy of the note for `rest`, at any fan-out depth."""
+    """Every copy of the note for `rest` a read reads, at any fan-out depth: as `walk`,
+    every entry but a tree or a symlink."""
+    for oid, mode in find_entries(repo, root, rest):
+        if mode != LINK:
+            yield oid
+
+
+def find_entries(
+    repo: pygit2.Repository, root: pygit2.Tree, rest: str
+) -> Iterator[tuple[pygit2.Oid, int]]:
+    """Every entry but a tree for `rest`, at any fan-out depth, with its mode (a merge
+    takes only FILES: whatever a gitlink or a symlink names, no note is read from it)."""
     import pygit2
 
     flat = _entry(root, rest)
     if flat is not None and not isinstance(flat, pygit2.Tree):
-        yield flat.id
+        yield flat.id, flat.filemode
     fan = rest[:2]
     if len(rest) > 2 and fan in root:
         sub = root[fan]
         if isinstance(sub, pygit2.Tree):
-            yield from find(repo, tree(repo, sub.id), rest[2:])
+            yield from find_entries(repo, tree(repo, sub.id), rest[2:])
+
+
+def walk_files(
+    repo: pygit2.Repository, root: pygit2.Tree, prefix: str = ""
+) -> Iterator[tuple[str, str, bool]]:
+    """Every entry but a tree at a note path (as `walk` finds notes, symlinks included),
+    with whether it is a file (see `find_entries`): what a merge looks at."""
+    import pygit2
+
+    for entry in root:
+        name = entry.name or ""
+        if isinstance(entry, pygit2.Tree):
+            if _HEX2.fullmatch(name) and len(prefix) < 38:
+                yield from walk_files(repo, tree(repo, entry.id), prefix + name)
+        elif is_note_path(prefix + name):
+            yield prefix + name, str(entry.id), entry.filemode in FILES
 
 
 def insert(

@@ -64,6 +64,7 @@ class Context(NamedTuple):
     profile_name: str | None = None
     now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
     sleep: Callable[[float], None] = time.sleep
+    warn: Callable[[str], None] | None = None  # a warning line on stderr; None: not said
 
 
 # ---- shared steps ------------------------------------------------------------------
@@ -72,6 +73,7 @@ class Context(NamedTuple):
 def open_store(ctx: Context) -> Store:
     store = Store(ctx.cwd, ctx.environ)
     store.fetch_missing = remote.missing_fetcher(store)
+    store.warn = ctx.warn
     return store
 
 
@@ -795,6 +797,7 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
     except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
         findings.append(Finding("notes", False, error.message.rstrip(".")))
         return [*findings, *agent, *clone]
+    findings += [Finding("notes", False, why.rstrip(".")) for why in store.skipped_refs()]
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))

@@ -320,6 +320,7 @@ def fetch(
     # A URL has no remote-tracking ref: its records pass through a private ref
     # that is removed once merged.
     dest = tracking_ref(remote) if named else f"{_INCOMING}{os.urandom(6).hex()}/majordomus"
+    before = store.ref_target(dest) if named else None
     try:
         # --no-filter: in a partial clone, the notes' trees and blobs come with them.
         # --prune: a ref the remote no longer has must not stay behind as the value the
@@ -342,8 +343,15 @@ def fetch(
                 f"{_reason(result.stderr, f'git fetch exited {result.returncode}')}; nothing "
                 f"was merged (check the remote with git fetch {where})."
             )
-        complete(store, git, remote)
         theirs = store.ref_target(dest)
+        if theirs is not None and not store.has_commit(theirs):
+            _put_back(store, dest, before)
+            raise RemoteError(
+                f"{where}'s {NOTES_REF} points at {theirs[:12]}, which is not a commit, so its "
+                "records cannot be read; nothing here was changed (ask whoever published it "
+                f"to repair {NOTES_REF} on {where})."
+            )
+        complete(store, git, remote)
         if theirs is None:
             return FetchReport(where, None, None)
         merge = store.merge_notes(theirs, f"majordomus: merge records from {where}", sleep=sleep)
@@ -351,6 +359,14 @@ def fetch(
     finally:
         if not named:
             store.delete_refs(dest.rsplit("/", 1)[0] + "/")
+
+
+def _put_back(store: Store, ref: str, target: str | None) -> None:
+    """A remote-tracking ref back where it was before a fetch moved it (None: absent)."""
+    if target is None:
+        store.git("update-ref", "-d", ref, check=False)
+    else:
+        store.git("update-ref", ref, target, check=False)
 
 
 def push(
@@ -439,6 +455,10 @@ def _merged_remote_value(
     if remote not in store.remote_names():
         return ""  # a URL keeps no remote-tracking ref
     tracked = store.ref_target(tracking_ref(remote))
+    if tracked is not None and not store.has_commit(tracked):
+        # Left out of every read (a blob or a tag a teammate pushed): nothing to merge.
+        # The push is leased on no records, refused if the remote has any, and fetched.
+        return ""
     if tracked is not None and store.notes_target() is not None:
         complete(store, git, remote)
         store.merge_notes(tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep)

@@ -554,6 +554,10 @@ def _fetch_json(report: FetchReport) -> dict[str, Any]:
         "records_added": merge.records_added if merge else 0,
         "notes_united": merge.notes_united if merge else 0,
         "notes_raw": merge.notes_raw if merge else 0,
+        "left_out": [
+            {"commit": commit, "blob": blob, "reason": why}
+            for commit, blob, why in (merge.left_out if merge else ())
+        ],
     }
 
 
@@ -579,6 +583,8 @@ def _fetch_lines(report: FetchReport) -> list[str]:
             f"{_count(merge.notes_raw, 'note')} on both sides could not be read; both texts "
             "were kept as they are (majordomus doctor lists them)"
         )
+    for commit, _, why in merge.left_out:  # `why` names the blob
+        lines.append(f"{where}'s note on {commit[:12]} left out, not published from here: {why}")
     return lines
 
 

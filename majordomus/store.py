@@ -34,6 +34,7 @@ from majordomus.notesread import (
     Listing,
     NotesReader,
     Plain,
+    skipped_ref,
 )
 from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef
 from majordomus.notestree import MissingObjectError
@@ -78,6 +79,8 @@ class Store:
         self._replaced: bool | None = None  # whether a replacement is in force
         self._remotes: list[str] | None = None
         self._fetch_missing: Fetcher | None = None
+        # Where a warning goes (a remote-tracking notes ref left out); None: nowhere.
+        self.warn: Callable[[str], None] | None = None
 
     # libgit2 is loaded and the repository opened when a command first needs more than
     # its refs: a read the caches answer never pays for it.
@@ -110,7 +113,17 @@ class Store:
             )
         reader = NotesReader(lambda: self.repo, self.commondir, self.blobs, plain)
         reader.fetch_missing = self._fetch_missing
+        reader.warn = self._warn
         return reader
+
+    def _warn(self, text: str) -> None:
+        if self.warn is not None:
+            self.warn(text)
+
+    def skipped_refs(self) -> list[str]:
+        """What is wrong with each remote-tracking notes ref this command left out (it does
+        not point at a commit), and how to remove it."""
+        return [skipped_ref(name, target) for name, target in self.reader.skipped.items()]
 
     # ---- git subprocesses ------------------------------------------------
 
@@ -615,7 +628,11 @@ class Store:
             if targets is None:
                 trees = [self.reader.notes_tree_id(name)[1] for name in self.notes_refs()]
             else:
-                trees = [str(self.reader.notes_commit(n, t).tree_id) for n, t in targets.items()]
+                trees = [
+                    str(self.reader.notes_commit(n, t).tree_id)
+                    for n, t in targets.items()
+                    if self.reader.is_read(n, t)
+                ]
             for tree_id in trees:
                 root = notestree.tree(self.repo, pygit2.Oid(hex=tree_id))
                 found = notestree.find(self.repo, root, commit)
@@ -645,7 +662,10 @@ class Store:
         import pygit2
 
         try:
-            old_tree, new_tree = (self.repo[target].peel(pygit2.Tree) for target in (old, new))
+            commits = [self.repo[target] for target in (old, new)]
+            if not all(isinstance(commit, pygit2.Commit) for commit in commits):
+                return None  # a notes ref at a tree or a tag is not read (NotesReader.is_read)
+            old_tree, new_tree = (commit.peel(pygit2.Tree) for commit in commits)
             return notestree.changed(self.repo, old_tree, new_tree)
         except (KeyError, ValueError, pygit2.GitError, MissingObjectError):
             return None
@@ -830,6 +850,7 @@ class Store:
             merged.notes_united,
             merged.notes_raw,
             swap.attempts,
+            merged.left_out,
         )
 
     def merger(self) -> Merger:

@@ -81,6 +81,9 @@ class MergeReport(NamedTuple):
     notes_united: int  # notes present on both sides, united record by record
     notes_raw: int  # of those, notes kept as concatenated text (one side is not valid TOML)
     attempts: int
+    # (commit, blob, why) of their notes no record can be read from (over the read limit,
+    # not a blob): not taken, so not published from here; the remote-tracking ref keeps them.
+    left_out: tuple[tuple[str, str, str], ...] = ()
 
 
 # ---- Records as a read lists them --------------------------------------------------------

@@ -42,12 +42,13 @@ def test_invalid_notes_are_skipped_and_counted(repo: Repo) -> None:
     head, parent, grandparent = (
         repo.git("rev-parse", r).strip()[:12] for r in ("HEAD", "HEAD~1", "HEAD~2")
     )
+    blob = repo.git("hash-object", str(big)).strip()[:12]
     assert sorted(lines) == sorted(
         [
             f"FAIL  invalid   note on {grandparent}: 1 part that is not TOML (written by hand?) "
             f"skipped (see git notes --ref=majordomus show {grandparent})",
-            f"FAIL  invalid   note on {head} in refs/notes/majordomus: note is 1048579 bytes, "
-            "over the 1 MiB limit; not parsed",
+            f"FAIL  invalid   note on {head} in refs/notes/majordomus: note blob {blob} is "
+            "1048579 bytes, over the 1 MiB limit; not parsed",
             f"FAIL  invalid   note on {parent}: 1 invalid record(s) skipped "
             f"(see git notes --ref=majordomus show {parent})",
             "FAIL  notes     4 notes, 1 records, 3 invalid",

@@ -97,6 +97,7 @@ def test_second_pusher_whose_remote_moved_merges_and_succeeds(
                 "records_added": 2,
                 "notes_united": 1,
                 "notes_raw": 0,
+                "left_out": [],
             }
         ],
     }
@@ -296,6 +297,7 @@ def test_nothing_to_publish_and_nothing_to_fetch(
         "records_added": 0,
         "notes_united": 0,
         "notes_raw": 0,
+        "left_out": [],
     }
     assert a.notes_ref() is None
 
@@ -354,13 +356,17 @@ def test_fetched_records_that_are_not_a_commit_are_refused(
     before = a.notes_ref()
     blob = a.git("hash-object", "-w", "--stdin", input="not a commit\n").strip()
     a.git("push", "-q", "origin", f"{blob}:refs/notes/majordomus")
+    tracking = "refs/notes/remotes/origin/majordomus"
+    assert a.git("rev-parse", "-q", "--verify", tracking, check=False) == ""
     result = a.run("fetch")
-    assert (result.code, result.out) == (3, "")
+    assert (result.code, result.out) == (4, "")
     assert result.err == (
-        f"majordomus: the fetched records point at {blob[:12]}, which is not a commit; nothing "
-        "was merged: ask whoever published them to repair their refs/notes/majordomus.\n"
+        f"majordomus: origin's refs/notes/majordomus points at {blob[:12]}, which is not a "
+        "commit, so its records cannot be read; nothing here was changed (ask whoever "
+        "published it to repair refs/notes/majordomus on origin).\n"
     )
     assert a.notes_ref() == before
+    assert a.git("rev-parse", "-q", "--verify", tracking, check=False) == ""  # as it was
 
 
 def test_fetch_and_push_by_url(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:
