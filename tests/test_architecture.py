@@ -62,7 +62,7 @@ ALLOWED = {
         "records",
         "values",
     },
-    "remote": {"errors", "store", "values"},
+    "remote": {"errors", "profile", "store", "values"},
     "patches": {"cache", "errors", "store"},
     "adopt": {"errors", "index", "patches", "records", "store", "values"},
     "index": {"cache", "errors", "records", "store", "values"},
