@@ -183,14 +183,14 @@ _RULES: tuple[_Rule, ...] = tuple(
         (
             "a Discord webhook URL",
             r"discord(?:app)?\.com/api/webhooks/\d{15,20}/[\w-]{20,}",
-            r"[\w.-]*\Z",
+            r"(?<![\w.-])[\w.-]*\Z",
             None,
         ),
         (
             "a Microsoft Teams webhook URL",
             r"(?:\.webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)"
             r"/[\w@-]{20,}/IncomingWebhook/\w{20,}",
-            r"[\w.-]*\Z",
+            r"(?<![\w.-])[\w.-]*\Z",
             None,
         ),
         ("a signed URL", r"[?&]sig=[\w%+/=-]{20,}", None, None),
@@ -258,13 +258,16 @@ _RULES: tuple[_Rule, ...] = tuple(
         ),
         (
             "a secret assigned to a name",
-            r"(?P<name>" + _CREDENTIAL_WORD + r"[\w.-]*)['\"]?\s*(?:=|:=|=>|:)\s*['\"]?" + _VALUE,
+            r"(?P<name>"
+            + _CREDENTIAL_WORD
+            + r"[\w.-]{0,64})['\"]?\s*(?:=|:=|=>|:)\s*['\"]?"
+            + _VALUE,
             r"(?<![\w.-])[\w.-]*\Z",
             _assigned,
         ),
         (
             "a secret given to an option",
-            r"--(?P<name>[\w-]*?" + _CREDENTIAL_WORD + r"[\w-]*)\s+['\"]?" + _VALUE,
+            r"--(?P<name>[\w-]{0,64}?" + _CREDENTIAL_WORD + r"[\w-]{0,64})\s+['\"]?" + _VALUE,
             _BLANK_BEFORE,
             _assigned,
         ),
