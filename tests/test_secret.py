@@ -224,3 +224,48 @@ def test_every_field_written_is_scanned(repo: Repo, label: str) -> None:
     assert [key for table in tables for key, value in table.items() if value == secret] == [
         channel.key
     ]
+
+
+def test_the_mcp_tools_refuse_what_the_commands_refuse(repo: Repo) -> None:
+    """The MCP tools run the same commands: a corpus secret in a title, a checkpoint, a
+    handover field or the server's MAJORDOMUS_SESSION is a tool error (exit 2) whose
+    message never holds the secret, and the notes ref does not move."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.types import TextContent
+
+    from majordomus import front, mcp_server
+
+    repo.task()
+    before = repo.notes_ref()
+    webhook, assignment = _sample("Discord webhook"), _sample("assignment")
+    calls = [
+        ("task_new", {"title": _sample("Mailgun key")}, repo.environ, "title"),
+        ("checkpoint", {"text": f"posted to {webhook}"}, repo.environ, "checkpoint body"),
+        ("handover", {"objective": "o", "state": assignment, "next": "n"}, repo.environ, "state"),
+        (
+            "checkpoint",
+            {"text": "probe"},
+            {**repo.environ, "MAJORDOMUS_SESSION": _sample("Twilio key")},
+            "session",
+        ),
+    ]
+
+    async def call(tool: str, arguments: dict[str, str], environ: dict[str, str]) -> str:
+        async with Client(mcp_server.server(str(repo.path), environ, front.run)) as client:
+            result = await client.call_tool(tool, arguments)
+        assert result.is_error is True
+        (block,) = result.content
+        assert isinstance(block, TextContent)
+        return block.text
+
+    for tool, arguments, environ, field in calls:
+        first, detail = asyncio.run(call(tool, arguments, environ)).split("\n")
+        message = json.loads(detail)
+        assert message["exit"] == 2
+        assert message["message"].startswith(f"{field} looks like it contains "), message
+        assert message["message"].endswith(REFUSAL_END.strip()), message
+        secrets = [*arguments.values(), environ.get("MAJORDOMUS_SESSION", "")]
+        assert [s for s in secrets if len(s) > 6 and s in first + detail] == []
+    assert repo.notes_ref() == before
