@@ -47,6 +47,8 @@ _SECRET_WORDS = frozenset(
         "credentials",
     }
 )  # fmt: skip
+# A word run together with others (PGPASSWORD, DBSECRET) says it too when it ends so.
+_SECRET_ENDINGS = ("password", "passwd", "secret", "token")
 # ...unless a word before it says what else the key is (a sort key, a public key)...
 _OTHER_KEYS = frozenset(
     {
@@ -71,6 +73,8 @@ _NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _PATH = re.compile(r"(?:/[\w.-]+){2,}/?\Z")  # base64 may start with a slash too, rarely so
 _LETTER_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 _DIGITS = re.compile(r"[0-9]+")
+_WORD_BEFORE = re.compile(r"(?<![\w.-])([A-Za-z]+)[ \t]\Z")
+_CODE = re.compile(r"[A-Za-z_][\w.]*[(\[]")  # a call or an index: the value is computed
 _VOWEL = re.compile(r"[aeiouyAEIOUY]")
 
 
@@ -90,7 +94,7 @@ def looks_random(value: str) -> bool:
     classes = sum(any(test(c) for c in value) for test in (str.islower, str.isupper, str.isdigit))
     if classes < 2:  # one case of letters, or digits alone: words, counts, timestamps
         return False
-    if _made_of_words(value):  # settings.SECRET_KEY, OAuthTokenProvider, Password123
+    if _made_of_words(value) or _CODE.match(value):  # settings.SECRET_KEY, f(x), a[0]
         return False
     return entropy(value) >= min(MIN_ENTROPY, math.log2(len(value)) - ENTROPY_SLACK)
 
@@ -109,7 +113,7 @@ def names_a_secret(name: str) -> bool:
     value is a credential, and no word next to the credential word says otherwise."""
     words = [word.lower() for word in _NAME_WORD.findall(name)]
     for n, word in enumerate(words):
-        if word not in _SECRET_WORDS:
+        if word not in _SECRET_WORDS and not word.endswith(_SECRET_ENDINGS):
             continue
         before = words[n - 1] if n else ""
         after = words[n + 1] if n + 1 < len(words) else ""
@@ -121,15 +125,19 @@ def names_a_secret(name: str) -> bool:
     return False
 
 
-def _assigned(match: re.Match[str], name: str) -> bool:
+def _assigned(match: re.Match[str], text: str, start: int) -> bool:
+    """A random value given to a name that says it is a credential. The word before the
+    name counts too, across one blank: a "cache key: ..." is no credential."""
+    before = _WORD_BEFORE.search(text, max(0, start - _LEAD_REACH), start)
+    name = (before.group(1) + "_" if before else "") + text[start : match.start("name")]
     return names_a_secret(name + match["name"]) and looks_random(match["value"])
 
 
-def _random_value(match: re.Match[str], lead: str) -> bool:
+def _random_value(match: re.Match[str], text: str, start: int) -> bool:
     return looks_random(match["value"])
 
 
-def _not_a_placeholder(match: re.Match[str], lead: str) -> bool:
+def _not_a_placeholder(match: re.Match[str], text: str, start: int) -> bool:
     value = match["value"]
     return not value.startswith(_PLACEHOLDER_START) and not set(value) <= {"*", "x", "X"}
 
@@ -141,7 +149,7 @@ class _Rule(NamedTuple):
     # back). Patterns start with their literal text rather than with \b or a lookbehind,
     # because a pattern with a literal prefix is searched for ten to thirty times faster.
     lead: re.Pattern[str] | None
-    check: Callable[[re.Match[str], str], bool] | None
+    check: Callable[[re.Match[str], str, int], bool] | None  # (match, text, start)
 
 
 _WORD_START = r"(?<!\w)\Z"  # the match starts a word: \b before the pattern
@@ -162,7 +170,7 @@ _RULES: tuple[_Rule, ...] = tuple(
         ("an AWS access key id", r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}\b", _WORD_START, None),
         (
             "an AWS secret access key",
-            r"(?i)aws_?secret_?access_?key\s*[=:]\s*['\"]?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])",
+            r"(?i)aws_?secret_?access_?key(?:\s*[=:]\s*|\s+)['\"]?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])",
             None,
             None,
         ),
@@ -207,6 +215,8 @@ _RULES: tuple[_Rule, ...] = tuple(
         ("an npm token", r"npm_[A-Za-z0-9]{36}\b", _WORD_START, None),
         ("a PyPI token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}", _WORD_START, None),
         ("a Hugging Face token", r"hf_[A-Za-z]{30,}\b", _WORD_START, None),
+        ("a Shopify token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b", _WORD_START, None),
+        ("a DigitalOcean token", r"do[opr]_v1_[a-f0-9]{64}\b", _WORD_START, None),
         ("a SendGrid API key", r"SG\.[\w-]{16,32}\.[\w-]{16,64}", _WORD_START, None),
         ("a Twilio key", r"(?:AC|SK)[0-9a-f]{32}\b", _WORD_START, None),
         ("a Mailgun API key", r"key-[0-9a-f]{32}\b", _WORD_START, None),
@@ -245,6 +255,18 @@ _RULES: tuple[_Rule, ...] = tuple(
             _random_value,
         ),
         (
+            "a password on a command line",
+            r"(?:mysql|mysqldump|mariadb)\b[^\n]{0,200}?\s-p(?P<value>[^\s'\"]+)",
+            _WORD_START,
+            _not_a_placeholder,
+        ),
+        (
+            "a password on a command line",
+            r"(?:redis-cli\b[^\n]{0,200}?\s-a|sshpass\s+-p)\s+['\"]?" + _VALUE,
+            _WORD_START,
+            _random_value,
+        ),
+        (
             "a .netrc password",
             r"machine\s+\S+\s+login\s+\S+\s+password\s+" + _VALUE,
             _WORD_START,
@@ -280,15 +302,14 @@ def _first(rule: _Rule, text: str, before: int) -> int | None:
     """0-based start of the rule's first match in the text that starts before `before`."""
     for match in rule.pattern.finditer(text):
         start = match.start()
-        lead = ""
         if rule.lead is not None:
             found = rule.lead.search(text, max(0, start - _LEAD_REACH), start)
             if found is None:
                 continue
-            lead, start = found.group(), found.start()
+            start = found.start()
         if start >= before:
             return None
-        if rule.check is None or rule.check(match, lead):
+        if rule.check is None or rule.check(match, text, start):
             return start
     return None
 
