@@ -180,9 +180,9 @@ def validated(field: str, raw: str, cap: int, allow_secret: bool) -> str:
     return text
 
 
-def session_of(ctx: Context, explicit: str | None) -> str | None:
+def session_of(ctx: Context, explicit: str | None, allow_secret: bool = False) -> str | None:
     value = explicit if explicit is not None else ctx.environ.get("MAJORDOMUS_SESSION")
-    return clean_text("session", value, SESSION_MAX) if value else None
+    return validated("session", value, SESSION_MAX, allow_secret) if value else None
 
 
 def read_bounded(stream: IO[bytes], what: str, cap: int) -> str:
@@ -300,7 +300,7 @@ def task_new(
     store.head()
     store.check_writable()
     task = _new_id("t", 12)
-    sess = session_of(ctx, session)
+    sess = session_of(ctx, session, allow_secret)
     views = Views(store, writing=True)
     located, locks = _write(ctx, store, "task", task, {"title": text}, sess, views, task)
     store.set_current_task(task)
@@ -357,7 +357,7 @@ def checkpoint(
     store = open_store(ctx)
     cap = load_profile(ctx, store).checkpoint_max
     body = validated("checkpoint body", text, cap, allow_secret)
-    sess = session_of(ctx, session)
+    sess = session_of(ctx, session, allow_secret)
     views, task_id = _prepare_write(ctx, store, task)
     previous = views.index(task_id).last("checkpoint", task_id)
     located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, views)
@@ -415,7 +415,7 @@ def handover(
             "nothing was recorded."
         )
     clean = {key: validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
-    sess = session_of(ctx, session)
+    sess = session_of(ctx, session, allow_secret)
     views, task_id = _prepare_write(ctx, store, task)
     dirty = store.is_dirty()
     located, locks = _write(ctx, store, "handover", task_id, clean, sess, views)
@@ -445,7 +445,7 @@ def resume(
     ctx: Context, task: str | None = None, peek: bool = False, session: str | None = None
 ) -> ResumeResult:
     store = open_store(ctx)
-    sess = session_of(ctx, session)
+    sess = session_of(ctx, session, allow_secret=peek)  # a peek writes nothing
     head = store.head()
     if not peek:
         store.check_writable()
