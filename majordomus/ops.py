@@ -164,25 +164,30 @@ class AmbiguousTaskError(RefusedError):
         self.candidates = candidates
 
 
-def validated(field: str, raw: str, cap: int, allow_secret: bool) -> str:
-    """Text that passed the length and character rules and, unless allowed, the secret scan."""
+def validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
+    """Text that passed the length and character rules and, unless allowed, the secret scan
+    (whose refusal offers --allow-secret where the command has it: `flag`)."""
     text = clean_text(field, raw, cap)
     from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
 
     found = None if allow_secret else find_secret(text)
     if found is not None:
         what, position = found
+        remedy = "remove it, or pass --allow-secret if it is not a secret" if flag else (
+            "name the session otherwise"
+        )  # fmt: skip
         raise RefusedError(
             f"{field} looks like it contains {what} (at character {position}); notes are "
-            "pushed and their history is permanent, so nothing was recorded: remove it, or "
-            "pass --allow-secret if it is not a secret."
+            f"pushed and their history is permanent, so nothing was recorded: {remedy}."
         )
     return text
 
 
-def session_of(ctx: Context, explicit: str | None, allow_secret: bool = False) -> str | None:
+def session_of(
+    ctx: Context, explicit: str | None, allow_secret: bool = False, *, flag: bool = True
+) -> str | None:
     value = explicit if explicit is not None else ctx.environ.get("MAJORDOMUS_SESSION")
-    return validated("session", value, SESSION_MAX, allow_secret) if value else None
+    return validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
 
 
 def read_bounded(stream: IO[bytes], what: str, cap: int) -> str:
@@ -445,7 +450,7 @@ def resume(
     ctx: Context, task: str | None = None, peek: bool = False, session: str | None = None
 ) -> ResumeResult:
     store = open_store(ctx)
-    sess = session_of(ctx, session, allow_secret=peek)  # a peek writes nothing
+    sess = session_of(ctx, session, allow_secret=peek, flag=False)  # a peek writes nothing
     head = store.head()
     if not peek:
         store.check_writable()

@@ -226,6 +226,24 @@ def test_every_field_written_is_scanned(repo: Repo, label: str) -> None:
     ]
 
 
+@pytest.mark.parametrize("via_environ", [False, True])
+def test_resume_refuses_a_secret_session_without_offering_a_flag_it_lacks(
+    repo: Repo, via_environ: bool
+) -> None:
+    repo.task()
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    before = repo.notes_ref()
+    secret = _sample("assignment")
+    argv = ["resume"] if via_environ else ["resume", "--session", secret]
+    environ = {"MAJORDOMUS_SESSION": secret} if via_environ else {}
+    refused = repo.run(*argv, environ=environ)
+    assert refused.code == 2 and refused.err.count("\n") == 1, refused.err
+    assert refused.err.startswith("majordomus: session looks like it contains "), refused.err
+    assert refused.err.endswith(": name the session otherwise.\n"), refused.err
+    assert "--allow-secret" not in refused.err and repo.notes_ref() == before
+    assert repo.run(*argv, "--peek", environ=environ).code == 0  # a peek writes nothing
+
+
 def test_the_mcp_tools_refuse_what_the_commands_refuse(repo: Repo) -> None:
     """The MCP tools run the same commands: a corpus secret in a title, a checkpoint, a
     handover field or the server's MAJORDOMUS_SESSION is a tool error (exit 2) whose
