@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 
 from majordomus import __version__
 
@@ -49,8 +50,15 @@ class Runner:
             stderr=err,
             is_tty=False,
         )
-        if code in (0, 1) and out.getvalue().strip():
-            return json.loads(out.getvalue()) if json_out else out.getvalue().strip()
+        text = out.getvalue().strip()
+        if code in (0, 1) and text and not json_out:
+            return text
+        if code in (0, 1) and text:
+            # The command's own JSON text, as the tool's text: the SDK's encoding of the
+            # value would write every character raw, the command escapes invisible ones.
+            return CallToolResult(
+                content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+            )
         lines = [line for line in err.getvalue().splitlines() if line.startswith("majordomus: ")]
         sentence = lines[-1].removeprefix("majordomus: ") if lines else f"exit {code}"
         raise ToolError(f"{sentence}\n{json.dumps({'exit': code, 'message': sentence})}")
