@@ -317,7 +317,10 @@ def test_the_crowd_refuses_resume_in_one_bounded_sentence(crowd: World) -> None:
     before = repo.notes_ref()
     result = repo.run("resume", "--peek")
     assert (result.code, result.out) == (2, "")
-    assert AMBIGUOUS.fullmatch(result.err.removesuffix("\n")), result.err
+    refusal = AMBIGUOUS.fullmatch(result.err.removesuffix("\n"))
+    assert refusal, result.err
+    total, named, more = refusal.groups()
+    assert (total, len(named.split(", ")), more) == (str(CROWD + 1), 10, str(CROWD + 1 - 10))
     ((error, text),) = mcp_results(repo, [("context", {})])
     assert error is True
     sentence, detail = text.split("\n")
