@@ -321,6 +321,8 @@ CONTEXT_OWN = re.compile(
                 "them with the newest):"
             ),
             rf"- {_ID} on [0-9a-f]{{12}}, {_AGO}:",
+            rf"- {_ID} on [0-9a-f]{{12}}, {_AGO}: its author left out to stay within the "
+            r"budget: majordomus show [0-9a-f]{12}",
             "Checkpoints, newest first:",
             rf"- (?:checkpoint|handover) {_ID} left out to stay within the budget: "
             r"majordomus show [0-9a-f]{12}",
