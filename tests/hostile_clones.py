@@ -139,6 +139,17 @@ class World:
         assert repo.run("fetch").code == 0
         return repo
 
+    def topic(self, name: str = "topic", use: bool = True) -> Repo:
+        """Another branch, off the victim's main, checked out in a linked work tree of the
+        victim's clone with a commit of its own; its task made current there when `use`."""
+        path = self.root / f"victim-{name}"
+        self.victim.git("worktree", "add", "-q", "-b", name, str(path))
+        repo = Repo(path, self.environ, self.clock)
+        repo.commit(f"{name}: try a smaller batch")
+        if use:
+            assert repo.run("task", "use", self.task[:6]).code == 0
+        return repo
+
     def at(self, seconds: float) -> datetime.datetime:
         return START + datetime.timedelta(seconds=seconds)
 

@@ -94,16 +94,23 @@ class Crowded:
     def __init__(self, world: World, third: Repo) -> None:
         self.world = world
         self.third = third
+        self.topic = third  # set once the branch is checked out
 
     def clones(self) -> dict[str, Repo]:
-        return {"victim": self.world.victim, "second": self.world.second, "third": self.third}
+        return {
+            "victim": self.world.victim,
+            "second": self.world.second,
+            "topic": self.topic,
+            "third": self.third,
+        }
 
 
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crowded]:
     world = attacked(tmp_path_factory.mktemp("hostile-crowding"), crowding)
-    third = world.third()
-    yield Crowded(world, third)
+    crowded = Crowded(world, world.third())
+    crowded.topic = world.topic()
+    yield crowded
 
 
 def ago(world: World, seconds_after_start: int) -> str:
@@ -113,7 +120,7 @@ def ago(world: World, seconds_after_start: int) -> str:
     return f"{minutes}m {seconds:02d}s ago" if minutes else f"{seconds}s ago"
 
 
-CLONES = ("victim", "second", "third")
+CLONES = ("victim", "second", "topic", "third")
 
 
 @pytest.mark.parametrize("clone", CLONES)

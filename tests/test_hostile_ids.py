@@ -178,6 +178,17 @@ def fresh(forged: Forged) -> Repo:
     return forged.world.third("fresh")
 
 
+def test_another_branch_starts_on_the_victims_task_alone(forged: Forged) -> None:
+    """A linked work tree on another branch (no current task there): the task implied is
+    the victim's, and nothing forged reaches the agent."""
+    world = forged.world
+    topic = world.topic(use=False)
+    text = assert_every_agent(topic, FORGED_PIECES)
+    assert text.startswith(f"majordomus context: task {world.task}\n")
+    for piece in FORGED_PIECES:
+        assert piece not in text
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_fresh_clone_starts_on_the_victims_task_alone(
     forged: Forged, fresh: Repo, agent: str

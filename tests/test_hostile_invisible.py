@@ -116,7 +116,7 @@ def third(world: World) -> Repo:
 
 
 def test_every_agent_is_handed_the_hidden_characters_escaped(world: World, third: Repo) -> None:
-    for repo in (world.victim, world.second, third):
+    for repo in (world.victim, world.second, world.topic(), third):
         text = assert_every_agent(repo)
         for field in ("objective", "state", "next"):
             assert f"> {field}: {shown(field)}" in text.split("\n")

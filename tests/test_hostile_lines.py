@@ -94,12 +94,7 @@ class Lines:
 @pytest.fixture(scope="module")
 def lines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lines]:
     world = attacked(tmp_path_factory.mktemp("hostile-lines"), attack)
-    victim = world.victim
-    topic_path = world.root / "victim-topic"
-    victim.git("worktree", "add", "-q", "-b", "topic", str(topic_path))
-    topic = Repo(topic_path, world.environ, world.clock)
-    topic.commit("topic: try a smaller batch")
-    assert topic.run("task", "use", world.task[:6]).code == 0
+    topic = world.topic()
     third = world.third()
     # The attacker's `add -f` took the victim's side checkpoint out of the remote's ref
     # until the victim published again: the second clone fetches once more.
