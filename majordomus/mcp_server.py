@@ -1,8 +1,10 @@
 """`majordomus mcp`: the commands as MCP tools over stdio (optional extra `majordomus[mcp]`).
 
 Each tool runs the command itself with `--json`, so validation, caps and answers are
-the command's; a refusal (exit 2 or 3) is a tool error carrying its sentence and
-`{"exit": N, "message": ...}`; exit-1 answers (stale, nothing open) are ordinary results.
+the command's (its JSON text is the tool's text, invisible characters from notes escaped
+as the command escapes them; the value is the structured content); a refusal (exit 2
+or 3) is a tool error carrying its sentence and `{"exit": N, "message": ...}`; exit-1
+answers (stale, nothing open) are ordinary results.
 Only this module imports the MCP SDK, and only `majordomus mcp` imports this module.
 """
 
