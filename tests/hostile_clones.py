@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.support.env import START, Clock, hermetic_environ
+from tests.support.env import Clock, hermetic_environ
 from tests.support.git import NOTES_REF, bare
 from tests.support.notes import stored_records
 from tests.support.repo import Repo, clone
@@ -149,9 +149,6 @@ class World:
         if use:
             assert repo.run("task", "use", self.task[:6]).code == 0
         return repo
-
-    def at(self, seconds: float) -> datetime.datetime:
-        return START + datetime.timedelta(seconds=seconds)
 
 
 def attacker_environ(environ: Mapping[str, str]) -> dict[str, str]:
