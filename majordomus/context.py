@@ -167,6 +167,15 @@ def other_handover_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
+def other_pointer_line(loc: Located, now: datetime.datetime) -> str:
+    """Another open handover named without its author, when the author does not fit: a
+    teammate's author of 2000 characters must not crowd the others out of the block."""
+    return (
+        f"- {loc.record.id} on {loc.commit[:12]}, {_ago(now, loc.record.at)}: its author left "
+        f"out to stay within the budget: majordomus show {loc.commit[:12]}"
+    )
+
+
 def checkpoint_lines(loc: Located, now: datetime.datetime) -> list[str]:
     record = loc.record
     return [
@@ -309,9 +318,12 @@ def _place_others(
     ]
     named = 0
     for position, loc in enumerate(st.others):
-        lines = [*heading, *other_handover_lines(loc, now)]
         last = position == st.older_open - 1
-        if total(lines, tail if last else [*reserve, *tail]) > max_chars:
+        room = tail if last else [*reserve, *tail]
+        whole = [*heading, *other_handover_lines(loc, now)]
+        short = [*heading, other_pointer_line(loc, now)]
+        lines = whole if total(whole, room) <= max_chars else short
+        if total(lines, room) > max_chars:
             break
         body += lines
         heading = []

@@ -1,8 +1,10 @@
 """`majordomus mcp`: the commands as MCP tools over stdio (optional extra `majordomus[mcp]`).
 
 Each tool runs the command itself with `--json`, so validation, caps and answers are
-the command's; a refusal (exit 2 or 3) is a tool error carrying its sentence and
-`{"exit": N, "message": ...}`; exit-1 answers (stale, nothing open) are ordinary results.
+the command's (its JSON text is the tool's text, invisible characters from notes escaped
+as the command escapes them; the value is the structured content); a refusal (exit 2
+or 3) is a tool error carrying its sentence and `{"exit": N, "message": ...}`; exit-1
+answers (stale, nothing open) are ordinary results.
 Only this module imports the MCP SDK, and only `majordomus mcp` imports this module.
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 
 from majordomus import __version__
 
@@ -49,8 +52,15 @@ class Runner:
             stderr=err,
             is_tty=False,
         )
-        if code in (0, 1) and out.getvalue().strip():
-            return json.loads(out.getvalue()) if json_out else out.getvalue().strip()
+        text = out.getvalue().strip()
+        if code in (0, 1) and text and not json_out:
+            return text
+        if code in (0, 1) and text:
+            # The command's own JSON text, as the tool's text: the SDK's encoding of the
+            # value would write every character raw, the command escapes invisible ones.
+            return CallToolResult(
+                content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+            )
         lines = [line for line in err.getvalue().splitlines() if line.startswith("majordomus: ")]
         sentence = lines[-1].removeprefix("majordomus: ") if lines else f"exit {code}"
         raise ToolError(f"{sentence}\n{json.dumps({'exit': code, 'message': sentence})}")
