@@ -25,7 +25,7 @@ from majordomus import gitfiles, interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.cache import GraphCache
-from majordomus.errors import RepositoryError
+from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.location import open_repository
 from majordomus.notesread import (
@@ -39,6 +39,7 @@ from majordomus.notesread import (
 from majordomus.notesref import NOTES_REF, STALE_LOCK_S, NotesRef
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
+    REFUSED,
     Note,
     NoteError,
     Record,
@@ -525,7 +526,17 @@ class Store:
                     'git config --global user.name "Your Name" and '
                     "git config --global user.email you@example.com."
                 )
-            self._identity = out.strip().rsplit(" ", 2)[0]
+            identity = out.strip().rsplit(" ", 2)[0]
+            refused = REFUSED.search(identity)
+            if refused is not None:
+                # The author is shown to whoever reads the record: what a field may not
+                # hold, the identity may not either.
+                raise RefusedError(
+                    f"your git identity holds the invisible or control character "
+                    f"U+{ord(refused.group()):04X}, so nothing was recorded: fix user.name "
+                    "and user.email (git config user.name / user.email)."
+                )
+            self._identity = identity
         return self._identity
 
     def remote_names(self) -> list[str]:

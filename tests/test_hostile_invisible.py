@@ -267,3 +267,14 @@ def test_a_byte_order_mark_that_starts_a_file_is_dropped(writer: Repo, tmp_path:
     assert stored[json.loads(handed.out)["record"]["id"]]["objective"] == "o"
     piped = writer.run("checkpoint", "-F", "-", "--json", stdin="\ufeffpiped".encode())
     assert json.loads(piped.out)["record"]["body"] == "piped"
+
+
+@pytest.mark.parametrize("name", ["Ada\u200bLovelace", "Ada\u2028Lovelace", "Ada\U000e0041"])
+def test_a_git_identity_holding_an_invisible_character_writes_nothing(
+    repo: Repo, name: str
+) -> None:
+    before = repo.notes_ref()
+    result = repo.run("task", "new", "queue drops acks", environ={"GIT_COMMITTER_NAME": name})
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert result.err.startswith("majordomus: your git identity holds the invisible"), result.err
+    assert repo.notes_ref() == before
