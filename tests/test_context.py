@@ -120,10 +120,10 @@ texts = st.text(
 ).filter(lambda t: t.strip() != "")
 
 
-def located(kind: str, n: int, fields: dict[str, str]) -> Located:
+def located(kind: str, n: int, fields: dict[str, str], author: str = AUTHOR) -> Located:
     at = START + datetime.timedelta(seconds=n)
     record = new_record(
-        kind, record_id=f"{kind[0]}-{n:016x}", task=TASK, head=HEAD, at=at, author=AUTHOR,
+        kind, record_id=f"{kind[0]}-{n:016x}", task=TASK, head=HEAD, at=at, author=author,
         session=None, fields=fields,
     )  # fmt: skip
     return Located(record, HEAD, 0)
@@ -138,15 +138,6 @@ note_texts = st.text(st.sampled_from(NOTE_ALPHABET), min_size=1, max_size=300).f
 task_ids = st.just(TASK) | st.text("0123456789abcdef", min_size=12, max_size=12).map(
     lambda digits: "t-" + digits
 )
-
-
-def located_by(kind: str, n: int, fields: dict[str, str], author: str) -> Located:
-    at = START + datetime.timedelta(seconds=n)
-    record = new_record(
-        kind, record_id=f"{kind[0]}-{n:016x}", task=TASK, head=HEAD, at=at, author=author,
-        session=None, fields=fields,
-    )  # fmt: skip
-    return Located(record, HEAD, 0)
 
 
 @settings(max_examples=150, deadline=None)
@@ -170,7 +161,7 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
 ) -> None:
     checkpoints = tuple(located("checkpoint", i, {"body": b}) for i, b in enumerate(bodies))
     open_handover = (
-        located_by(
+        located(
             "handover", 99, dict(zip(("objective", "state", "next"), handover[1:], strict=True)),
             handover[0],
         )
@@ -178,7 +169,7 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
         else None
     )  # fmt: skip
     older = tuple(
-        located_by("handover", 50 + i, {"objective": "o", "state": "s", "next": "n"}, author)
+        located("handover", 50 + i, {"objective": "o", "state": "s", "next": "n"}, author)
         for i, author in enumerate(others)
     )
     check = CheckResult(task, title, "default", 1200, None, 5, False, open_handover)
