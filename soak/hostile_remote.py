@@ -473,6 +473,7 @@ class Problem:
     kind: str
     step: str
     detail: str
+    after: tuple[str, ...] = ()  # the attacks made before it, in order
 
 
 @dataclasses.dataclass
@@ -540,7 +541,8 @@ class Trial:
         if (kind, detail) not in self.seen:
             self.seen.add((kind, detail))
             short = detail if len(detail) <= 800 else f"{detail[:300]} … {detail[-500:]}"
-            self.outcome.problems.append(Problem(kind, self.step_name, short))
+            after = tuple(self.outcome.attacks)
+            self.outcome.problems.append(Problem(kind, self.step_name, short, after))
 
     def process(
         self, argv: Sequence[str], cwd: Path, stdin: str = "", program: Sequence[str] = MAJORDOMUS
@@ -557,7 +559,8 @@ class Trial:
         )
         self.outcome.processes += 1
         out, err = (stream.decode("utf-8", "replace") for stream in (done.stdout, done.stderr))
-        self.check_output(" ".join(argv), Result(done.returncode, out, err), raw=done.stdout)
+        shown = " ".join(argv) if program == MAJORDOMUS else " ".join(["(git)", *argv])
+        self.check_output(shown, Result(done.returncode, out, err), raw=done.stdout)
         return Result(done.returncode, out, err)
 
     def in_process(self, cwd: Path, *argv: str) -> Result | None:
@@ -703,7 +706,7 @@ class Trial:
             result = self.process(argv, self.victim)
             if self.expect("context", result, (0,)):
                 text = json.loads(result.out)["text"] if as_json else result.out.rstrip("\n")
-                self.check_context("context", text)
+                self.check_block("context", text)
         elif name == "resume-peek":
             argv = ["-C", v, "resume", "--peek", "--json"]
             self.expect("resume", self.process(argv, self.victim), (0, 1))
@@ -714,7 +717,7 @@ class Trial:
         self.check_own()
         probe = self.in_process(self.victim, "context", "--json")
         if probe is not None and self.expect("context (probe)", probe, (0,)):
-            self.check_context("context (probe)", json.loads(probe.out)["text"])
+            self.check_block("context (probe)", json.loads(probe.out)["text"])
 
     def hook(self, agent: str) -> None:
         self.step_name = f"hook {agent}"
@@ -734,12 +737,18 @@ class Trial:
             self.problem("hook answer not one JSON object", repr(result.out[:300]))
             return
         text = answer.get("hookSpecificOutput", {}).get("additionalContext")
-        if not isinstance(text, str) or not text.startswith("majordomus context: task"):
+        if not isinstance(text, str):
             self.problem("hook gave no context", f"hook {agent} answered {result.out[:300]!r}")
             return
-        self.check_context(f"hook {agent}", text)
+        self.check_block(f"hook {agent}", text)
 
     # ---- the invariants -------------------------------------------------------------------
+
+    def check_block(self, shown: str, text: str) -> None:
+        """The victim's context: its task's block (it has a current task), then the rest."""
+        if not text.startswith(f"majordomus context: task {self.task}\n"):
+            self.problem("context without the task's block", f"{shown}: {text[:300]!r}")
+        self.check_context(shown, text)
 
     def check_context(self, shown: str, text: str, open_ids: Sequence[str] | None = None) -> None:
         """(3), (4), (5) and (6) on agent context."""
@@ -926,7 +935,8 @@ class Tally:
             seed, first = found[0]
             lines.append(
                 f"{kind}: {len(found)} times in {len(seeds)} trials (steps: {', '.join(steps)}); "
-                f"reproduce: python -m soak.hostile_remote {seed}; first: {first.detail}"
+                f"reproduce: python -m soak.hostile_remote {seed} (after attacks: "
+                f"{', '.join(first.after) or 'none'}); first: {first.detail}"
             )
         return lines
 
@@ -950,7 +960,7 @@ def main(argv: Sequence[str]) -> int:
                 f"({outcome.marked} with attacker text), attacks {', '.join(outcome.attacks)}"
             )
             for problem in outcome.problems:
-                print(f"  {problem.kind} [{problem.step}]: {problem.detail}")
+                print(f"  {problem.kind} [{problem.step}, after {problem.after}]: {problem.detail}")
     return 1 if tally.problems else 0
 
 

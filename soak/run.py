@@ -3,7 +3,9 @@
 Runs the checks of tests/reliability at scale: concurrent writers across linked
 work trees, writers killed with SIGKILL at random instants, property tests of
 the record union and the note format, every hostile note in its own repository
-through every read command, hostile command-line input, and the parser fuzzers.
+through every read command, a hostile teammate who pushes notes, trees and refs
+with plain git (soak/hostile_remote.py), hostile command-line input, and the
+parser fuzzers.
 Prints a Markdown table and writes docs/reliability.md. Exit 1 when any trial
 found a problem (the report then lists each one).
 """
