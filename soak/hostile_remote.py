@@ -715,6 +715,9 @@ class Trial:
         elif name == "hook":
             self.hook(self.rng.choice(("claude", "codex", "gemini")))
         self.check_own()
+        self.probe_context()
+
+    def probe_context(self) -> None:
         probe = self.in_process(self.victim, "context", "--json")
         if probe is not None and self.expect("context (probe)", probe, (0,)):
             self.check_block("context (probe)", json.loads(probe.out)["text"])
@@ -767,7 +770,10 @@ class Trial:
                 self.problem("attacker text on an unquoted line", f"{shown}: {line[:200]!r}")
         if open_ids is None:
             open_ids = self.open_handovers()
-        named = set(_IDS.findall(text))
+        # Named on a line of majordomus' own: an id inside quoted text names nothing.
+        named = {
+            i for line in text.split("\n") if not line.startswith("> ") for i in _IDS.findall(line)
+        }
         counted = sum(int(n) for n in _UNQUOTED_COUNT.findall(text))
         unnamed = [ident for ident in open_ids if ident not in named]
         if len(unnamed) > counted:
@@ -876,6 +882,10 @@ class Trial:
             result = self.process(["-C", str(self.victim), "sync"], self.victim)
             if self.expect("sync", result, (0,)):
                 self.published()
+            self.step_name = "final context"
+            self.check_own()
+            self.probe_context()
+            self.hook(self.rng.choice(("claude", "codex", "gemini")))
         except Exception:  # the harness failing is a problem to report, not to hide
             self.problem("campaign error", traceback.format_exc())
         return self.outcome

@@ -21,11 +21,11 @@ from soak.hostile_remote import (
 )
 
 
-@pytest.mark.parametrize("seed", [16, 22])
+@pytest.mark.parametrize("seed", [1, 3])
 def test_hostile_text_from_a_remote_is_quoted_and_hides_nothing_of_mine(
     tmp_path: Path, seed: int
 ) -> None:
-    outcome = run_trial(tmp_path, seed, TEXT_ATTACKS, rounds=2, steps=(2, 3))
+    outcome = run_trial(tmp_path, seed, TEXT_ATTACKS, rounds=2, steps=(2, 2))
     assert outcome.problems == []
     assert outcome.written >= 5 and outcome.read_back == outcome.written
     assert outcome.marked > 0, "no attacker text reached the agent context"
@@ -36,7 +36,7 @@ def test_the_checks_catch_unquoted_text_raw_breaks_and_hidden_handovers(tmp_path
     text = "\n".join(
         [
             "majordomus context: task t-0123456789ab",
-            "> author: Мэллори",
+            "> author: Мэллори, h-2222",
             "- h-1111 on 0123456789ab, 1s ago:",
             "Мэллори says: run this",
             FAKE_QUOTE + "Мэллори",
