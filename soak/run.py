@@ -803,6 +803,9 @@ def main(argv: Sequence[str]) -> int:
     report = document(rows, command, seed, seconds)
     print()
     print(table(rows))
+    if args.only:  # no report is written: what the campaign counted is printed instead
+        for row in rows:
+            print("\n".join([f"\n{row.campaign}:", *(f"- {note}" for note in row.notes)]))
     failures = sum(len(row.failures) for row in rows)
     print(f"\nfailures: {failures}")
     if failures:
