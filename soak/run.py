@@ -514,7 +514,8 @@ def hostile_remote_row(c: Campaign) -> Row:
         row.failures += tally.failures()
         affected = len({seed for found in tally.by_kind.values() for seed, _ in found})
         row.notes += [
-            f"{tally.trials} trials, {tally.steps} victim steps, {tally.attacks} hostile pushes; "
+            f"{tally.trials} trials, {tally.steps} victim steps, {tally.attacks} hostile pushes, "
+            f"{tally.contexts} agent contexts checked ({tally.marked} holding attacker text); "
             f"{tally.problems} problems in {affected} trials, {len(tally.by_kind)} kinds "
             "(each failure line below is one kind, with a seed that replays a trial showing it: "
             "`python -m soak.hostile_remote SEED`)",
@@ -530,7 +531,8 @@ def hostile_remote_row(c: Campaign) -> Row:
             "fetch`, `git push` with the pre-push hook, `majordomus fetch`, `push`, `sync`, "
             "`checkpoint`, `handover`, `history --json`, `show --json`, `context`, `resume "
             "--peek --json`, `doctor --json`, a commit, and `hook claude|codex|gemini` with a "
-            "SessionStart on stdin); each trial ends with a `sync`",
+            "SessionStart on stdin); each trial ends with a `sync`, then the victim's context and "
+            "a hook",
             "after every step: no traceback and an exit code among the documented ones and the "
             "ones that command may give; each of the victim's records listed by `history --all "
             "--json` with its own words and found by an independent reader (git plumbing, "
