@@ -3,7 +3,9 @@
 Runs the checks of tests/reliability at scale: concurrent writers across linked
 work trees, writers killed with SIGKILL at random instants, property tests of
 the record union and the note format, every hostile note in its own repository
-through every read command, hostile command-line input, and the parser fuzzers.
+through every read command, a hostile teammate who pushes notes, trees and refs
+with plain git (soak/hostile_remote.py), hostile command-line input, and the
+parser fuzzers.
 Prints a Markdown table and writes docs/reliability.md. Exit 1 when any trial
 found a problem (the report then lists each one).
 """
@@ -33,6 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from soak import hostile_remote
 from soak.teams import Tally, run_round
 from tests.reliability import properties, strategies
 from tests.reliability import test_hostile_input as hostile_input
@@ -494,6 +497,56 @@ def _hostile_all(c: Campaign, row: Row) -> list[str]:
     return problems
 
 
+# ---- a hostile remote -------------------------------------------------------------------------
+
+
+def hostile_remote_row(c: Campaign) -> Row:
+    def body(row: Row) -> None:
+        tally = hostile_remote.Tally()
+        for _ in range(c.scaled(8)):
+            path, _ = c.fresh("hostile-remote")
+            tally.add(hostile_remote.run_trial(path, c.rng.randrange(1 << 32)))
+        row.trials = tally.trials
+        row.processes = tally.processes
+        row.inputs = tally.attacks
+        row.written = tally.written
+        row.read = tally.read_back
+        row.failures += tally.failures()
+        affected = len({seed for found in tally.by_kind.values() for seed, _ in found})
+        row.notes += [
+            f"{tally.trials} trials, {tally.steps} victim steps, {tally.attacks} hostile pushes, "
+            f"{tally.contexts} agent contexts checked ({tally.marked} holding attacker text); "
+            f"{tally.problems} problems in {affected} trials, {len(tally.by_kind)} kinds "
+            "(each failure line below is one kind, with a seed that replays a trial showing it: "
+            "`python -m soak.hostile_remote SEED`)",
+            "each trial: a bare remote; a victim clone (`majordomus init`, a task, checkpoints "
+            "and a handover, one checkpoint on a commit never pushed); an attacker's clone that "
+            "writes with plain git only, in 3 rounds of 1-3 attacks each: "
+            + ", ".join(hostile_remote.ATTACKS)
+            + "; attacker text in every field (title, author, session, bodies, handover fields, "
+            "ids, task ids, unknown keys): Cyrillic and Greek letters with line breaks (LF, CR, "
+            "VT, FF, U+001C-1E, NEL, U+2028/9), zero-width, word-joiner, BOM, soft-hyphen, tag "
+            "and private-use characters, C0/C1 controls and ANSI sequences, bidi overrides",
+            "between rounds the victim runs 3-5 random steps as real processes (plain `git "
+            "fetch`, `git push` with the pre-push hook, `majordomus fetch`, `push`, `sync`, "
+            "`checkpoint`, `handover`, `history --json`, `show --json`, `context`, `resume "
+            "--peek --json`, `doctor --json`, a commit, and `hook claude|codex|gemini` with a "
+            "SessionStart on stdin); each trial ends with a `sync`, then the victim's context and "
+            "a hook",
+            "after every step: no traceback and an exit code among the documented ones and the "
+            "ones that command may give; each of the victim's records listed by `history --all "
+            "--json` with its own words and found by an independent reader (git plumbing, "
+            "tomllib) in its notes ref; in `context` and every hook's additionalContext, each "
+            "line holding attacker letters starts with `> `, `splitlines() == split('\\n')`, "
+            "every other open handover named by id or counted; a hook's stdout one JSON object "
+            "with the context in it; no raw control, bidi, zero-width, tag or private-use "
+            "character in any output; after each push or sync, the remote holds every record "
+            "of the victim's and a fresh clone that fetches lists them all",
+        ]
+
+    return timed(Row("hostile remote (a teammate who pushes hostile notes, trees and refs)"), body)
+
+
 # ---- hostile input -----------------------------------------------------------------------------
 
 
@@ -703,7 +756,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--output", type=Path, default=REPO_ROOT / "docs" / "reliability.md", help="the report"
     )
     parser.add_argument("--no-write", action="store_true", help="print the report only")
-    parser.add_argument("--only", choices=["teams"], help="run one campaign (implies --no-write)")
+    parser.add_argument(
+        "--only",
+        choices=["teams", "hostile-remote"],
+        help="run one campaign (implies --no-write)",
+    )
     return parser.parse_args(argv)
 
 
@@ -724,15 +781,20 @@ def main(argv: Sequence[str]) -> int:
         os.chdir(root)  # anything a hostile input manages to create lands here, not in the repo
         try:
             c = Campaign(root, seed, args.trials)
+            campaigns: dict[str, Callable[[], list[Row]]] = {
+                "teams": lambda: [teams(c)],
+                "hostile-remote": lambda: [hostile_remote_row(c)],
+            }
             rows = (
-                [teams(c)]
-                if args.only == "teams"
+                campaigns[args.only]()
+                if args.only
                 else [
                     teams(c),
                     concurrency(c, args.writers, args.work_trees),
                     crash(c),
                     merges(c),
                     hostile_notes(c),
+                    hostile_remote_row(c),
                     hostile_cli(c),
                     *fuzzers(c),
                 ]
@@ -743,6 +805,9 @@ def main(argv: Sequence[str]) -> int:
     report = document(rows, command, seed, seconds)
     print()
     print(table(rows))
+    if args.only:  # no report is written: what the campaign counted is printed instead
+        for row in rows:
+            print("\n".join([f"\n{row.campaign}:", *(f"- {note}" for note in row.notes)]))
     failures = sum(len(row.failures) for row in rows)
     print(f"\nfailures: {failures}")
     if failures:
