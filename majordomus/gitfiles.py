@@ -468,15 +468,17 @@ def tree_entries(data: bytes) -> dict[str, tuple[str, str]]:
 # One record of `git ls-tree -r -t -z` that is a note: a blob, executable or not, at a path
 # a walk of a notes tree reaches (`notestree.walk`): `ab/` folders, at most 38 digits above
 # the last one, then the rest of the digits; whether they are 40 is for the caller to
-# count. And one that is a fan-out tree the walk enters: `ab/` folders, 36 digits at most
-# above its own two. Only where a record starts (after a NUL): a name can hold spaces,
-# tabs and newlines.
+# count. Only where a record starts (after a NUL): a name can hold spaces, tabs and
+# newlines.
 _LISTED_NOTE = re.compile(
     rb"(?<![^\0])100(?:644|755) blob ([0-9a-f]{40})"
     rb"\t((?:[0-9a-f]{2}/){0,19}[0-9a-f]{2,40})\0"
 )
+# One that is a fan-out folder the walk enters: `ab/` folders, 36 digits at most above
+# its own two; with the NUL before it (so that a search looks for that first: 20 times
+# quicker than a match tried at every byte).
 _LISTED_FAN_OUT = re.compile(
-    rb"(?<![^\0])040000 tree [0-9a-f]{40}\t(?:[0-9a-f]{2}/){0,18}[0-9a-f]{2}\0"
+    rb"\x00040000 tree [0-9a-f]{40}\t(?:[0-9a-f]{2}/){0,18}[0-9a-f]{2}(?=\x00)"
 )
 
 
@@ -505,6 +507,7 @@ def tree_notes(gitdir: str, environ: Mapping[str, str], tree_id: str) -> str | N
         name = path.replace(b"/", b"")
         if len(name) == 40:
             notes.append(name + blob)
-    if len(notes) + len(_LISTED_FAN_OUT.findall(listed)) != listed.count(b"\0"):
+    fan_out = len(_LISTED_FAN_OUT.findall(b"\0" + listed))
+    if len(notes) + fan_out != listed.count(b"\0"):
         return None  # a record that is neither: an entry that is no note
     return b"".join(notes).decode("ascii")
