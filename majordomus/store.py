@@ -957,15 +957,19 @@ def _appended_blob(
     is_partial: Callable[[], bool],
 ) -> tuple[pygit2.Oid, int]:
     """The note on `commit` with these records appended, written as a blob, and the
-    position of the first of them among the note's records. An entry at its paths that is
-    no note (a gitlink, a symlink, a tree) refuses the write: it would replace it."""
+    position of the first of them among the note's records. A gitlink at its paths (put
+    there by hand: a merge never takes one) refuses the write; a symlink or a tree there
+    is replaced by the note (a fetch can fast-forward onto a tree where a note belongs,
+    which must not stop a write)."""
     texts = []
     notes = []
     for blob_id, kind in notestree.find_kinds(repo, tree, commit) if tree is not None else []:
         blob = str(blob_id)
-        if kind != "note":
+        if kind == "gitlink":
             why = f"its entry is {notestree.ODD_KINDS[kind]}"
             raise RepositoryError(_unreadable(commit, why))
+        if kind != "note":
+            continue
         try:
             data = blobs.data(blob)
             # A parse this command made already, else the bytes in hand: not read again.
