@@ -41,6 +41,7 @@ FILES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_F
 _SUMMARY = ",".join(Summary._fields)  # a summary's fields change: so does every file's format
 
 BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable
+OddTuple = tuple[str, str, str]  # an entry of a notes tree that is no note: path, kind, id
 
 
 def plain_entry(entry: BlobEntry) -> Any:
@@ -177,12 +178,18 @@ class ReadCache(CacheFile):
     its records and how many are invalid, or why it is unreadable. A missing object is
     never an entry: a fetch can bring it."""
 
-    FORMAT = f"frames:trees:(commit+blob)*;blobs:(({_SUMMARY})*,invalid)|reason*"
+    FORMAT = (
+        "frames:trees:(commit+blob)*,odd:tree->(path,kind,id)*;"
+        f"blobs:(({_SUMMARY})*,invalid)|reason*"
+    )
     FRAME_ENTRIES = 4096  # blob entries per frame
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.trees: dict[str, str] = {}
+        # Notes tree id -> the entries in it that are no note (`notestree.OddEntry`, as
+        # plain tuples), for the trees with any.
+        self.odd: dict[str, tuple[OddTuple, ...]] = {}
         self._blobs: dict[str, BlobEntry] | None = {}
         self._frames: Iterator[Any] = iter(())
         self.dirty = False
@@ -190,12 +197,14 @@ class ReadCache(CacheFile):
         if loaded is None:
             return
         try:
-            (trees,), self._frames = loaded
+            (trees, odd), self._frames = loaded
             if not isinstance(trees, dict):
                 raise TypeError(trees)
+            if not isinstance(odd, dict):
+                raise TypeError(odd)
         except (ValueError, TypeError):
             return
-        self.trees, self._blobs = trees, None
+        self.trees, self.odd, self._blobs = trees, odd, None
 
     @property
     def blobs(self) -> dict[str, BlobEntry]:
@@ -211,8 +220,11 @@ class ReadCache(CacheFile):
             self._blobs, self._frames = blobs, iter(())
         return self._blobs
 
-    def put_tree(self, tree: str, notes: str) -> None:
+    def put_tree(self, tree: str, notes: str, odd: Iterable[OddTuple] = ()) -> None:
         self.trees[tree] = notes
+        entries = tuple((path, kind, oid) for path, kind, oid in odd)
+        if entries:
+            self.odd[tree] = entries
         self.dirty = True
 
     def put_blob(self, blob: str, entry: BlobEntry) -> None:
@@ -225,8 +237,9 @@ class ReadCache(CacheFile):
         if not self.dirty:
             return True
         keep_trees = {t: self.trees[t] for t in trees if t in self.trees}
+        keep_odd = {t: self.odd[t] for t in keep_trees if t in self.odd}
         self.dirty = False
-        return self.write_frames((keep_trees,), self._blob_frames(blobs))
+        return self.write_frames((keep_trees, keep_odd), self._blob_frames(blobs))
 
     def _blob_frames(self, blobs: Iterable[str]) -> Iterator[dict[str, Any]]:
         frame: dict[str, Any] = {}
@@ -783,7 +796,8 @@ class ViewCache(CacheFile):
     """
 
     FORMAT = (
-        "views:refs(@head lasting)->(invalid,tasks),part->file,retired file->time; "
+        "views:refs(@head lasting)->(invalid counting entries that are no note,tasks),"
+        "part->file,retired file->time; "
         f"part 'task ID':(rows(({_SUMMARY}),commit,blobs),resolved), "
         "part 'ledger N':(keys,resolved)"
     )

@@ -207,6 +207,9 @@ class NotesReader:
         trees: list[str] = []
         missing: set[str] = set()
         held_trees: list[tuple[str, str]] = []  # each ref, its notes as `cache.trees` has them
+        # Each entry that is no note, once over every ref (as a note blob is): the first
+        # ref that holds it names it.
+        odd: set[tuple[str, str, str]] = set()
         for name, target, tree_id in self._trees():
             targets[name] = target
             trees.append(tree_id)
@@ -218,8 +221,9 @@ class NotesReader:
             if flat is None:
                 walked = True
                 lacking: set[str] = set()
+                found_odd: list[notestree.OddEntry] = []
                 with _uncached():
-                    walk = notestree.walk_present(self.repo, tree_id, lacking)
+                    walk = notestree.walk_present(self.repo, tree_id, lacking, found_odd)
                     flat = "".join(commit + blob for commit, blob in walk)
                 if lacking:
                     missing |= lacking
@@ -227,7 +231,17 @@ class NotesReader:
                         reason = f"notes tree {object_id[:12]} is missing; not read"
                         unreadable.append(UnreadableNote("", name, reason))
                 else:
-                    cache.put_tree(tree_id, flat)
+                    cache.put_tree(tree_id, flat, found_odd)
+                entries: Sequence[notestree.OddEntry] = found_odd
+            else:
+                entries = tuple(map(notestree.OddEntry._make, cache.odd.get(tree_id, ())))
+            for no_note in entries:
+                # One object at two paths of one commit (flat, fanned out) is one entry,
+                # as one blob there is one note (`notes_on` counts them so).
+                key = (no_note.commit or no_note.path, no_note.kind, no_note.oid)
+                if key not in odd:
+                    odd.add(key)
+                    unreadable.append(UnreadableNote(no_note.commit, name, no_note.reason))
             held_trees.append((name, flat))
         # The blobs to parse, each once, in order, as one string: the helpers forked to
         # parse them start from this process as it is now, so it holds no object per note

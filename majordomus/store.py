@@ -620,8 +620,10 @@ class Store:
     ) -> tuple[tuple[str, ...], int] | None:
         """The readable note blobs attached to one commit over every notes ref (or over the
         notes commits `targets` names, in that order), and how many of its notes are
-        unreadable, found without walking the notes trees; None when an object on the way
-        is missing (`read_notes` fetches it, or says why it cannot)."""
+        unreadable (entries at its note's paths that are no note among them: a symlink,
+        a gitlink, a tree, each object once per kind, as `read_notes` counts them), found
+        without walking the notes trees; None when an object on the way is missing
+        (`read_notes` fetches it, or says why it cannot)."""
         # While libgit2 is not loaded, one git process finds the notes and reads them.
         with self._opened.git_batch() as batch:
             if batch is not None:
@@ -629,12 +631,16 @@ class Store:
                 try:
                     if chosen is not None:
                         attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
-                        return None if attached is None else self._readable(attached)
+                        if attached is None:
+                            return None
+                        notes, odd = attached
+                        return self._readable(notes, len(odd))
                 except gitfiles.UnsureError:
                     pass  # libgit2 reads it, or refuses it with its own message
         import pygit2
 
         blobs: dict[str, None] = {}
+        others: dict[tuple[str, str], None] = {}
         try:
             if targets is None:
                 trees = [self.reader.notes_tree_id(name)[1] for name in self.notes_refs()]
@@ -646,17 +652,20 @@ class Store:
                 ]
             for tree_id in trees:
                 root = notestree.tree(self.repo, pygit2.Oid(hex=tree_id))
-                found = notestree.find(self.repo, root, commit)
-                blobs.update(dict.fromkeys(str(oid) for oid in found))
+                for oid, kind in notestree.find_kinds(self.repo, root, commit):
+                    if kind == "note":
+                        blobs[str(oid)] = None
+                    else:
+                        others[kind, str(oid)] = None
         except MissingObjectError:
             return None
-        return self._readable(list(blobs))
+        return self._readable(list(blobs), len(others))
 
-    def _readable(self, blobs: Sequence[str]) -> tuple[tuple[str, ...], int] | None:
-        """The readable ones of a commit's note blobs, and how many are not; None when one
-        is missing."""
+    def _readable(self, blobs: Sequence[str], odd: int) -> tuple[tuple[str, ...], int] | None:
+        """The readable ones of a commit's note blobs, and how many are not (with `odd`
+        entries that are no note); None when one is missing."""
         readable: list[str] = []
-        unreadable = 0
+        unreadable = odd
         for blob in blobs:
             parsed = self.blobs.parse(blob)
             if isinstance(parsed, MissingObjectError):
@@ -669,7 +678,9 @@ class Store:
 
     def changed_notes(self, old: str, new: str) -> set[str] | None:
         """The commits whose notes differ between two notes commits, from a comparison of
-        their trees that skips every subtree the two share; None when either is not here."""
+        their trees that skips every subtree the two share; None when either is not here,
+        or an entry that names no commit differs (what it counts for is in no commit's
+        notes)."""
         import pygit2
 
         try:
@@ -677,9 +688,10 @@ class Store:
             if not all(isinstance(commit, pygit2.Commit) for commit in commits):
                 return None  # a notes ref at a tree or a tag is not read (NotesReader.is_read)
             old_tree, new_tree = (commit.peel(pygit2.Tree) for commit in commits)
-            return notestree.changed(self.repo, old_tree, new_tree)
+            found = notestree.changed(self.repo, old_tree, new_tree)
         except (KeyError, ValueError, pygit2.GitError, MissingObjectError):
             return None
+        return None if notestree.NAMELESS in found else found
 
     def notes_commits(self) -> list[str]:
         """The commit each notes ref points at (what holds every object the notes need)."""
@@ -956,11 +968,19 @@ def _appended_blob(
     is_partial: Callable[[], bool],
 ) -> tuple[pygit2.Oid, int]:
     """The note on `commit` with these records appended, written as a blob, and the
-    position of the first of them among the note's records."""
+    position of the first of them among the note's records. A gitlink at its paths (put
+    there by hand: a merge never takes one) refuses the write; a symlink or a tree there
+    is replaced by the note (a fetch can fast-forward onto a tree where a note belongs,
+    which must not stop a write)."""
     texts = []
     notes = []
-    for blob_id in notestree.find(repo, tree, commit) if tree is not None else []:
+    for blob_id, kind in notestree.find_kinds(repo, tree, commit) if tree is not None else []:
         blob = str(blob_id)
+        if kind == "gitlink":
+            why = f"its entry is {notestree.ODD_KINDS[kind]}"
+            raise RepositoryError(_unreadable(commit, why))
+        if kind != "note":
+            continue
         try:
             data = blobs.data(blob)
             # A parse this command made already, else the bytes in hand: not read again.

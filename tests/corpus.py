@@ -29,7 +29,7 @@ class CorpusNote(NamedTuple):
     records: tuple[str, ...]  # "kind id" of each record `show` lists for it, in order
     invalid: int  # invalid parts and records a reader counts for it
     hidden: int  # records `history` hides (on an object that is not a reachable commit)
-    on: str  # commit, tree, blob, gitlink (a submodule entry in the notes tree)
+    on: str  # commit, tree, blob, gitlink (a submodule entry in the notes tree), symlink
     writable: bool  # whether a write on its commit may append (else exit 3, note untouched)
     escaped: tuple[str, ...]  # text `show` must print, escaped, for what the note holds raw
     known_failure: str  # why the current code does not meet the stated expectation yet

@@ -5,6 +5,7 @@ writes the shared notes ref with plain git only."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -56,18 +57,36 @@ def scene(tmp_path: Path, environ: dict[str, str], clock: Clock) -> Scene:
 
 def publish_tree(attacker: Repo, replaced: dict[str, str]) -> str:
     """The attacker's notes tree with these `git mktree` lines (by path), committed on top of
-    its notes ref and pushed as the remote's notes ref by plain git; the new notes commit."""
+    its notes ref and pushed as the remote's notes ref by plain git; the new notes commit.
+    The tree is written as given, in git's order (`hash-object --literally`: what mktree
+    would refuse too, a gitlink that names a blob)."""
     lines = {}
     for line in attacker.git("ls-tree", NOTES_REF).splitlines():
         lines[line.split("\t", 1)[1]] = line
     lines.update(replaced)
-    listing = "".join(f"{line}\n" for line in lines.values())
-    tree = attacker.git("mktree", "--missing", input=listing).strip()
+    tree = literal_tree(attacker, list(lines.values()))
     old = attacker.git("rev-parse", NOTES_REF).strip()
     commit = attacker.git("commit-tree", tree, "-p", old, "-m", "notes").strip()
     attacker.git("update-ref", NOTES_REF, commit)
     attacker.git("push", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
     return commit
+
+
+def literal_tree(repo: Repo, lines: list[str]) -> str:
+    """A tree object of these `git ls-tree` lines, written as they say (modes as git writes
+    them, entries in git's order: a tree's name sorts as if it ended in a slash)."""
+    entries = []
+    for line in lines:
+        head, name = line.split("\t", 1)
+        mode, kind, oid = head.split(" ")
+        key = name + "/" if kind == "tree" else name
+        entries.append((key.encode(), mode.lstrip("0").encode(), name.encode(), oid))
+    data = b"".join(m + b" " + n + b"\0" + bytes.fromhex(o) for _, m, n, o in sorted(entries))
+    command = ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"]
+    done = subprocess.run(
+        command, input=data, capture_output=True, cwd=repo.path, env=repo.environ, check=True
+    )
+    return done.stdout.decode("ascii").strip()
 
 
 def blob(repo: Repo, data: bytes | str) -> str:

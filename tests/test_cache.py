@@ -415,10 +415,10 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     another = {name: str(v).replace(__version__, "0.0.0-another") for name, v in versions.items()}
     loaded = ReadCache(git_dir / FILE_NAME).load_frames()
     assert loaded is not None
-    (trees,), frames = loaded
+    (trees, odd), frames = loaded
     poisoned = {blob: "poisoned" for frame in frames for blob in frame}
     assert poisoned
-    (git_dir / FILE_NAME).write_bytes(framed((another[FILE_NAME], trees), poisoned))
+    (git_dir / FILE_NAME).write_bytes(framed((another[FILE_NAME], trees, odd), poisoned))
     _, key, meta, _, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
     (git_dir / VIEWS_FILE_NAME).write_bytes(
         marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}, {}))

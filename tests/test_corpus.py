@@ -53,7 +53,7 @@ def planting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Planting]:
     by_file = {note.file: p for note, p in zip(CORPUS, planted, strict=True)}
     shown = {}
     for note in CORPUS:
-        if note.on not in ("commit", "gitlink"):
+        if note.on not in ("commit", "gitlink", "symlink"):
             continue
         target = by_file[note.file].target
         result = run_cli(clone, environ, "show", target, "--json")

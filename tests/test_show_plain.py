@@ -106,6 +106,20 @@ def _tree(repo: Repo, entries: Sequence[tuple[str, str, str]], missing: bool = F
     return repo.git("mktree", *(["--missing"] if missing else []), input=listing).strip()
 
 
+def _literal_tree(repo: Repo, entries: Sequence[tuple[str, str, str]]) -> str:
+    """A tree of files and gitlinks (mode, id, name), in git's order, that git mktree would
+    refuse: a gitlink may name a blob here."""
+    data = b"".join(
+        f"{mode} {name}".encode() + b"\0" + bytes.fromhex(oid)
+        for mode, oid, name in sorted(entries, key=lambda entry: entry[2])
+    )
+    command = ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"]
+    done = subprocess.run(
+        command, input=data, capture_output=True, cwd=repo.path, env=repo.environ, check=True
+    )
+    return done.stdout.decode("ascii").strip()
+
+
 def _set_notes_tree(repo: Repo, tree: str, ref: str = NOTES_REF) -> str:
     parent = repo.git("rev-parse", "--verify", "-q", ref, check=False).strip()
     commit = repo.git("commit-tree", tree, *(["-p", parent] if parent else []), "-m", "by hand")
@@ -235,8 +249,9 @@ def test_a_note_that_is_not_toml_and_trees_where_notes_should_be(
     junk = _blob(repo, "not toml at all = = =\n")
     inner = _tree(repo, [("100644", junk, "x")])
     (other,) = _many_commits(repo, 1)
-    # HEAD: a tree at the flat name, the note one level down. `other`: a tree at its
-    # note's place at every depth, and a note that is not TOML two levels down.
+    # HEAD: a tree at the flat name (counted, never entered), the note one level down.
+    # `other`: one tree at its note's place at two depths (one entry: one object, as one
+    # blob there is one note), and a note that is not TOML two levels down.
     level2 = _tree(repo, [("100644", junk, other[4:]), ("040000", inner, other[4:6])])
     level1 = _tree(repo, [("040000", inner, other[2:]), ("040000", level2, other[2:4])])
     ours = _tree(repo, [("100644", readable, head[2:])])
@@ -246,8 +261,8 @@ def test_a_note_that_is_not_toml_and_trees_where_notes_should_be(
         pytest.skip("the two commits share a fan-out directory")  # 1 in 256: ids are fixed
     _set_notes_tree(repo, _tree(repo, entries))
     answers = _shows(repo, tmp_path / "elsewhere", other)
-    assert len(_ids(answers[0])) == 2 and _invalid(answers[0]) == 0
-    assert _ids(answers[3]) == [] and _invalid(answers[3]) == 1
+    assert len(_ids(answers[0])) == 2 and _invalid(answers[0]) == 1
+    assert _ids(answers[3]) == [] and _invalid(answers[3]) == 2
 
 
 def test_gitlinks_where_notes_should_be(repo: Repo, tmp_path: Path) -> None:
@@ -267,12 +282,13 @@ def test_gitlinks_where_notes_should_be(repo: Repo, tmp_path: Path) -> None:
     answers = _shows(repo, tmp_path / "elsewhere", here)
     assert len(_ids(answers[0])) == 2 and _invalid(answers[0]) == 0
     assert _ids(answers[3]) == [] and _invalid(answers[3]) == 1
-    # A gitlink naming a commit that is not here reads as a missing note object, as
-    # libgit2 reads it: the full read (libgit2's) says so, with the same answer.
-    _set_notes_tree(repo, _tree(repo, [*entries[:2], ("160000", absent, here)], missing=True))
-    plain = _answers(repo, tmp_path / "elsewhere", [["show", here, "--json"]])
-    assert plain[0][0] == 0 and _invalid(plain[0]) == 1
-    assert plain[0][3] is True  # an object on the way is missing: the full read is libgit2's
+    # A gitlink naming a commit that is not here, or a blob that holds a record: counted
+    # by its mode, the object it names never read (nor missing: nothing to fetch).
+    for named in (absent, readable):
+        gitlink = ("160000", named, here)
+        _set_notes_tree(repo, _literal_tree(repo, [*entries[:2], gitlink]))
+        answers = _shows(repo, tmp_path / "elsewhere", here)
+        assert _ids(answers[3]) == [] and _invalid(answers[3]) == 1
 
 
 def test_notes_from_remotes_are_read_with_the_local_ones(
@@ -367,15 +383,20 @@ def test_the_notes_found_are_those_notestree_finds(repo: Repo) -> None:
             target_id = repo.git("rev-parse", target).strip()
             root = pg[target_id].peel(pygit2.Tree)
             for commit in commits:
-                expected = [str(oid) for oid in notestree.find(pg, root, commit)]
-                assert gitfiles.attached_notes(batch, [target_id], commit) == expected
+                found = list(notestree.find_kinds(pg, root, commit))
+                expected = [str(oid) for oid, kind in found if kind == "note"]
+                odd = [(kind, str(oid)) for oid, kind in found if kind != "note"]
+                assert gitfiles.attached_notes(batch, [target_id], commit) == (expected, odd)
         both = [repo.git("rev-parse", t).strip() for t in (f"{hand_made}~1", hand_made)]
-        assert gitfiles.attached_notes(batch, both, head) == list(
-            dict.fromkeys(
-                str(oid)
-                for target in both
-                for oid in notestree.find(pg, pg[target].peel(pygit2.Tree), head)
-            )
+        assert gitfiles.attached_notes(batch, both, head) == (
+            list(
+                dict.fromkeys(
+                    str(oid)
+                    for target in both
+                    for oid in notestree.find(pg, pg[target].peel(pygit2.Tree), head)
+                )
+            ),
+            [],
         )
         with pytest.raises(gitfiles.UnsureError):  # a tree is no notes commit
             gitfiles.attached_notes(batch, [str(root.id)], head)

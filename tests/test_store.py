@@ -254,9 +254,10 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
 def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alone(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Entries a notes walk does not read (a file with another name, a folder that is not
-    two hex digits, a fan-out past 40 digits) are not notes that changed, and a note whose
-    mode alone changed did not change; only the subtrees that differ are opened, and a
+    """Entries a notes walk reads as no note (a file with another name, a folder that is not
+    two hex digits, a fan-out past 40 digits) name no commit: NAMELESS says that one
+    changed (a read counts them); a note that became a symlink changed, a note whose mode
+    alone changed (executable) did not; only the subtrees that differ are opened, and a
     missing one is named."""
     note = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nn = 1\n").strip()
     other = repo.git("hash-object", "-w", "--stdin", input="[[x]]\nn = 2\n").strip()
@@ -265,12 +266,20 @@ def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alo
         return repo.git("mktree", *flags, input="".join(line + "\n" for line in lines)).strip()
 
     a1, a2, a3 = "ab" + "1" * 38, "ab" + "2" * 38, "cd" + "3" * 38
+    a4 = "ab" + "7" * 38
     deep = mktree([f"100644 blob {other}\t{'4' * 38}"])  # ab/<38>: too deep to be a note
-    fanned_old = mktree([f"100644 blob {note}\t{a1[2:]}", f"100644 blob {note}\t{a2[2:]}"])
+    fanned_old = mktree(
+        [
+            f"100644 blob {note}\t{a1[2:]}",
+            f"100644 blob {note}\t{a2[2:]}",
+            f"100644 blob {note}\t{a4[2:]}",
+        ]
+    )
     fanned_new = mktree(
         [
             f"100755 blob {note}\t{a1[2:]}",
             f"100644 blob {other}\t{a2[2:]}",
+            f"120000 blob {note}\t{a4[2:]}",
             f"040000 tree {deep}\tee",
         ]
     )
@@ -295,7 +304,7 @@ def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alo
     store = Store(str(repo.path), repo.environ)
     old, new = (store.repo[pygit2.Oid(hex=tree)] for tree in (old_id, new_id))
     assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
-    expected = {a2, a3, "ef" * 20}
+    expected = {a2, a3, a4, "ef" * 20, notestree.NAMELESS}
     opened: list[str] = []
     tree = notestree.tree
 

@@ -34,7 +34,7 @@ class Case:
     invalid: int  # invalid notes or records a reader counts for it
     hidden: int = 0  # records on objects that are not commits reachable from HEAD
     listed: tuple[str, ...] = ()  # record ids `history --all` must still list
-    on: str = "commit"  # commit, tree, blob, gitlink (a tree entry, not a blob)
+    on: str = "commit"  # commit, tree, blob, gitlink, symlink (tree entries, not notes)
     writable: bool = True  # whether a write may append to it (else it must refuse, exit 3)
 
 
@@ -135,6 +135,8 @@ def plant(path: Path, environ: Mapping[str, str], corpus: Sequence[Case]) -> lis
             target = found[f":{2 * index + 2}"]
         if case.on == "gitlink":
             _plant_gitlink(path, environ, target)
+        elif case.on == "symlink":
+            _plant_symlink(path, environ, target, case.data)
         elif case.on != "commit":
             blob_id = git(path, environ, "hash-object", "-w", "--stdin", stdin=case.data).strip()
             git(path, environ, "notes", "--ref=majordomus", "add", "-f", "--allow-empty",
@@ -150,6 +152,17 @@ def _plant_gitlink(path: Path, environ: Mapping[str, str], target: str) -> None:
     listing += f"160000 commit {'1' * 40}\t{target}\n"
     tree = git(path, environ, "mktree", "--missing", stdin=listing.encode()).strip()
     new = git(path, environ, "commit-tree", tree, "-p", old, "-m", "gitlink").strip()
+    git(path, environ, "update-ref", NOTES_REF, new, old)
+
+
+def _plant_symlink(path: Path, environ: Mapping[str, str], target: str, data: bytes) -> None:
+    """A notes tree whose entry for `target` is a symbolic link to a blob of `data`."""
+    old = git(path, environ, "rev-parse", NOTES_REF).strip()
+    blob = git(path, environ, "hash-object", "-w", "--stdin", stdin=data).strip()
+    listing = git(path, environ, "ls-tree", NOTES_REF)
+    listing += f"120000 blob {blob}\t{target}\n"
+    tree = git(path, environ, "mktree", stdin=listing.encode()).strip()
+    new = git(path, environ, "commit-tree", tree, "-p", old, "-m", "symlink").strip()
     git(path, environ, "update-ref", NOTES_REF, new, old)
 
 

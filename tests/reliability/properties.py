@@ -16,6 +16,7 @@ from majordomus.errors import RefusedError
 from majordomus.profile import parse_config, resolve
 from majordomus.records import (
     KINDS,
+    NOTE_MAX_BYTES,
     Entry,
     Note,
     NoteError,
@@ -188,7 +189,9 @@ def valid_ids(data: bytes) -> set[tuple[str, str]]:
 def check_store_merge(ours: bytes, theirs: bytes, merged: bytes) -> None:
     """A note on both sides of a merge: every valid record of either side is in the result,
     and a side that cannot be read whole is kept, byte for byte or in an `[[unreadable]]`
-    table, beside them."""
+    table, beside them. A side over the read limit holds no record a read can read, and
+    a merge never takes it (nor joins it to the other side): it is expected in none."""
+    ours, theirs = (side if len(side) <= NOTE_MAX_BYTES else b"" for side in (ours, theirs))
     try:
         result = parse_note(merged)
     except NoteError:
