@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Clock, Repo
-from tests.hostile_clones import (
+from tests.remote_fixtures import ref_ids
+from tests.support.git import NOTES_REF
+from tests.support.trees import (
     TRACKING_REF,
     Scene,
     ids,
@@ -21,8 +23,6 @@ from tests.hostile_clones import (
     session_start,
     third_clone,
 )
-from tests.remote_fixtures import ref_ids
-from tests.support.git import NOTES_REF
 
 BIG = "[[junk]]\nx = '" + "a" * (1 << 20) + "'\n"
 HOW = {"appended": "append", "replaced": "add -f", "on a commit of its own": "add"}

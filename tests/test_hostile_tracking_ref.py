@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Clock
-from tests.hostile_clones import (
+from tests.remote_fixtures import ref_ids
+from tests.support.cli import Result
+from tests.support.git import NOTES_REF
+from tests.support.trees import (
     TRACKING_REF,
     Scene,
     blob,
@@ -22,9 +25,6 @@ from tests.hostile_clones import (
     session_start,
     third_clone,
 )
-from tests.remote_fixtures import ref_ids
-from tests.support.cli import Result
-from tests.support.git import NOTES_REF
 
 READS = [
     ("history", "--all", "--json"),

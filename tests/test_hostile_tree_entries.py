@@ -14,7 +14,8 @@ from typing import NamedTuple
 import pytest
 
 from tests.conftest import Clock
-from tests.hostile_clones import (
+from tests.remote_fixtures import ref_ids
+from tests.support.trees import (
     Scene,
     blob,
     git_push,
@@ -26,7 +27,6 @@ from tests.hostile_clones import (
     session_start,
     third_clone,
 )
-from tests.remote_fixtures import ref_ids
 
 FORGED = "c-00000000000f0e1d"
 
