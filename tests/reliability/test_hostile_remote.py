@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from soak.hostile_remote import (
+    ATTACKS,
     FAKE_QUOTE,
     MARKERS,
     TEXT_ATTACKS,
@@ -20,15 +21,22 @@ from soak.hostile_remote import (
     run_trial,
 )
 
+# Every attack but a record that reuses one of the victim's ids (whose copy a read may then
+# show: a known gap, see README).
+SURVIVED = tuple(kind for kind in ATTACKS if kind != "id-collision")
 
-@pytest.mark.parametrize("seed", [1, 3])
+
+@pytest.mark.parametrize(("seed", "attacks"), [(1, TEXT_ATTACKS), (3, SURVIVED)])
 def test_hostile_text_from_a_remote_is_quoted_and_hides_nothing_of_mine(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, attacks: tuple[str, ...]
 ) -> None:
-    outcome = run_trial(tmp_path, seed, TEXT_ATTACKS, rounds=2, steps=(2, 2))
+    outcome = run_trial(tmp_path, seed, attacks, rounds=2, steps=(2, 2))
     assert outcome.problems == []
-    assert outcome.written >= 5 and outcome.read_back == outcome.written
-    assert outcome.marked > 0, "no attacker text reached the agent context"
+    if attacks == TEXT_ATTACKS:  # (a remote whose notes ref is a blob serves a new clone none)
+        assert outcome.written >= 5 and outcome.read_back == outcome.written
+        assert outcome.marked > 0, "no attacker text reached the agent context"
+    else:
+        assert {"gitlink", "symlink", "oversized"} & set(outcome.attacks), outcome.attacks
 
 
 def test_the_checks_catch_unquoted_text_raw_breaks_and_hidden_handovers(tmp_path: Path) -> None:
