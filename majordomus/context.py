@@ -167,12 +167,12 @@ def other_handover_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
-def other_pointer_line(loc: Located, now: datetime.datetime) -> str:
+def other_pointer_line(loc: Located, now: datetime.datetime, program: str) -> str:
     """Another open handover named without its author, when the author does not fit: a
     teammate's author of 2000 characters must not crowd the others out of the block."""
     return (
         f"- {loc.record.id} on {loc.commit[:12]}, {_ago(now, loc.record.at)}: its author left "
-        f"out to stay within the budget: majordomus show {loc.commit[:12]}"
+        f"out to stay within the budget: {program} show {loc.commit[:12]}"
     )
 
 
@@ -321,7 +321,7 @@ def _place_others(
         last = position == st.older_open - 1
         room = tail if last else [*reserve, *tail]
         whole = [*heading, *other_handover_lines(loc, now)]
-        short = [*heading, other_pointer_line(loc, now)]
+        short = [*heading, other_pointer_line(loc, now, program)]
         lines = whole if total(whole, room) <= max_chars else short
         if total(lines, room) > max_chars:
             break
