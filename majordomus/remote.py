@@ -157,6 +157,8 @@ class Git:
         silence = [] if self.silence_s is None else [
             "-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={self.silence_s}"
         ]  # fmt: skip
+        if self.silence_s is not None and not _WATCHES_READS and args[0] in ("fetch", "push"):
+            args = (args[0], "--progress", *args[1:])  # git then talks while the remote sends
         command = ["git", f"--git-dir={self.store.gitdir}", *silence, *args]
         try:
             process = subprocess.Popen(
@@ -201,9 +203,15 @@ class Git:
         )
 
 
+# Where the kernel counts what a process reads and writes (Linux), a remote that is sending
+# shows as git reading (from its socket, or from the ssh or HTTP helper's pipe); elsewhere
+# git is asked for --progress, which costs a fetch some 30 ms, to show it talking.
+_WATCHES_READS = os.path.exists("/proc/self/io")
+
+
 class _Watch:
-    """git's output, read as it comes, and when it last came: git fetches and pushes with
-    --progress, so a remote that is sending keeps git talking (about once a second)."""
+    """git's output, read as it comes, and when git last did anything: wrote output, or
+    (where the kernel tells) read or wrote anything at all."""
 
     def __init__(
         self,
@@ -216,6 +224,7 @@ class _Watch:
         self._process = process
         self._monotonic = monotonic
         self._last = monotonic()
+        self._io: list[bytes] = []
         self._chunks: dict[int, list[bytes]] = {1: [], 2: []}
         self._threads = [
             threading.Thread(target=self._read, args=(stream, fd), daemon=True)
@@ -234,6 +243,18 @@ class _Watch:
             self._chunks[fd].append(chunk)
             self._last = self._monotonic()
 
+    def _note_io(self, now: float) -> None:
+        """git read or wrote since the last look: it is not waiting on a silent remote."""
+        if not _WATCHES_READS:
+            return
+        try:
+            with open(f"/proc/{self._process.pid}/io", "rb") as stats:
+                counts = stats.read(64).split(b"\n", 2)[:2]  # rchar, wchar
+        except OSError:
+            return  # ended, or not ours to look at: its output still counts
+        if counts != self._io:
+            self._io, self._last = counts, now
+
     def _feed(self, data: bytes) -> None:
         assert self._process.stdin is not None
         with contextlib.suppress(OSError):
@@ -241,22 +262,22 @@ class _Watch:
             self._process.stdin.close()
 
     def wait(self, budget_s: float | None, silence_s: int | None) -> str | None:
-        """None once git has ended; "late" past the budget; "silent" past the silence."""
+        """None once git has ended; "late" past the budget; "silent" past the silence.
+        Waits on the readers, which end when git closes its output: at once, where
+        Popen.wait(timeout) would poll (up to 50 ms late)."""
         start = self._monotonic()
-        while True:
-            now = self._monotonic()
-            limits = [] if budget_s is None else [start + budget_s - now]
-            if silence_s is not None:
-                limits.append(self._last + silence_s - now)
-            if limits and min(limits) <= 0:
-                if budget_s is not None and now - start >= budget_s:
-                    return "late"
-                return "silent"
-            try:
-                self._process.wait(timeout=min([0.5, *limits]))
-            except subprocess.TimeoutExpired:
-                continue
-            return None
+        for thread in self._threads[:2]:
+            while thread.is_alive():
+                now = self._monotonic()
+                self._note_io(now)
+                limits = [] if budget_s is None else [start + budget_s - now]
+                if silence_s is not None:
+                    limits.append(self._last + silence_s - now)
+                if limits and min(limits) <= 0:
+                    return "late" if budget_s is not None and now - start >= budget_s else "silent"
+                thread.join(min([1.0, *limits]) if limits else None)
+        self._process.wait()
+        return None
 
     def output(self) -> tuple[str, str]:
         for thread in self._threads:
@@ -328,7 +349,7 @@ def fetch(
         result = git.run(
             "fetch",
             "--no-tags",
-            "--progress",  # a remote that is sending keeps git talking: see _Watch
+            "--quiet",
             "--prune",
             "--no-filter",
             "--",
@@ -397,7 +418,6 @@ def push(
         result = git.run(
             "push",
             "--porcelain",
-            "--progress",
             "--no-verify",
             f"--force-with-lease={NOTES_REF}:{expected}",
             "--",
@@ -486,7 +506,7 @@ def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> st
         "-c",
         "fetch.negotiationAlgorithm=noop",
         "fetch",
-        "--progress",
+        "--quiet",
         "--no-tags",
         "--no-write-fetch-head",
         "--recurse-submodules=no",
