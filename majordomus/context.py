@@ -245,10 +245,8 @@ def block(
         opening.pop()
     # Whatever does not fit is counted, and the line saying so is reserved in advance
     # whenever it may be needed.
-    summary_reserve = [f"(999999 more records left out: {program} history --task {task})"]
-    others_reserve = [
-        f"(999999 open handovers of this task not shown: {program} history --task {task})"
-    ]
+    summary_reserve = [_left_out_line(999999, st, program)]
+    others_reserve = [_not_shown_line(999999, st, program)]
     if st.title:
         title = _quoted(f"title: {st.title}")
         if total([*title, _status_line(st)], [*summary_reserve, *fixed_tail]) <= max_chars:
@@ -284,7 +282,7 @@ def block(
         _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail], program)
     omitted += st.more_checkpoints
     if omitted:
-        body.append(f"({omitted} more records left out: {program} history --task {task})")
+        body.append(_left_out_line(omitted, st, program))
     lines = [*opening, *body, *fixed_tail]
     # Every line is bounded, but a budget near the least may not hold them all: shed
     # whole lines, from the end, rather than ever exceed it.
@@ -294,6 +292,16 @@ def block(
     text = "\n".join(lines[:shown])
     kept = tuple(ident for ident, end in included if len(opening) + end <= shown)
     return ContextResult(st.task, text, kept, omitted + len(included) - len(kept))
+
+
+def _left_out_line(count: int, st: Status, program: str) -> str:
+    """The line counting the records left out (its widest form reserves room for it)."""
+    return f"({count} more records left out: {program} history --task {st.task})"
+
+
+def _not_shown_line(count: int, st: Status, program: str) -> str:
+    """The line counting the other open handovers not named (widest form: its reserve)."""
+    return f"({count} open handover(s) of this task not shown: {program} history --task {st.task})"
 
 
 def _place_others(
@@ -313,9 +321,7 @@ def _place_others(
         f"Other open handovers of this task, newest first ({program} resume resolves them "
         "with the newest):"
     ]
-    reserve = [
-        f"(999999 open handovers of this task not shown: {program} history --task {st.task})"
-    ]
+    reserve = [_not_shown_line(999999, st, program)]
     named = 0
     for position, loc in enumerate(st.others):
         last = position == st.older_open - 1
@@ -330,9 +336,7 @@ def _place_others(
         named += 1
     rest = st.older_open - named
     if rest:
-        body.append(
-            f"({rest} open handover(s) of this task not shown: {program} history --task {st.task})"
-        )
+        body.append(_not_shown_line(rest, st, program))
 
 
 def build(

@@ -112,7 +112,8 @@ def answer(
         try:
             result = context.build(ctx, HOOK_CONTEXT_CHARS, program=program)
         except ops.AmbiguousTaskError as error:
-            return _context_answer(agent, name, f"majordomus: {error.message}")
+            refusal = error.sentence(error.candidates, program)
+            return _context_answer(agent, name, f"majordomus: {refusal}")
         if result.task is None:
             return _silent(agent, name)
         return _context_answer(agent, name, result.text)

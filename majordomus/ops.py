@@ -153,15 +153,19 @@ class AmbiguousTaskError(RefusedError):
     SHOWN = 10  # candidates named; a teammate's hundred tasks must not flood an agent
 
     def __init__(self, candidates: tuple[str, ...]) -> None:
-        named = ", ".join(candidates[: self.SHOWN])
-        if len(candidates) > self.SHOWN:
-            named += f" and {len(candidates) - self.SHOWN} more (majordomus task list)"
-        super().__init__(
-            f"no current task, and {len(candidates)} tasks have an open handover reachable "
-            f"from HEAD: {named}; pick one with majordomus task use TASK "
-            "(or pass --task TASK)."
-        )
+        super().__init__(self.sentence(candidates, "majordomus"))
         self.candidates = candidates
+
+    @classmethod
+    def sentence(cls, candidates: tuple[str, ...], program: str) -> str:
+        """The refusal, its commands spelt with `program` (a hook's is the entry's path)."""
+        named = ", ".join(candidates[: cls.SHOWN])
+        if len(candidates) > cls.SHOWN:
+            named += f" and {len(candidates) - cls.SHOWN} more ({program} task list)"
+        return (
+            f"no current task, and {len(candidates)} tasks have an open handover reachable "
+            f"from HEAD: {named}; pick one with {program} task use TASK (or pass --task TASK)."
+        )
 
 
 def validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
@@ -464,23 +468,18 @@ def resume(
     # Every older open handover is named (id, author, age) and superseded: only those named.
     newest, older = index.locate(pending[0]), tuple(index.locate(h) for h in pending[1:])
     div = store.graph().labels(head, [newest.commit])[newest.commit]
-    superseded = tuple(h.record.id for h in older)
     if peek:
-        return ResumeResult(
-            task_id, newest, div, None, len(pending), superseded, (), (), implied, older
-        )
+        return ResumeResult(task_id, newest, div, None, len(pending), older, (), (), implied)
     fields: dict[str, Any] = {"handover": newest.record.id, "label": div.label}
     if div.ahead is not None:
         fields["ahead"] = div.ahead
     if div.behind is not None:
         fields["behind"] = div.behind
-    fields["supersedes"] = list(superseded)
+    fields["supersedes"] = [loc.record.id for loc in older]
     recorded, locks = _write(ctx, store, "resume", task_id, fields, sess, views)
     if implied:
         store.set_current_task(task_id)  # the session now works on it: checkpoints go there
-    return ResumeResult(
-        task_id, newest, div, recorded, len(pending), superseded, locks, (), implied, older
-    )
+    return ResumeResult(task_id, newest, div, recorded, len(pending), older, locks, (), implied)
 
 
 # ---- history and show -----------------------------------------------------------------------

@@ -154,11 +154,14 @@ class ResumeResult(NamedTuple):
     divergence: Divergence | None
     recorded: Located | None
     open_handovers: int
-    superseded: tuple[str, ...]
+    older: tuple[Located, ...]  # the other open handovers, superseded with it, newest first
     stale_locks: tuple[StaleLock, ...]
     checkpoints_since: tuple[Located, ...] = ()  # when nothing is open, newest first
     implied: bool = False  # the task was taken from the one open handover reachable from HEAD
-    older: tuple[Located, ...] = ()  # the superseded handovers, read to be named
+
+    @property
+    def superseded(self) -> tuple[str, ...]:
+        return tuple(loc.record.id for loc in self.older)
 
 
 class HistoryEntry(NamedTuple):

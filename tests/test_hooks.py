@@ -322,3 +322,24 @@ def test_the_commands_offered_run_as_offered_without_majordomus_on_path(
     assert ran.returncode == 0 and task_repo.notes_ref() != before
     shown = json.loads(task_repo.run("show", "--json").out)["records"]
     assert "offered, and it ran" in [r.get("body") for r in shown]
+
+
+def test_the_refusal_a_hook_hands_over_names_majordomus_as_the_entry_ran_it(repo: Repo) -> None:
+    # No current task and two with an open handover: the agent is told to pick one, with
+    # the command spelt as the hook entry runs majordomus (not on the agent's PATH).
+    for title in ("one", "two"):
+        repo.task(title)
+        assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    (repo.path / ".git" / "majordomus-task").unlink()
+    script = Path(sys.executable).parent / "majordomus"
+    done = subprocess.run(
+        [str(script), "hook", "claude"],
+        input=payload(repo, "SessionStart", source="startup"),
+        capture_output=True,
+        cwd=repo.path,
+        env={**repo.environ, "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    text = context_of(done.stdout.decode(), "SessionStart")
+    assert text.startswith("majordomus: no current task, and 2 tasks have an open handover")
+    assert text.endswith(f"; pick one with {script} task use TASK (or pass --task TASK).")
