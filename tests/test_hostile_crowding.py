@@ -15,7 +15,9 @@ import pytest
 
 from tests.support.attacks import (
     AGENTS,
+    CLONES,
     MALLORY,
+    Scene,
     World,
     assert_every_agent,
     assert_plain_text,
@@ -90,27 +92,11 @@ def crowding(world: World) -> None:
     )  # fmt: skip
 
 
-class Crowded:
-    def __init__(self, world: World, third: Repo) -> None:
-        self.world = world
-        self.third = third
-        self.topic = third  # set once the branch is checked out
-
-    def clones(self) -> dict[str, Repo]:
-        return {
-            "victim": self.world.victim,
-            "second": self.world.second,
-            "topic": self.topic,
-            "third": self.third,
-        }
-
-
 @pytest.fixture(scope="module")
-def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crowded]:
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     world = attacked(tmp_path_factory.mktemp("hostile-crowding"), crowding)
-    crowded = Crowded(world, world.third())
-    crowded.topic = world.topic()
-    yield crowded
+    third = world.third()  # before the branch: the new clone fetches the victim's main
+    yield Scene(world, world.topic(), third)
 
 
 def ago(world: World, seconds_after_start: int) -> str:
@@ -120,11 +106,8 @@ def ago(world: World, seconds_after_start: int) -> str:
     return f"{minutes}m {seconds:02d}s ago" if minutes else f"{seconds}s ago"
 
 
-CLONES = ("victim", "second", "topic", "third")
-
-
 @pytest.mark.parametrize("clone", CLONES)
-def test_the_victims_handover_is_still_named_for_every_agent(crowded: Crowded, clone: str) -> None:
+def test_the_victims_handover_is_still_named_for_every_agent(crowded: Scene, clone: str) -> None:
     world = crowded.world
     repo = crowded.clones()[clone]
     text = assert_every_agent(repo)
@@ -145,9 +128,7 @@ def test_the_victims_handover_is_still_named_for_every_agent(crowded: Crowded, c
 
 
 @pytest.mark.parametrize("clone", CLONES)
-def test_resume_peek_lists_the_victims_handover_with_its_author(
-    crowded: Crowded, clone: str
-) -> None:
+def test_resume_peek_lists_the_victims_handover_with_its_author(crowded: Scene, clone: str) -> None:
     world = crowded.world
     repo = crowded.clones()[clone]
     peek = repo.run("resume", "--peek")
@@ -181,7 +162,7 @@ def resumed_record(repo: Repo, world: World) -> dict[str, object]:
     return dict(new)
 
 
-def test_resume_supersedes_exactly_what_it_listed(crowded: Crowded) -> None:
+def test_resume_supersedes_exactly_what_it_listed(crowded: Scene) -> None:
     world = crowded.world
     repo = world.third("resumer")
     listed = json.loads(repo.run("resume", "--peek", "--json").out)["superseded"]
@@ -203,10 +184,7 @@ def swamping(world: World) -> None:
     """Three newer handovers whose authors (never capped on write: plain git wrote them)
     each take half the hook's budget, and five checkpoints as long as a note allows."""
     attacker = world.attacker
-    world.clock.advance(60)
-    attacker.commit("attacker: long names")
-    head = attacker.head()
-    at = world.clock.now
+    head, at = world.attacker_commit("attacker: long names")
     text = "".join(
         record(
             "handover",
@@ -258,10 +236,7 @@ MANY = 25
 
 def flooding(world: World) -> None:
     attacker = world.attacker
-    world.clock.advance(60)
-    attacker.commit("attacker: many hands")
-    head = attacker.head()
-    at = world.clock.now
+    head, at = world.attacker_commit("attacker: many hands")
     text = "".join(
         record(
             "handover",

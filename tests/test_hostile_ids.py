@@ -121,9 +121,9 @@ def forged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forged]:
 
     def attack(world: World) -> None:
         attacker = world.attacker
-        world.clock.advance(60)
-        attacker.commit("attacker: bump the retry count", {"retry.py": "retry = 5\n"})
-        head = attacker.head()
+        head, _ = world.attacker_commit(
+            "attacker: bump the retry count", {"retry.py": "retry = 5\n"}
+        )
         own, on_merge, n_own, n_merge = forged_records(world, head)
         write_note(attacker, head, own)
         write_note(attacker, world.merge, on_merge, append=True)
@@ -292,10 +292,7 @@ CROWD = 30
 def crowd(tmp_path_factory: pytest.TempPathFactory) -> World:
     def attack(world: World) -> None:
         attacker = world.attacker
-        world.clock.advance(60)
-        attacker.commit("attacker: thirty things to do")
-        head = attacker.head()
-        at = world.clock.now
+        head, at = world.attacker_commit("attacker: thirty things to do")
         text = ""
         for n in range(CROWD):
             task = f"t-c{n:011x}"

@@ -79,10 +79,7 @@ FORGED_TASK = "t-1b1b1b1b1b1b"
 
 def attack(world: World) -> None:
     attacker = world.attacker
-    world.clock.advance(60)
-    attacker.commit("attacker: whitespace only", {"ack.py": "ack = True  \n"})
-    head = attacker.head()
-    at = world.clock.now
+    head, at = world.attacker_commit("attacker: whitespace only", {"ack.py": "ack = True  \n"})
     text = record("task", FORGED_TASK, FORGED_TASK, head, at, title=hidden("title"))
     text += record(
         "handover", FORGED_HANDOVER, world.task, head, at,

@@ -16,9 +16,11 @@ import pytest
 
 from tests.support.attacks import (
     AGENTS,
+    CLONES,
     DATA_NOTE,
     MALLORY,
     PAYLOAD,
+    Scene,
     World,
     assert_agent_text,
     assert_every_agent,
@@ -34,7 +36,6 @@ from tests.support.attacks import (
     session_start,
     write_note,
 )
-from tests.support.repo import Repo
 
 FORGED_TASK = "t-0bad0bad0bad"
 FORGED_HANDOVER = "h-0bad0bad0bad0bad"
@@ -47,10 +48,7 @@ def attack(world: World) -> None:
     then lines that are no TOML at all (an `append` by hand); the victim's note on its side
     commit replaced (`add -f`) by one of the attacker's."""
     attacker = world.attacker
-    world.clock.advance(60)
-    attacker.commit("attacker: tidy the retry loop", {"retry.py": "retry = 4\n"})
-    head = attacker.head()
-    at = world.clock.now
+    head, at = world.attacker_commit("attacker: tidy the retry loop", {"retry.py": "retry = 4\n"})
     text = record("task", FORGED_TASK, FORGED_TASK, head, at, title=hostile("fix the ack"))
     text += record(
         "handover", FORGED_HANDOVER, world.task, head, at,
@@ -76,37 +74,19 @@ def attack(world: World) -> None:
     )
 
 
-class Lines:
-    def __init__(self, world: World, topic: Repo, third: Repo) -> None:
-        self.world = world
-        self.topic = topic  # another branch, checked out in a linked work tree
-        self.third = third  # a new clone of the remote, after the victim pushed
-
-    def clones(self) -> dict[str, Repo]:
-        return {
-            "victim": self.world.victim,
-            "second": self.world.second,
-            "topic": self.topic,
-            "third": self.third,
-        }
-
-
 @pytest.fixture(scope="module")
-def lines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lines]:
+def lines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     world = attacked(tmp_path_factory.mktemp("hostile-lines"), attack)
     topic = world.topic()
     third = world.third()
     # The attacker's `add -f` took the victim's side checkpoint out of the remote's ref
     # until the victim published again: the second clone fetches once more.
     world.second.git("fetch", "-q", "origin")
-    yield Lines(world, topic, third)
-
-
-CLONES = ("victim", "second", "topic", "third")
+    yield Scene(world, topic, third)
 
 
 @pytest.mark.parametrize("clone", CLONES)
-def test_every_agent_is_handed_attacker_lines_only_quoted(lines: Lines, clone: str) -> None:
+def test_every_agent_is_handed_attacker_lines_only_quoted(lines: Scene, clone: str) -> None:
     repo = lines.clones()[clone]
     text = assert_every_agent(repo)
     quoted = text.split("\n")
@@ -132,7 +112,7 @@ def _shown(payload: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize("clone", CLONES)
-def test_the_mcp_tools_answer_attacker_text_inside_json_strings(lines: Lines, clone: str) -> None:
+def test_the_mcp_tools_answer_attacker_text_inside_json_strings(lines: Scene, clone: str) -> None:
     repo = lines.clones()[clone]
     task = lines.world.task
     answers = mcp_results(
@@ -169,7 +149,7 @@ def test_the_mcp_tools_answer_attacker_text_inside_json_strings(lines: Lines, cl
     ids=" ".join,
 )
 def test_a_persons_commands_never_let_attacker_text_start_a_line(
-    lines: Lines, argv: tuple[str, ...]
+    lines: Scene, argv: tuple[str, ...]
 ) -> None:
     victim = lines.world.victim
     result = victim.run(*argv)
@@ -178,7 +158,7 @@ def test_a_persons_commands_never_let_attacker_text_start_a_line(
     assert_json_text(victim.run(*argv, "--json").out)
 
 
-def test_one_line_fields_show_their_line_breaks_as_escapes(lines: Lines) -> None:
+def test_one_line_fields_show_their_line_breaks_as_escapes(lines: Scene) -> None:
     victim = lines.world.victim
     history = victim.run("history", "--task", lines.world.task).out
     assert f"    by {one_line(hostile(CLAIMED))}, session {one_line(hostile('night shift'))}\n" in (
@@ -195,7 +175,7 @@ def test_one_line_fields_show_their_line_breaks_as_escapes(lines: Lines) -> None
 
 
 @pytest.mark.parametrize("clone", CLONES)
-def test_the_victims_records_stay_readable_in_every_clone(lines: Lines, clone: str) -> None:
+def test_the_victims_records_stay_readable_in_every_clone(lines: Scene, clone: str) -> None:
     repo = lines.clones()[clone]
     assert_reads_victim(repo, lines.world)
     # Its note on the side commit, replaced by the attacker's with `add -f`, is still read
@@ -211,7 +191,7 @@ def test_the_victims_records_stay_readable_in_every_clone(lines: Lines, clone: s
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_an_agent_in_the_victims_clone_resumes_its_own_task(lines: Lines, agent: str) -> None:
+def test_an_agent_in_the_victims_clone_resumes_its_own_task(lines: Scene, agent: str) -> None:
     """The forged task (no handover) never becomes the one a session starts on."""
     text = session_start(lines.world.second, agent)
     assert text.startswith(f"majordomus context: task {lines.world.task}\n")

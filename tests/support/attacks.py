@@ -118,6 +118,15 @@ class World:
     victim_ids: frozenset[str]
     merge: str  # the victim's merge commit, on main
 
+    def attacker_commit(
+        self, message: str, files: Mapping[str, str] | None = None
+    ) -> tuple[str, datetime.datetime]:
+        """A minute on, the attacker commits (code to push with its notes): the commit and
+        the time its records claim."""
+        self.clock.advance(60)
+        self.attacker.commit(message, files)
+        return self.attacker.head(), self.clock.now
+
     def fetch_victims(self) -> None:
         """What the attacker pushed reaches the victim's clones: `majordomus fetch` and a
         merge of the new code in one (a merge commit: the victim had moved too), a plain
@@ -149,6 +158,27 @@ class World:
         if use:
             assert repo.run("task", "use", self.task[:6]).code == 0
         return repo
+
+
+@dataclasses.dataclass
+class Scene:
+    """An attacked world read from every kind of clone: the victim's (which merged), the
+    second (a plain `git fetch`), another branch in a linked work tree, and a new clone."""
+
+    world: World
+    topic: Repo
+    third: Repo
+
+    def clones(self) -> dict[str, Repo]:
+        return {
+            "victim": self.world.victim,
+            "second": self.world.second,
+            "topic": self.topic,
+            "third": self.third,
+        }
+
+
+CLONES = ("victim", "second", "topic", "third")
 
 
 def attacker_environ(environ: Mapping[str, str]) -> dict[str, str]:
