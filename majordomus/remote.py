@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
 import re
 import shlex
@@ -157,7 +158,7 @@ class Git:
         silence = [] if self.silence_s is None else [
             "-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={self.silence_s}"
         ]  # fmt: skip
-        if self.silence_s is not None and not _WATCHES_READS and args[0] in ("fetch", "push"):
+        if self.silence_s is not None and not _watches_reads() and args[0] in ("fetch", "push"):
             args = (args[0], "--progress", *args[1:])  # git then talks while the remote sends
         command = ["git", f"--git-dir={self.store.gitdir}", *silence, *args]
         try:
@@ -206,7 +207,9 @@ class Git:
 # Where the kernel counts what a process reads and writes (Linux), a remote that is sending
 # shows as git reading (from its socket, or from the ssh or HTTP helper's pipe); elsewhere
 # git is asked for --progress, which costs a fetch some 30 ms, to show it talking.
-_WATCHES_READS = os.path.exists("/proc/self/io")
+@functools.cache
+def _watches_reads() -> bool:
+    return os.path.exists("/proc/self/io")  # asked once, when a remote is first talked to
 
 
 class _Watch:
@@ -245,7 +248,7 @@ class _Watch:
 
     def _note_io(self, now: float) -> None:
         """git read or wrote since the last look: it is not waiting on a silent remote."""
-        if not _WATCHES_READS:
+        if not _watches_reads():
             return
         try:
             with open(f"/proc/{self._process.pid}/io", "rb") as stats:

@@ -111,3 +111,25 @@ def test_zero_waits_for_ever_and_a_real_remote_still_answers(worked: Repo) -> No
     worked.git("init", "-q", "--bare", str(remote))
     worked.git("config", "majordomus.remoteTimeout", "0")
     assert worked.run("push", str(remote)).code == 0
+
+
+@pytest.mark.parametrize("verb", ["fetch", "push"])
+def test_where_the_kernel_does_not_count_reads_git_is_asked_to_talk(
+    worked: Repo, verb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Off Linux the watch sees only git's output: git runs with --progress, and a remote
+    # that answers still does its work; one that never answers is still given up on.
+    from majordomus import remote
+
+    monkeypatch.setattr(remote, "_watches_reads", lambda: False)
+    team = worked.path.parent / "team.git"
+    worked.git("init", "-q", "--bare", str(team))
+    assert worked.run("push", str(team)).code == 0
+    trace = worked.path.parent / "trace"
+    assert worked.run(verb, str(team), environ={"GIT_TRACE": str(trace)}).code == 0
+    asked = [line for line in trace.read_text().splitlines() if f" {verb} " in line]
+    assert asked and all("--progress" in line for line in asked if "built-in: git" in line)
+    assert any("built-in: git" in line and "--progress" in line for line in asked), asked
+    with mute_server() as port:
+        result = worked.run(verb, f"git://127.0.0.1:{port}/team.git")
+    assert result.code == 4 and "sent nothing for 1 s" in result.err, result.err
