@@ -25,8 +25,8 @@ from typing import NamedTuple
 from majordomus import patches
 from majordomus.errors import RefusedError
 from majordomus.index import Index, Views, newest_copy
+from majordomus.jobs import Jobs
 from majordomus.records import Record
-from majordomus.store import Store
 from majordomus.values import (
     DEFAULT_DAYS,
     Adoption,
@@ -48,7 +48,7 @@ class _Orphan(NamedTuple):
 
 
 def adopt(
-    store: Store,
+    jobs: Jobs,
     rev: str | None,
     *,
     dry_run: bool = False,
@@ -57,12 +57,12 @@ def adopt(
 ) -> AdoptResult:
     if days < 1:
         raise RefusedError(f"--days must be 1 or more, not {days}.")
-    commit = store.resolve(rev)
+    commit = jobs.history.resolve(rev)
     if not dry_run:
-        store.check_writable()
-    views = Views(store)
+        jobs.writer.check_writable()
+    views = Views(jobs.reader, jobs.history)
     invalid = views.invalid
-    notes = _unreached(store, commit)
+    notes = _unreached(jobs, commit)
     # A record is orphaned when REV reaches none of its copies: when the copy a read from
     # REV lists (a reachable one when there is one) is on a commit REV does not reach. It
     # is listed, as every read lists it then, by its copy on the newest commit.
@@ -77,13 +77,13 @@ def adopt(
         for item in views.listed(sorted(tasks), commit)
         if item.commit not in notes
     }
-    orphaned = [newest_copy(c, store) for key, c in copies.items() if key not in reached]
-    horizon = (store.commit_time(commit) or 0) - days * 86400
+    orphaned = [newest_copy(c, jobs.history) for key, c in copies.items() if key not in reached]
+    horizon = (jobs.history.commit_time(commit) or 0) - days * 86400
     recent = [item for item in orphaned if item.summary.at >= horizon]
     if not recent:
         return AdoptResult(commit, dry_run, (), (), len(orphaned), 0, 0, (), days, invalid)
     rows = [(tuple(item.summary), item.commit, notes[item.commit].blobs) for item in recent]
-    index = Index.of_view(store, rows, set(), (), invalid, rev=commit)
+    index = Index.of_view(jobs.reader, jobs.history, rows, set(), (), invalid, rev=commit)
     index.preload(recent)
     orphans = [
         _Orphan(
@@ -94,21 +94,21 @@ def adopt(
         for item in recent
     ]
     since = int(min(item.summary.at for item in recent)) - SLACK_S
-    existing = sorted(store.commits_here({c for orphan in orphans for c in orphan.commits}))
-    cut = store.shallow_boundary()  # their diffs cannot be known: never compared
+    existing = sorted(jobs.history.commits_here({c for orphan in orphans for c in orphan.commits}))
+    cut = jobs.history.shallow_boundary()  # their diffs cannot be known: never compared
     # Two chains of git processes, run side by side: the branches of the orphaned
     # commits and their whole changes; the commits of REV compared and every change.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        branches = pool.submit(_branch_changes, store, commit, existing)
-        listed = store.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout
+        branches = pool.submit(_branch_changes, jobs, commit, existing)
+        listed = jobs.repository.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout
         window = [c for c in listed.split() if c not in cut]
-        ids = patches.ids_of_commits(store, [*window, *existing])
+        ids = patches.ids_of_commits(jobs.history, [*window, *existing])
         whole = branches.result()
     candidates = _candidates(orphans, window, existing, ids, whole)
     adopted, ambiguous = _decide(orphans, candidates)
     locks: tuple[StaleLock, ...] = ()
     if adopted and not dry_run:
-        locks = _write(store, adopted, sleep)
+        locks = _write(jobs, adopted, sleep)
     return AdoptResult(
         commit,
         dry_run,
@@ -123,7 +123,7 @@ def adopt(
     )
 
 
-def _unreached(store: Store, rev: str) -> Mapping[str, NotesOn]:
+def _unreached(jobs: Jobs, rev: str) -> Mapping[str, NotesOn]:
     """The notes on commits REV does not reach: from the notes trees' listings and the
     order of REV, with only those notes read when the listings are at hand (at 100,000
     notes, a few read rather than every one summarised), else from a read of every note.
@@ -131,15 +131,15 @@ def _unreached(store: Store, rev: str) -> Mapping[str, NotesOn]:
     whose every note object was here); one that is not (lost since) sends it to the read
     of every note, which fetches it from the promisor remote or stops (exit 3): never a
     record left out as if REV reached it."""
-    listing = store.note_listing()
+    listing = jobs.reader.listing()
     if listing is not None:
         commits = listing.commits()
-        commits.difference_update(store.graph().order(rev, commits))
-        found = store.notes_of(listing, commits)
+        commits.difference_update(jobs.history.graph().order(rev, commits))
+        found = jobs.reader.notes_of(listing, commits)
         if not found.missing:
             return found.commits
-    notes = store.read_notes().commits
-    reachable = store.graph().order(rev, notes.keys())
+    notes = jobs.reader.read_notes().commits
+    reachable = jobs.history.graph().order(rev, notes.keys())
     return {c: on for c, on in notes.items() if c not in reachable}
 
 
@@ -148,10 +148,10 @@ class _Branch(NamedTuple):
     patch: str | None  # the patch id of its whole change since it left REV
 
 
-def _branch_changes(store: Store, rev: str, existing: Sequence[str]) -> dict[str, _Branch]:
+def _branch_changes(jobs: Jobs, rev: str, existing: Sequence[str]) -> dict[str, _Branch]:
     """Tip -> its branch and whole change, for the orphaned commits that still exist."""
-    branches = _branches(store, rev, existing)
-    whole = patches.ids_against(store, {tip: base for tip, (base, _) in branches.items()})
+    branches = _branches(jobs, rev, existing)
+    whole = patches.ids_against(jobs.history, {tip: base for tip, (base, _) in branches.items()})
     return {tip: _Branch(branch, whole.get(tip)) for tip, (_, branch) in branches.items()}
 
 
@@ -202,14 +202,16 @@ def _candidates(
 
 
 def _branches(
-    store: Store, rev: str, existing: Sequence[str]
+    jobs: Jobs, rev: str, existing: Sequence[str]
 ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Tip -> (merge base with REV, the branch's commits), for the orphaned commits that
     still exist and are not an ancestor of another one: one `git rev-list --boundary`
     for all of them; `git merge-base` only where a branch meets REV more than once."""
     if not existing:
         return {}
-    listing = store.git("rev-list", "--parents", "--boundary", *existing, f"^{rev}").stdout
+    listing = jobs.repository.git(
+        "rev-list", "--parents", "--boundary", *existing, f"^{rev}"
+    ).stdout
     parents: dict[str, list[str]] = {}
     boundary: set[str] = set()
     for line in listing.splitlines():
@@ -236,7 +238,7 @@ def _branches(
         branch, bases = reach[tip]
         if any(tip in reach[other][0] for other in existing if other != tip):
             continue  # an ancestor of another orphaned commit: its branch covers it
-        base = next(iter(bases)) if len(bases) == 1 else store.merge_base(tip, rev)
+        base = next(iter(bases)) if len(bases) == 1 else jobs.history.merge_base(tip, rev)
         if base is not None and branch:
             found[tip] = (base, tuple(branch))
     return found
@@ -269,12 +271,14 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 
 
 def _write(
-    store: Store, adopted: Sequence[Adoption], sleep: Callable[[float], None]
+    jobs: Jobs, adopted: Sequence[Adoption], sleep: Callable[[float], None]
 ) -> tuple[StaleLock, ...]:
     notes: dict[str, list[Record]] = {}
     for adoption in adopted:
         notes.setdefault(adoption.commit, []).extend(loc.record for loc in adoption.records)
     count = sum(len(records) for records in notes.values())
     where = ", ".join(commit[:7] for commit in notes)
-    swap = store.append_many(notes, f"majordomus: adopt {count} records onto {where}", sleep=sleep)
+    swap = jobs.writer.append_many(
+        notes, f"majordomus: adopt {count} records onto {where}", sleep=sleep
+    )
     return swap.stale_locks

@@ -21,7 +21,7 @@ from majordomus.errors import RefusedError, RepositoryError
 from majordomus.values import AgentFinding, Change
 
 if TYPE_CHECKING:  # the hook answerer imports the tables below: it must not load git
-    from majordomus.store import Store
+    from majordomus.repository import Repository
 
 AGENTS = ("claude", "codex", "gemini")
 SCOPES = ("local", "project", "user")
@@ -244,24 +244,24 @@ def _first_link(path: Path, workdir: Path) -> Path:
     return path
 
 
-def _is_tracked(store: Store, path: Path) -> bool:
-    assert store.workdir is not None
-    result = store.git(
-        f"--work-tree={store.workdir}",
+def _is_tracked(repository: Repository, path: Path) -> bool:
+    assert repository.workdir is not None
+    result = repository.git(
+        f"--work-tree={repository.workdir}",
         "ls-files",
         "--error-unmatch",
         "--",
-        str(path.relative_to(store.workdir)),
+        str(path.relative_to(repository.workdir)),
         check=False,
     )
     return result.returncode == 0
 
 
-def _exclude_line(store: Store, path: Path) -> tuple[Path, str | None]:
+def _exclude_line(repository: Repository, path: Path) -> tuple[Path, str | None]:
     """The `.git/info/exclude` line that keeps `path` out of git, None when it is there."""
-    assert store.workdir is not None
-    line = "/" + path.relative_to(store.workdir).as_posix()
-    exclude = store.commondir / "info" / "exclude"
+    assert repository.workdir is not None
+    line = "/" + path.relative_to(repository.workdir).as_posix()
+    exclude = repository.commondir / "info" / "exclude"
     try:
         present = line in exclude.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -270,7 +270,7 @@ def _exclude_line(store: Store, path: Path) -> tuple[Path, str | None]:
 
 
 def install(
-    store: Store | None,
+    repository: Repository | None,
     environ: Mapping[str, str],
     agent: str,
     scope: str = "local",
@@ -287,17 +287,17 @@ def install(
     if agent == "codex" and scope == "user" and environ.get("CODEX_HOME"):
         path = Path(environ["CODEX_HOME"]) / "hooks.json"
     else:
-        path = settings_path(agent, scope, store.workdir if store else None, home)
+        path = settings_path(agent, scope, repository.workdir if repository else None, home)
     warnings: list[str] = []
-    in_tree = scope != "user" and store is not None
-    if store is not None and in_tree and store.workdir is not None:
-        refuse_links_out(path, store.workdir, (store.gitdir, store.commondir))
+    in_tree = scope != "user" and repository is not None
+    if repository is not None and in_tree and repository.workdir is not None:
+        refuse_links_out(path, repository.workdir, (repository.gitdir, repository.commondir))
     if (
-        store is not None
+        repository is not None
         and in_tree
         and scope == "local"
         and not remove
-        and _is_tracked(store, path)
+        and _is_tracked(repository, path)
     ):
         raise RefusedError(
             f"{path} is tracked by git, so a local install would change what your team "
@@ -326,8 +326,8 @@ def install(
         )
     )
     excluded = None
-    if store is not None and in_tree and scope == "local" and not remove:
-        exclude, excluded = _exclude_line(store, path)
+    if repository is not None and in_tree and scope == "local" and not remove:
+        exclude, excluded = _exclude_line(repository, path)
         if excluded is not None and not dry_run:
             try:
                 existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""

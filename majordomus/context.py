@@ -25,8 +25,8 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
+    from majordomus.jobs import Jobs
     from majordomus.profile import Profile
-    from majordomus.store import Store
 
 QUOTE = "> "
 OTHERS_MAX = 20  # other open handovers read to be named; more are counted
@@ -40,7 +40,7 @@ class Session(NamedTuple):
     """Where a fresh session starts: the repository, HEAD, the profile, the task it works on
     (named, current, or implied by the one open handover reachable from HEAD) and its check."""
 
-    store: Store
+    jobs: Jobs
     head: str
     profile: Profile
     task_index: Index  # the records of the task's notes
@@ -55,16 +55,16 @@ def session(ctx: ops.Context, task: str | None = None, checkpoints: int = 0) -> 
     no task can be chosen (NoTaskError, AmbiguousTaskError). Every note the check shows,
     and those of the newest `checkpoints` checkpoints, are read in one go; with
     `checkpoints`, the task's checkpoints come with it, newest first."""
-    store = ops.open_store(ctx)
-    head = store.head()
-    prof = ops.load_profile(ctx, store)
-    views = Views(store)
-    task_id, implied = ops.current_task(ctx, store, views, task, imply=True)
+    jobs = ops.open_here(ctx)
+    head = jobs.history.head()
+    prof = ops.load_profile(ctx, jobs)
+    views = Views(jobs.reader, jobs.history)
+    task_id, implied = ops.current_task(ctx, jobs, views, task, imply=True)
     index = views.index(task_id)
     now = ctx.now()
     found = index.newest_first(index.of_kind("checkpoint", task_id)) if checkpoints else []
     check = ops.check_task(index, task_id, prof, now, also=found[:checkpoints])
-    return Session(store, head, prof, index, task_id, implied, check, found)
+    return Session(jobs, head, prof, index, task_id, implied, check, found)
 
 
 class Status(NamedTuple):
@@ -105,14 +105,14 @@ def check_budget(max_chars: int) -> None:
 def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> Status:
     """Read what the block shows. Raises like `resume` when no task can be chosen."""
     opened = session(ctx, task, checkpoints)  # every note the block shows, read in one go
-    store, index, task_id = opened.store, opened.task_index, opened.task
+    jobs, index, task_id = opened.jobs, opened.task_index, opened.task
     pending = index.open_handovers(task_id)
     found = opened.checkpoints
     shown = found[:checkpoints]
     handover = index.locate(pending[0]) if pending else None
     others = tuple(index.locate(item) for item in pending[1 : 1 + OTHERS_MAX])
     div = (
-        store.graph().labels(opened.head, [handover.commit])[handover.commit]
+        jobs.history.graph().labels(opened.head, [handover.commit])[handover.commit]
         if handover is not None
         else None
     )

@@ -17,8 +17,8 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from majordomus.agents import AGENTS, EVENTS
 
 if TYPE_CHECKING:
+    from majordomus.jobs import Jobs
     from majordomus.ops import Context
-    from majordomus.store import Store
     from majordomus.values import CheckResult
 
 INPUT_MAX_BYTES = 1024 * 1024  # hook inputs are small; anything larger is not one
@@ -134,8 +134,8 @@ def answer(
     return _silent(agent, name)  # PreCompact / PreCompress / SessionEnd: never block
 
 
-def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
-    """The store, the check of the session's task and the flag that names it in a command
+def _stale(ctx: Context) -> tuple[Jobs, CheckResult, str] | None:
+    """The jobs, the check of the session's task and the flag that names it in a command
     (`--task T` when the task was implied, not current), when that task is stale."""
     from majordomus import context
     from majordomus.errors import RefusedError
@@ -145,7 +145,7 @@ def _stale(ctx: Context) -> tuple[Store, CheckResult, str] | None:
     except RefusedError:  # no task, or several to choose from: nothing to remind of
         return None
     flag = f" --task {opened.task}" if opened.implied else ""
-    return (opened.store, opened.check, flag) if opened.check.stale else None
+    return (opened.jobs, opened.check, flag) if opened.check.stale else None
 
 
 def _stale_line(ctx: Context, program: str) -> str | None:
@@ -169,10 +169,10 @@ def _stop_reason(ctx: Context, program: str) -> str | None:
     found = _stale(ctx)
     if found is None:
         return None
-    store, result, flag = found
+    jobs, result, flag = found
     last = result.last_checkpoint.record.id if result.last_checkpoint else "-"
     episode = f"{result.task} {last}\n"
-    path = store.gitdir / STOP_STATE_FILE
+    path = jobs.repository.gitdir / STOP_STATE_FILE
     with contextlib.suppress(OSError):
         if path.read_text(encoding="utf-8") == episode:
             return None

@@ -12,13 +12,17 @@ import marshal
 import operator
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
 from majordomus.errors import RepositoryError
+from majordomus.notesref import NOTES_REF
 from majordomus.records import Note, Record, Shown, Summary, summarise, summary_of
-from majordomus.store import NOTES_REF, Store
 from majordomus.values import Listed, Located, NoteSet, WriteReport
+
+if TYPE_CHECKING:
+    from majordomus.history import History
+    from majordomus.notesread import NotesReader
 
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
@@ -37,12 +41,12 @@ def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> lis
     return ordered
 
 
-def newest_copy(copies: Sequence[Listed], store: Store) -> Listed:
+def newest_copy(copies: Sequence[Listed], history: History) -> Listed:
     """Of copies of one record on commits REV does not reach: the one a read lists, the
     copy on the newest commit."""
     if len(copies) == 1:
         return copies[0]
-    return max(copies, key=lambda c: store.commit_time(c.commit) or 0)
+    return max(copies, key=lambda c: history.commit_time(c.commit) or 0)
 
 
 _at: Callable[[Listed], float] = operator.attrgetter("summary.at")  # C: no call of ours
@@ -53,8 +57,10 @@ class Index:
     """Records, each listed once with the copy chosen as the spec says: the copy on a
     commit reachable from REV when there is one, else the copy on the newest commit."""
 
-    def __init__(self, noteset: NoteSet, store: Store, rev: str | None = None) -> None:
-        self._store = store
+    def __init__(
+        self, noteset: NoteSet, reader: NotesReader, history: History, rev: str | None = None
+    ) -> None:
+        self._reader, self._history = reader, history
         self._rev = rev
         self._order: dict[str, int] | None = None
         self._notes: dict[tuple[str, ...], Note] = {}
@@ -86,7 +92,8 @@ class Index:
     @classmethod
     def of_view(
         cls,
-        store: Store,
+        reader: NotesReader,
+        history: History,
         rows: Sequence[Row],
         resolved: set[str],
         task_ids: tuple[str, ...],
@@ -100,7 +107,8 @@ class Index:
         the same place).
         """
         index = cls.__new__(cls)
-        index._store, index._rev, index._order, index._notes = store, rev, None, {}
+        index._reader, index._history = reader, history
+        index._rev, index._order, index._notes = rev, None, {}
         index.records = [Listed(Summary._make(row[0]), row[1]) for row in rows]
         index._blobs = {row[1]: row[2] for row in rows}
         index._row_blobs = {(row[0][0], row[0][1]): row[2] for row in rows}
@@ -112,8 +120,8 @@ class Index:
     def graph_order(self) -> dict[str, int]:
         """Commit -> rank in `git rev-list REV` (children first), for the commits it holds."""
         if self._order is None:
-            rev = self._rev or self._store.head()
-            self._order = self._store.graph().order(rev, self._blobs.keys())
+            rev = self._rev or self._history.head()
+            self._order = self._history.graph().order(rev, self._blobs.keys())
         return self._order
 
     def _choose(self, copies: list[Listed]) -> Listed:
@@ -122,14 +130,14 @@ class Index:
         reachable = [c for c in copies if c.commit in self.graph_order]
         if reachable:
             return min(reachable, key=lambda c: self.graph_order[c.commit])
-        return newest_copy(copies, self._store)
+        return newest_copy(copies, self._history)
 
     def locate(self, listed: Listed) -> Located:
         """The whole record, parsed from its note."""
         blobs = self._blobs_of(listed)
         note = self._notes.get(blobs)
         if note is None:
-            note = self._store.note(blobs)
+            note = self._reader.note(blobs)
             self._notes[blobs] = note
         position = listed.summary.position
         return Located(note.records[position], listed.commit, position)
@@ -139,19 +147,19 @@ class Index:
         document cache lacks are kept in it newest first, as a history reads them)."""
         blobs = {b for item in items for b in self._blobs_of(item)}
         if len(blobs) <= PRELOAD_THRESHOLD:  # a few: read in one go (one git process
-            self._store.prefetch(list(blobs))  # while libgit2 is not loaded)
+            self._reader.blobs.prefetch(list(blobs))  # while libgit2 is not loaded)
             return
 
         def blobs_newest_first() -> Iterator[str]:  # asked for only when notes are kept anew
             for item in sorted(items, key=_at, reverse=True):
                 yield from self._blobs_of(item)
 
-        self._store.preload(blobs, blobs_newest_first())
+        self._reader.preload(blobs, blobs_newest_first())
 
     def load(self, items: Iterable[Listed]) -> None:
         """The notes of a part of the records shown, read in one go before each is located
         (after `preload`, which made the document cache hold them)."""
-        self._store.load(b for item in items for b in self._blobs_of(item))
+        self._reader.load(b for item in items for b in self._blobs_of(item))
 
     def texts(self, items: Sequence[Listed]) -> list[str | None]:
         """Each record's JSON text as the document cache keeps it (after `preload`), or None
@@ -161,7 +169,7 @@ class Index:
         else:  # `_blobs_of` of an index of every note, without a call per record
             of = map(self._blobs.__getitem__, (item.commit for item in items))
         blobs = [blobs[0] if len(blobs) == 1 else "" for blobs in of]
-        texts = self._store.texts(blobs)
+        texts = self._reader.texts(blobs)
         found: list[str | None] = []
         for item, blob in zip(items, blobs, strict=True):
             held = texts.get(blob)
@@ -175,7 +183,7 @@ class Index:
         for item in items:
             blobs = self._blobs_of(item)
             self._notes.pop(blobs, None)
-            self._store.blobs.forget(blobs)
+            self._reader.blobs.forget(blobs)
 
     def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
         if not self._row_blobs:  # an index of every note: its commit's notes
@@ -363,7 +371,8 @@ class Views:
 
     def __init__(
         self,
-        store: Store,
+        reader: NotesReader,
+        history: History,
         *,
         writing: bool = False,
         shown: Shown | None = None,
@@ -374,17 +383,17 @@ class Views:
         `shown`: the notes the command shows whole next (a task's), kept as they are
         parsed when the views are built from every note. `every`: the command reads
         every task (`whole`): an index of every note made by a full read is kept."""
-        self._store = store
+        self._reader, self._history = reader, history
         self._shown = shown
         self._writing = writing
         self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
         self._unwritten: dict[str, tuple[tuple[Row, ...], tuple[str, ...]]] = {}
-        self._cache = ViewCache(store.commondir / VIEWS_FILE_NAME)
-        self._targets = store.ref_targets()
+        self._cache = ViewCache(reader.commondir / VIEWS_FILE_NAME)
+        self._targets = reader.ref_targets()
         self._key = _key(self._targets)
         try:
-            head: str | None = store.head()
+            head: str | None = history.head()
         except RepositoryError:
             head = None
         self._head = head
@@ -393,7 +402,7 @@ class Views:
         self._noteset: NoteSet | None = None
         self._at_rev: tuple[str | None, Index] | None = None  # every note, read from a REV
         meta = self._cache.get(self._key)
-        if meta is None and head is not None and store.graph().lasting:
+        if meta is None and head is not None and history.graph().lasting:
             # Built where copies exist: which copy a read lists depends on HEAD's history,
             # which HEAD names only where the graph's answers last (`CommitGraph.lasting`).
             meta = self._cache.get(f"{self._key}@{head}")
@@ -405,16 +414,16 @@ class Views:
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
         self.full_read = True
-        noteset = self._noteset = self._store.read_notes(shown=self._shown)
+        noteset = self._noteset = self._reader.read_notes(shown=self._shown)
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
             self._targets = dict(noteset.refs)
             self._key = _key(self._targets)
-        full = self.full = Index(noteset, self._store)
+        full = self.full = Index(noteset, self._reader, self._history)
         meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
         # Nothing remembered while objects are still to arrive, nor a choice of copies
         # where HEAD does not name its history for good (a shallow or replaced graph).
-        kept = not noteset.missing and not (full.has_copies and not self._store.graph().lasting)
+        kept = not noteset.missing and not (full.has_copies and not self._history.graph().lasting)
         if kept:
             key = f"{self._key}@{self._head}" if full.has_copies else self._key
             if self._cache.put(key, meta, _build(full), base=False) and not self._every:
@@ -433,7 +442,7 @@ class Views:
         Only the tasks the changed notes hold records of, before or after, are unpacked
         and written again, with the shards of the ledger their keys fall in: every other
         part stays as it was, byte for byte."""
-        cache, store = self._cache, self._store
+        cache, reader = self._cache, self._reader
         if not cache.key or "@" in cache.key or not cache.meta:
             return None
         before = dict(item.partition("=")[::2] for item in cache.key.split(";"))
@@ -442,7 +451,7 @@ class Views:
         changed: set[str] = set()
         for name, target in self._targets.items():
             if before[name] != target:
-                found = store.changed_notes(before[name], target)
+                found = reader.changed_notes(before[name], target)
                 if found is None:
                     return None
                 changed |= found
@@ -451,7 +460,7 @@ class Views:
         try:
             invalid, task_ids = cache.meta
             notes = [
-                (store.notes_on(c, before), store.notes_on(c, self._targets))
+                (reader.notes_on(c, before), reader.notes_on(c, self._targets))
                 for c in sorted(changed)
             ]
         except (RepositoryError, ValueError, TypeError):
@@ -463,11 +472,11 @@ class Views:
                 return None
             invalid += new[1] - old[1]
             if old[0]:
-                note = store.note(old[0])
+                note = reader.note(old[0])
                 invalid -= note.invalid
                 gone += [tuple(summary) for summary in summarise(note)]
             if new[0]:
-                note = store.note(new[0])
+                note = reader.note(new[0])
                 invalid += note.invalid
                 new_rows += [(tuple(summary), commit, new[0]) for summary in summarise(note)]
         # Only what the changes add or take away touches the ledger: a note that grew by
@@ -572,14 +581,16 @@ class Views:
             except (PartMissing, ValueError, TypeError, EOFError):
                 self._read_everything()  # a part lost: read from the notes, and cached again
             else:
-                return Index.of_view(self._store, rows, resolved, self.task_ids, self.invalid, rev)
+                return Index.of_view(
+                    self._reader, self._history, rows, resolved, self.task_ids, self.invalid, rev
+                )
         if self.full is not None and at_head:
             return self.full
         # The copy a read lists depends on REV: chosen again from everything.
         if self._at_rev is None or self._at_rev[0] != rev:
             if self._noteset is None:
-                self._noteset = self._store.read_notes(shown=self._shown)
-            self._at_rev = (rev, Index(self._noteset, self._store, rev=rev))
+                self._noteset = self._reader.read_notes(shown=self._shown)
+            self._at_rev = (rev, Index(self._noteset, self._reader, self._history, rev=rev))
         return self._at_rev[1]
 
     def _view(self, task: str) -> tuple[tuple[Row, ...], tuple[str, ...]]:

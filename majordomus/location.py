@@ -4,25 +4,17 @@ needs more than its refs (a plain layout is found without libgit2: see `gitfiles
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
-from functools import cached_property
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from majordomus import gitfiles
 from majordomus.errors import RepositoryError
-
-if TYPE_CHECKING:
-    import pygit2
+from majordomus.repository import Repository, unopenable
 
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
-# A warm read reads a few objects through `git cat-file` rather than load libgit2; past
-# this many processes, or this many objects in one, libgit2 reads (it is then cheaper).
-GIT_READS = 6
-GIT_READ_OBJECTS = 2_000
 
 
 class _Located(NamedTuple):
@@ -137,101 +129,7 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _unopenable(found: str, error: Exception) -> str:
-    gitdir = found.rstrip("/")
-    if "object format" in str(error) and "sha256" in str(error):
-        return (
-            f"{gitdir} is a SHA-256 repository, which majordomus cannot read (its git library, "
-            "libgit2, is built for SHA-1 only); use it from a SHA-1 clone."
-        )
-    return f"cannot open the repository at {gitdir}: {str(error).rstrip('.')}."
-
-
-class Opened:
-    """A repository, where its git directory, work tree and shared refs are, and the
-    environment git subprocesses get so that they read what libgit2 reads. libgit2 opens
-    it on first use of `repo`; `refs` reads a plain layout's refs without it."""
-
-    def __init__(
-        self,
-        gitdir: Path,
-        workdir: Path | None,
-        commondir: Path,
-        environ: Mapping[str, str],
-        refs: gitfiles.Refs | None,
-    ) -> None:
-        self.gitdir, self.workdir, self.commondir = gitdir, workdir, commondir
-        self.environ = environ
-        self.refs = refs
-        self._git_reads = 0
-        self._batch: gitfiles.Batch | None = None
-
-    @property
-    def by_git(self) -> bool:
-        """Whether git reads objects for this process: a plain layout, libgit2 not loaded
-        (once it is, it reads them quicker than a process git starts)."""
-        return self.refs is not None and "repo" not in self.__dict__
-
-    def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
-        """A few objects read by git, while libgit2 is not loaded and the layout is plain;
-        None: read them with libgit2 (also past GIT_READS processes or GIT_READ_OBJECTS
-        objects: a command that reads more than a warm read does is better served by it)."""
-        if not self.by_git:
-            return None
-        if self._batch is not None:  # one process, running already
-            return self._batch.objects(ids)
-        if self._git_reads >= GIT_READS or len(ids) > GIT_READ_OBJECTS:
-            return None
-        self._git_reads += 1
-        return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
-
-    def shown_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
-        """Notes a command shows, read by git in a plain layout even once libgit2 is loaded:
-        a few thousand notes read by libgit2 map most of the pack index into the process,
-        git's process ends with the read. None: read them with libgit2."""
-        if self.refs is None:
-            return None
-        return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
-
-    def tree_notes_by_git(self, tree_id: str) -> str | None:
-        """The notes of a notes tree listed by one git process in a plain layout, at any
-        time (`gitfiles.tree_notes`): quicker than libgit2's walk, object by object, of a
-        large one. None: walk it with libgit2."""
-        if self.refs is None:
-            return None
-        return gitfiles.tree_notes(str(self.gitdir), self.environ, tree_id)
-
-    @contextlib.contextmanager
-    def git_batch(self) -> Iterator[gitfiles.Batch | None]:
-        """One git process that reads objects one by one while the block lasts (what
-        `objects_by_git` reads included); None when libgit2 is loaded, the layout is not
-        plain or git cannot run."""
-        if not self.by_git or self._batch is not None:
-            yield None
-            return
-        try:
-            batch = gitfiles.Batch(str(self.gitdir), self.environ)
-        except OSError:
-            yield None
-            return
-        self._batch = batch
-        try:
-            yield batch
-        finally:
-            self._batch = None
-            batch.close()
-
-    @cached_property
-    def repo(self) -> pygit2.Repository:
-        import pygit2
-
-        try:
-            return pygit2.Repository(str(self.gitdir))
-        except pygit2.GitError as error:
-            raise RepositoryError(_unopenable(str(self.gitdir), error)) from None
-
-
-def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
+def open_repository(path: str, environ: Mapping[str, str]) -> Repository:
     """The repository at (or above) `path`; RepositoryError naming the fix when there is none."""
     if not os.path.isabs(path):
         try:
@@ -244,7 +142,7 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
         raise RepositoryError(f"cannot change to '{path}': no such directory.")
     plain = gitfiles.discover(path, environ)
     if plain is not None:
-        return Opened(
+        return Repository(
             Path(plain.gitdir),
             Path(plain.workdir),
             Path(plain.commondir),
@@ -265,7 +163,7 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     try:
         repo = pygit2.Repository(found)
     except pygit2.GitError as error:
-        raise RepositoryError(_unopenable(found, error)) from None
+        raise RepositoryError(unopenable(found, error)) from None
     gitdir = Path(repo.path)
     workdir = located.workdir if located is not None else repo.workdir
     work = Path(workdir) if workdir else None
@@ -273,6 +171,6 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Opened:
     # reaches them as absolute paths, so they read what this object reads.
     env = _absolute_locations(environ, gitdir, work)
     env = _graft_file_as_git_reads_it(env, path, str(gitdir), str(work) if work else None)
-    opened = Opened(gitdir, work, common, env, None)
-    opened.repo = repo
-    return opened
+    repository = Repository(gitdir, work, common, env, None)
+    repository.repo = repo
+    return repository

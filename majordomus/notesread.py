@@ -10,11 +10,10 @@ import os
 import shutil
 import signal
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
-from majordomus import notestree
+from majordomus import gitfiles, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cache import FILE_NAME as CACHE_FILE
 from majordomus.cache import FILES as CACHE_FILES
@@ -31,7 +30,7 @@ from majordomus.cache import (
     unnamed_file,
 )
 from majordomus.errors import RepositoryError
-from majordomus.gitfiles import REMOTE_NOTES_PREFIX, Objects
+from majordomus.gitfiles import REMOTE_NOTES_PREFIX
 from majordomus.notesref import NOTES_REF, not_a_commit
 from majordomus.notestree import MissingObjectError
 from majordomus.records import (
@@ -48,6 +47,8 @@ from majordomus.values import NoteSet, NotesOn, UnreadableNote
 if TYPE_CHECKING:
     import pygit2
 
+    from majordomus.repository import Repository
+
 REMOTE_NOTES_SUFFIX = "/majordomus"
 # Fetches note objects a partial clone left out, in one batch; returns the remote it
 # asked and why it failed (or None).
@@ -57,19 +58,12 @@ Fetcher = Callable[[Sequence[str]], tuple[str, str | None]]
 class NotesReader:
     """The notes of one repository, for reading."""
 
-    def __init__(
-        self,
-        repo: Callable[[], pygit2.Repository],
-        commondir: Path,
-        blobs: NoteBlobs,
-        plain: Plain | None = None,
-    ) -> None:
-        """`repo` opens the repository with libgit2 on first use; until then `plain`, when
-        given, reads the refs and the few objects a read the cache answers needs."""
-        self._repo = repo
-        self._plain = plain
-        self.commondir = commondir
-        self.blobs = blobs
+    def __init__(self, repository: Repository) -> None:
+        """Until libgit2 is loaded, a plain layout's refs and the few objects a read the
+        cache answers needs are read by git (see `Repository.objects_by_git`)."""
+        self.repository = repository
+        self.commondir = repository.commondir
+        self.blobs = NoteBlobs(lambda: repository.repo, repository.objects_by_git, self.stored)
         self.fetch_missing: Fetcher | None = None
         self._disk_cache: ReadCache | None = None
         self._documents: DocumentCache | None = None
@@ -80,7 +74,7 @@ class NotesReader:
 
     @property
     def repo(self) -> pygit2.Repository:
-        return self._repo()
+        return self.repository.repo
 
     def notes_refs(self) -> list[str]:
         """The local notes ref and every remote-tracking one that points at a commit."""
@@ -115,7 +109,12 @@ class NotesReader:
         return False
 
     def ref_targets(self) -> dict[str, str]:
-        """Each notes ref and its target: cheap, for noticing that something was written."""
+        """Each notes ref and its target: cheap, for noticing that something was written.
+        Read from the ref files when the layout is plain; a target that is not a commit is
+        then refused by the read that follows, which opens it."""
+        found = self.plain_targets()
+        if found is not None:
+            return found
         targets = {}
         for name in self.notes_refs():
             ref = self.repo.references.get(name)
@@ -123,6 +122,11 @@ class NotesReader:
                 targets[name] = str(ref.resolve().target)
                 self.notes_commit(name, targets[name])
         return targets
+
+    def plain_targets(self) -> dict[str, str] | None:
+        """The notes refs' targets read from a plain layout's ref files; None when it is not."""
+        refs = self.repository.refs
+        return None if refs is None else refs.notes_targets(NOTES_REF, REMOTE_NOTES_SUFFIX)
 
     def notes_commit(self, name: str, target: str) -> pygit2.Commit:
         """The commit a notes ref points at; a ref at anything else stops every command."""
@@ -214,8 +218,8 @@ class NotesReader:
             targets[name] = target
             trees.append(tree_id)
             flat = cache.trees.get(tree_id)
-            if flat is None and self._plain is not None:
-                flat = self._plain.tree_notes(tree_id)  # by git: no object mapped here
+            if flat is None:
+                flat = self.repository.tree_notes_by_git(tree_id)  # by git: no object mapped here
                 if flat is not None:
                     cache.put_tree(tree_id, flat)
             if flat is None:
@@ -418,8 +422,8 @@ class NotesReader:
         found: list[tuple[str, str, str]] = []
         for name, target, tree_id in self._trees():
             flat = cache.trees.get(tree_id)
-            if flat is None and self._plain is not None:
-                flat = self._plain.tree_notes(tree_id)
+            if flat is None:
+                flat = self.repository.tree_notes_by_git(tree_id)
             if flat is None:
                 return None
             found.append((name, target, flat))
@@ -456,11 +460,11 @@ class NotesReader:
     def _plain_trees(self) -> list[tuple[str, str, str]] | None:
         """The same from the ref files and one git process, while libgit2 is not loaded
         (the read cache may then answer the rest); None: ask libgit2."""
-        if self._plain is None or (targets := self._plain.targets()) is None:
+        if (targets := self.plain_targets()) is None:
             return None
         if not targets:
             return []
-        found = self._plain.objects(list(targets.values()))
+        found = self.repository.objects_by_git(list(targets.values()))
         if found is None:
             return None
         trees = []
@@ -512,8 +516,8 @@ class NotesReader:
         for start in range(0, len(unread), FRAME_ENTRIES):  # a batch's bytes at a time
             batch = unread[start : start + FRAME_ENTRIES]
             left = [b for b in batch if not self.blobs.is_parsed(b)]
-            if left and by_git and self._plain is not None:
-                self.blobs.prefetch(left, self._plain.shown(left))
+            if left and by_git and self.repository.refs is not None:
+                self.blobs.prefetch(left, self.repository.shown_by_git(left))
             else:
                 self.blobs.prefetch(left)  # by git while libgit2 is not loaded
             for blob in batch:
@@ -541,6 +545,98 @@ class NotesReader:
     def stored(self, blob: str) -> Note | None:
         """A note as the document cache holds it, once a command asked for it (`preload`)."""
         return None if self._documents is None else self._documents.get(blob)
+
+    def skipped_refs(self) -> list[str]:
+        """What is wrong with each remote-tracking notes ref this command left out (it does
+        not point at a commit), and how to remove it."""
+        return [skipped_ref(name, target) for name, target in self.skipped.items()]
+
+    def note(self, blobs: Sequence[str]) -> Note:
+        """The united note of readable blobs, parsed (once per process). A blob a read
+        cache summarised that is not here any more is fetched first (`fetch_lost`)."""
+        try:
+            return self.blobs.note(blobs)
+        except MissingObjectError as error:
+            self.fetch_lost(error.object_id, blobs)  # exit 3 unless all are here now
+            return self.blobs.note(blobs)
+
+    def notes_on(
+        self, commit: str, targets: Mapping[str, str] | None = None
+    ) -> tuple[tuple[str, ...], int] | None:
+        """The readable note blobs attached to one commit over every notes ref (or over the
+        notes commits `targets` names, in that order), and how many of its notes are
+        unreadable (entries at its note's paths that are no note among them: a symlink,
+        a gitlink, a tree, each object once per kind, as `read_notes` counts them), found
+        without walking the notes trees; None when an object on the way is missing
+        (`read_notes` fetches it, or says why it cannot)."""
+        # While libgit2 is not loaded, one git process finds the notes and reads them.
+        with self.repository.git_batch() as batch:
+            if batch is not None:
+                chosen = targets if targets is not None else self.plain_targets()
+                try:
+                    if chosen is not None:
+                        attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
+                        if attached is None:
+                            return None
+                        notes, odd = attached
+                        return self._readable(notes, len(odd))
+                except gitfiles.UnsureError:
+                    pass  # libgit2 reads it, or refuses it with its own message
+        import pygit2
+
+        blobs: dict[str, None] = {}
+        others: dict[tuple[str, str], None] = {}
+        try:
+            if targets is None:
+                trees = [self.notes_tree_id(name)[1] for name in self.notes_refs()]
+            else:
+                trees = [
+                    str(self.notes_commit(n, t).tree_id)
+                    for n, t in targets.items()
+                    if self.is_read(n, t)
+                ]
+            for tree_id in trees:
+                root = notestree.tree(self.repo, pygit2.Oid(hex=tree_id))
+                for oid, kind in notestree.find_kinds(self.repo, root, commit):
+                    if kind == "note":
+                        blobs[str(oid)] = None
+                    else:
+                        others[kind, str(oid)] = None
+        except MissingObjectError:
+            return None
+        return self._readable(list(blobs), len(others))
+
+    def _readable(self, blobs: Sequence[str], odd: int) -> tuple[tuple[str, ...], int] | None:
+        """The readable ones of a commit's note blobs, and how many are not (with `odd`
+        entries that are no note); None when one is missing."""
+        readable: list[str] = []
+        unreadable = odd
+        for blob in blobs:
+            parsed = self.blobs.parse(blob)
+            if isinstance(parsed, MissingObjectError):
+                return None
+            if isinstance(parsed, NoteError):
+                unreadable += 1
+            else:
+                readable.append(blob)
+        return tuple(readable), unreadable
+
+    def changed_notes(self, old: str, new: str) -> set[str] | None:
+        """The commits whose notes differ between two notes commits, from a comparison of
+        their trees that skips every subtree the two share; None when either is not here,
+        or an entry that names no commit differs (what it counts for is in no commit's
+        notes)."""
+        import pygit2
+
+        try:
+            commits = [self.repo[target] for target in (old, new)]
+            if not all(isinstance(commit, pygit2.Commit) for commit in commits):
+                return None  # a notes ref at a tree or a tag is not read (NotesReader.is_read)
+            old_tree, new_tree = (commit.peel(pygit2.Tree) for commit in commits)
+            found = notestree.changed(self.repo, old_tree, new_tree)
+        except (KeyError, ValueError, pygit2.GitError, MissingObjectError):
+            return None
+        return None if notestree.NAMELESS in found else found
 
     def note_copies(self, tree: pygit2.Tree | None) -> dict[str, list[str]]:
         """Annotated object -> the blob ids of its notes (more than one only in a damaged tree)."""
@@ -603,16 +699,6 @@ class Listing(NamedTuple):
     def commits(self) -> set[str]:
         """Every annotated object."""
         return {flat[at : at + 40] for *_, flat in self.refs for at in range(0, len(flat), 80)}
-
-
-class Plain(NamedTuple):
-    """A plain repository read without libgit2 (see `gitfiles`): its notes refs and their
-    targets, and objects read by git; either answers None when libgit2 must."""
-
-    targets: Callable[[], dict[str, str] | None]
-    objects: Callable[[Sequence[str]], Objects | None]  # while libgit2 is not loaded
-    shown: Callable[[Sequence[str]], Objects | None]  # notes shown whole, at any time
-    tree_notes: Callable[[str], str | None]  # a notes tree's notes listed, at any time
 
 
 def _tree_of(found: tuple[str, bytes] | None) -> str | None:

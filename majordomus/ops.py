@@ -17,6 +17,7 @@ from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
+from majordomus.jobs import Jobs, open_jobs
 from majordomus.records import (
     HANDOVER_FIELDS,
     age_s,
@@ -26,7 +27,7 @@ from majordomus.records import (
     notes_of_tasks,
     skew_s,
 )
-from majordomus.store import Store
+from majordomus.repository import Repository
 from majordomus.values import (
     DEFAULT_DAYS,
     AdoptResult,
@@ -70,15 +71,17 @@ class Context(NamedTuple):
 # ---- shared steps ------------------------------------------------------------------
 
 
-def open_store(ctx: Context) -> Store:
-    store = Store(ctx.cwd, ctx.environ)
-    store.fetch_missing = remote.missing_fetcher(store)
-    store.warn = ctx.warn
-    return store
+def open_here(ctx: Context) -> Jobs:
+    """The repository a command works on, and its jobs: a note object a partial clone left
+    out is fetched from its remote, a warning said through `ctx.warn`."""
+    jobs = open_jobs(ctx.cwd, ctx.environ)
+    jobs.reader.fetch_missing = remote.missing_fetcher(jobs.repository)
+    jobs.reader.warn = ctx.warn
+    return jobs
 
 
-def load_profile(ctx: Context, store: Store) -> profiles.Profile:
-    return profiles.load(store.workdir, ctx.profile_name, ctx.environ)
+def load_profile(ctx: Context, jobs: Jobs) -> profiles.Profile:
+    return profiles.load(jobs.repository.workdir, ctx.profile_name, ctx.environ)
 
 
 def task_prefix(name: str) -> str | None:
@@ -107,7 +110,7 @@ def resolve_task(task_ids: Collection[str], name: str) -> str:
 
 
 def current_task(
-    ctx: Context, store: Store, views: Views, explicit: str | None, *, imply: bool = False
+    ctx: Context, jobs: Jobs, views: Views, explicit: str | None, *, imply: bool = False
 ) -> tuple[str, bool]:
     """The task a command works on, and whether it was implied rather than named.
 
@@ -115,10 +118,14 @@ def current_task(
     of them and `imply`: the task of the open handover reachable from HEAD when exactly one
     task has one (what a new clone or a new agent session picks up).
     """
-    for name in (explicit, ctx.environ.get("MAJORDOMUS_TASK") or None, store.current_task()):
+    for name in (
+        explicit,
+        ctx.environ.get("MAJORDOMUS_TASK") or None,
+        jobs.repository.current_task(),
+    ):
         if name:
             return resolve_task(views.task_ids, name), False
-    candidates = tasks_with_open_handover(store, views) if imply else []
+    candidates = tasks_with_open_handover(jobs, views) if imply else []
     if len(candidates) == 1:
         return candidates[0], True
     if candidates:
@@ -129,7 +136,7 @@ def current_task(
     )
 
 
-def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
+def tasks_with_open_handover(jobs: Jobs, views: Views) -> list[str]:
     """The tasks that have an open handover on a commit reachable from HEAD."""
     pending: dict[str, set[str]] = {}
     for task in views.task_ids:
@@ -139,7 +146,7 @@ def tasks_with_open_handover(store: Store, views: Views) -> list[str]:
             pending[task] = commits
     if not pending:
         return []
-    reach = store.graph().order(store.head(), set().union(*pending.values()))
+    reach = jobs.history.graph().order(jobs.history.head(), set().union(*pending.values()))
     return sorted(task for task, commits in pending.items() if commits & reach.keys())
 
 
@@ -229,7 +236,7 @@ def _new_id(prefix: str, digits: int) -> str:
 
 def _write(
     ctx: Context,
-    store: Store,
+    jobs: Jobs,
     kind: str,
     task: str,
     fields: Mapping[str, Any],
@@ -238,8 +245,8 @@ def _write(
     record_id: str | None = None,
 ) -> tuple[Located, tuple[StaleLock, ...]]:
     """Write one record on HEAD; carry the cached views over to the new state."""
-    head = store.head()
-    author = store.identity()
+    head = jobs.history.head()
+    author = jobs.repository.identity()
     record = new_record(
         kind,
         record_id=record_id or _new_id(kind[0], 16),
@@ -248,9 +255,9 @@ def _write(
         at=ctx.now(),
         author=author,
         session=session,
-        fields={**fields, **_landing_facts(store, kind, head)},
+        fields={**fields, **_landing_facts(jobs, kind, head)},
     )
-    report = store.append(
+    report = jobs.writer.append(
         head, [record], f"majordomus: {kind} {task} on {head[:7]}", sleep=ctx.sleep, author=author
     )
     if views is not None:
@@ -258,30 +265,30 @@ def _write(
     return Located(record, head, report.position), report.stale_locks
 
 
-def _landing_facts(store: Store, kind: str, head: str) -> dict[str, Any]:
+def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
     """What `adopt` will need once the commit is gone: its patch id, and for a handover
     the branch it closes. Optional facts: when git cannot tell, the record goes without."""
     from majordomus import patches  # git patch ids: only a write needs them
 
     try:
         if kind == "handover":
-            return patches.handover_facts(store, head)
-        return patches.commit_fact(store, head)
+            return patches.handover_facts(jobs.history, head)
+        return patches.commit_fact(jobs.history, head)
     except RepositoryError:
         return {}
 
 
-def _prepare_write(ctx: Context, store: Store, task: str | None) -> tuple[Views, str]:
+def _prepare_write(ctx: Context, jobs: Jobs, task: str | None) -> tuple[Views, str]:
     """Before a record is built: a commit to attach it to, a notes ref a write will not
     destroy, the views of the current state, and the task it belongs to."""
-    store.head()
-    store.ask_identity()  # git answers while libgit2 loads
+    jobs.history.head()
+    jobs.repository.ask_identity()  # git answers while libgit2 loads
     try:
-        store.check_writable()
-        views = Views(store, writing=True)
-        return views, current_task(ctx, store, views, task)[0]
+        jobs.writer.check_writable()
+        views = Views(jobs.reader, jobs.history, writing=True)
+        return views, current_task(ctx, jobs, views, task)[0]
     except BaseException:
-        store.settle()  # refused before the record was built: no git left unwaited
+        jobs.repository.settle()  # refused before the record was built: no git left unwaited
         raise
 
 
@@ -304,23 +311,23 @@ def _counted_checkpoint(
 def task_new(
     ctx: Context, title: str, session: str | None = None, allow_secret: bool = False
 ) -> TaskCreated:
-    store = open_store(ctx)
+    jobs = open_here(ctx)
     text = validated("title", title, TITLE_MAX, allow_secret)
-    store.head()
-    store.check_writable()
+    jobs.history.head()
+    jobs.writer.check_writable()
     task = _new_id("t", 12)
     sess = session_of(ctx, session, allow_secret)
-    views = Views(store, writing=True)
-    located, locks = _write(ctx, store, "task", task, {"title": text}, sess, views, task)
-    store.set_current_task(task)
+    views = Views(jobs.reader, jobs.history, writing=True)
+    located, locks = _write(ctx, jobs, "task", task, {"title": text}, sess, views, task)
+    jobs.repository.set_current_task(task)
     return TaskCreated(located, locks)
 
 
 def task_list(ctx: Context) -> list[TaskSummary]:
-    store = open_store(ctx)
-    index = Index(store.read_notes(), store)
+    jobs = open_here(ctx)
+    index = Index(jobs.reader.read_notes(), jobs.reader, jobs.history)
     now = ctx.now()
-    current = store.current_task()
+    current = jobs.repository.current_task()
     tasks = index.tasks()
     open_handovers = {task: index.open_handovers(task) for task in tasks}
     # The records shown whole (each title, each open handover) read in one go, not one
@@ -347,9 +354,9 @@ def task_list(ctx: Context) -> list[TaskSummary]:
 
 
 def task_use(ctx: Context, name: str) -> str:
-    store = open_store(ctx)
-    task = resolve_task(Views(store).task_ids, name)
-    store.set_current_task(task)
+    jobs = open_here(ctx)
+    task = resolve_task(Views(jobs.reader, jobs.history).task_ids, name)
+    jobs.repository.set_current_task(task)
     return task
 
 
@@ -363,13 +370,13 @@ def checkpoint(
     session: str | None = None,
     allow_secret: bool = False,
 ) -> CheckpointResult:
-    store = open_store(ctx)
-    cap = load_profile(ctx, store).checkpoint_max
+    jobs = open_here(ctx)
+    cap = load_profile(ctx, jobs).checkpoint_max
     body = validated("checkpoint body", text, cap, allow_secret)
     sess = session_of(ctx, session, allow_secret)
-    views, task_id = _prepare_write(ctx, store, task)
+    views, task_id = _prepare_write(ctx, jobs, task)
     previous = views.index(task_id).last("checkpoint", task_id)
-    located, locks = _write(ctx, store, "checkpoint", task_id, {"body": body}, sess, views)
+    located, locks = _write(ctx, jobs, "checkpoint", task_id, {"body": body}, sess, views)
     previous_age = age_s(located.record.at, previous.at) if previous else None
     skew = skew_s(located.record.at, previous.at) if previous else None
     return CheckpointResult(located, previous_age, locks, skew)
@@ -414,8 +421,8 @@ def handover(
     session: str | None = None,
     allow_secret: bool = False,
 ) -> HandoverResult:
-    store = open_store(ctx)
-    cap = load_profile(ctx, store).handover_max
+    jobs = open_here(ctx)
+    cap = load_profile(ctx, jobs).handover_max
     missing = [key for key in HANDOVER_FIELDS if fields.get(key) is None]
     if missing:
         flags = ", ".join(f"--{key}" for key in missing)
@@ -425,9 +432,9 @@ def handover(
         )
     clean = {key: validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
     sess = session_of(ctx, session, allow_secret)
-    views, task_id = _prepare_write(ctx, store, task)
-    dirty = store.is_dirty()
-    located, locks = _write(ctx, store, "handover", task_id, clean, sess, views)
+    views, task_id = _prepare_write(ctx, jobs, task)
+    dirty = jobs.repository.is_dirty()
+    located, locks = _write(ctx, jobs, "handover", task_id, clean, sess, views)
     return HandoverResult(located, dirty, locks)
 
 
@@ -453,13 +460,13 @@ def checkpoints_since(index: Index, task: str) -> list[Located]:
 def resume(
     ctx: Context, task: str | None = None, peek: bool = False, session: str | None = None
 ) -> ResumeResult:
-    store = open_store(ctx)
+    jobs = open_here(ctx)
     sess = session_of(ctx, session, allow_secret=peek, flag=False)  # a peek writes nothing
-    head = store.head()
+    head = jobs.history.head()
     if not peek:
-        store.check_writable()
-    views = Views(store)
-    task_id, implied = current_task(ctx, store, views, task, imply=True)
+        jobs.writer.check_writable()
+    views = Views(jobs.reader, jobs.history)
+    task_id, implied = current_task(ctx, jobs, views, task, imply=True)
     index = views.index(task_id)
     pending = index.open_handovers(task_id)
     if not pending:
@@ -467,7 +474,7 @@ def resume(
         return ResumeResult(task_id, None, None, None, 0, (), (), since, implied)
     # Every older open handover is named (id, author, age) and superseded: only those named.
     newest, older = index.locate(pending[0]), tuple(index.locate(h) for h in pending[1:])
-    div = store.graph().labels(head, [newest.commit])[newest.commit]
+    div = jobs.history.graph().labels(head, [newest.commit])[newest.commit]
     if peek:
         return ResumeResult(task_id, newest, div, None, len(pending), older, (), (), implied)
     fields: dict[str, Any] = {"handover": newest.record.id, "label": div.label}
@@ -476,9 +483,11 @@ def resume(
     if div.behind is not None:
         fields["behind"] = div.behind
     fields["supersedes"] = [loc.record.id for loc in older]
-    recorded, locks = _write(ctx, store, "resume", task_id, fields, sess, views)
+    recorded, locks = _write(ctx, jobs, "resume", task_id, fields, sess, views)
     if implied:
-        store.set_current_task(task_id)  # the session now works on it: checkpoints go there
+        jobs.repository.set_current_task(
+            task_id
+        )  # the session now works on it: checkpoints go there
     return ResumeResult(task_id, newest, div, recorded, len(pending), older, locks, (), implied)
 
 
@@ -497,21 +506,24 @@ def history(
     cache keeps is given as that text (`RecordText`), its note never decoded."""
     if limit is not None and limit < 1:
         raise RefusedError(f"--limit must be 1 or more, not {limit}.")
-    store = open_store(ctx)
-    commit = store.resolve(rev)
+    jobs = open_here(ctx)
+    commit = jobs.history.resolve(rev)
     # A first read: git walks for the order while the notes are read (if there are any).
-    store.graph().start_order(commit, worth=lambda: bool(store.ref_targets()))
+    jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.ref_targets()))
     if task is not None:
         # A first read keeps the notes of the task (of each the name could be) it parses.
         prefix = task_prefix(task)
-        views = Views(store, shown=notes_of_tasks(prefix) if prefix else None)
+        views = Views(jobs.reader, jobs.history, shown=notes_of_tasks(prefix) if prefix else None)
         task_id: str | None = resolve_task(views.task_ids, task)
         index = views.index(task_id or "", rev=commit)
     else:
         # Every record shown whole (no --limit): a first read keeps each note it parses.
         # (The note set is the index's alone: it lets go of what it has made its own.)
         every = every_note if limit is None else None
-        task_id, index = None, Views(store, shown=every, every=True).whole(commit)
+        task_id, index = (
+            None,
+            Views(jobs.reader, jobs.history, shown=every, every=True).whole(commit),
+        )
     chosen = index.records if task_id is None else index.of_task(task_id)
     if limit is None:
         # Every record is shown whole: the notes the document cache lacks are parsed now,
@@ -521,7 +533,7 @@ def history(
     # every record shown, or, with --limit, of the newest records (those it shows are
     # most likely among them; a label not read there is counted when it is asked for).
     likely = chosen if limit is None else heapq.nlargest(2 * limit + 64, chosen, key=_at)
-    store.graph().expect_labels(
+    jobs.history.graph().expect_labels(
         commit, [item.commit for item in likely if item.summary.kind == "handover"]
     )
     order = index.graph_order
@@ -533,7 +545,7 @@ def history(
     if limit is not None:
         index.preload(selected)
     handovers = [item.commit for item in selected if item.summary.kind == "handover"]
-    labels = store.graph().labels(commit, handovers)
+    labels = jobs.history.graph().labels(commit, handovers)
 
     def made(items: Sequence[Listed]) -> list[HistoryEntry]:
         """The entries of a part of the records shown; their notes let go once made."""
@@ -569,16 +581,16 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{4,40}")
 
 
 def show(ctx: Context, rev: str | None = None) -> ShowResult:
-    store = open_store(ctx)
+    jobs = open_here(ctx)
     try:
-        commit, missing = store.resolve(rev), False
+        commit, missing = jobs.history.resolve(rev), False
     except RepositoryError as error:
         # A commit this clone lacks (records fetched without it, or dropped) can still
         # carry notes: list what they hold for a full or abbreviated id.
         name = (rev or "").strip().lower()
         if rev is None or _OBJECT_ID.fullmatch(name) is None:
             raise
-        noteset = store.read_notes()
+        noteset = jobs.reader.read_notes()
         found = sorted(
             c for c in noteset.commits.keys() | {u.commit for u in noteset.unreadable} if c
         )
@@ -592,20 +604,20 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
             ) from None
         commit, missing = candidates[0], True
     else:
-        one = store.notes_on(commit)  # one note, not every note, when all of it is here
+        one = jobs.reader.notes_on(commit)  # one note, not every note, when all of it is here
         if one is not None:
             blobs, unread = one
-            return _shown(store, commit, blobs, unread, missing=False)
-        noteset = store.read_notes()
+            return _shown(jobs, commit, blobs, unread, missing=False)
+        noteset = jobs.reader.read_notes()
     annotated = noteset.commits.get(commit)
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
-    return _shown(store, commit, annotated.blobs if annotated else (), unreadable, missing)
+    return _shown(jobs, commit, annotated.blobs if annotated else (), unreadable, missing)
 
 
 def _shown(
-    store: Store, commit: str, blobs: Sequence[str], unreadable: int, missing: bool
+    jobs: Jobs, commit: str, blobs: Sequence[str], unreadable: int, missing: bool
 ) -> ShowResult:
-    note = store.note(blobs) if blobs else None
+    note = jobs.reader.note(blobs) if blobs else None
     records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
     return ShowResult(commit, records, (note.invalid if note else 0) + unreadable, missing)
 
@@ -696,20 +708,20 @@ def _least_skew(index: Index, task: str, now: datetime.datetime) -> int | None:
 
 
 def check(ctx: Context, task: str | None = None, all_tasks: bool = False) -> list[CheckResult]:
-    store = open_store(ctx)
-    prof = load_profile(ctx, store)
+    jobs = open_here(ctx)
+    prof = load_profile(ctx, jobs)
     now = ctx.now()
     if all_tasks:
-        index = Index(store.read_notes(), store)
+        index = Index(jobs.reader.read_notes(), jobs.reader, jobs.history)
         return check_tasks(index, sorted(index.tasks()), prof, now)
-    return [_check_current(ctx, store, task, prof)]
+    return [_check_current(ctx, jobs, task, prof)]
 
 
 def _check_current(
-    ctx: Context, store: Store, task: str | None, prof: profiles.Profile
+    ctx: Context, jobs: Jobs, task: str | None, prof: profiles.Profile
 ) -> CheckResult:
-    views = Views(store)
-    task_id, _ = current_task(ctx, store, views, task)
+    views = Views(jobs.reader, jobs.history)
+    task_id, _ = current_task(ctx, jobs, views, task)
     return check_task(views.index(task_id), task_id, prof, ctx.now())
 
 
@@ -732,15 +744,15 @@ def watch(
         raise RefusedError(f"--every must be more than 0 seconds, not {every_s:g}.")
     if not every_s <= 86400:  # NaN too: time.sleep refuses NaN and overflows on inf
         raise RefusedError(f"--every must be at most 86400 seconds (a day), not {every_s:g}.")
-    store = open_store(ctx)
-    prof = load_profile(ctx, store)
+    jobs = open_here(ctx)
+    prof = load_profile(ctx, jobs)
     start = monotonic()
     last_key: tuple[object, ...] | None = None
     reports = 0
     while True:
         # A fresh handle sees refs (and HEAD) other processes moved; the views cache
         # makes an unchanged state cheap to read again.
-        result = _check_current(ctx, open_store(ctx), task, prof)
+        result = _check_current(ctx, open_here(ctx), task, prof)
         key = (
             result.task,
             result.stale,
@@ -763,23 +775,23 @@ def watch(
 def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
     from majordomus import agents  # two commands use it: not loaded by the others
 
-    store = open_store(ctx)
+    jobs = open_here(ctx)
     findings: list[Finding] = []
     if drop_cache:
-        dropped = store.drop_cache()
+        dropped = jobs.reader.drop_cache()
         findings.append(
             Finding("cache", True, "read caches dropped" if dropped else "no read caches to drop")
         )
     try:
-        prof = load_profile(ctx, store)
+        prof = load_profile(ctx, jobs)
         findings.append(Finding("profile", True, f"{prof.name} ({_profile_line(prof)})"))
     except RefusedError as error:
         findings.append(Finding("profile", False, error.message))
     try:
-        findings.append(Finding("identity", True, store.identity()))
+        findings.append(Finding("identity", True, jobs.repository.identity()))
     except RepositoryError as error:
         findings.append(Finding("identity", False, error.message))
-    findings.extend(_config_findings(store))
+    findings.extend(_config_findings(jobs))
     locks = [
         Finding(
             "lock",
@@ -787,28 +799,28 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
             f"{lock.path} is {lock.age_s} s old; if no git or majordomus "
             f"process is running, remove it (rm '{lock.path}').",
         )
-        for lock in store.stale_locks(older_than_s=0)
+        for lock in jobs.writer.stale_locks(older_than_s=0)
     ]
     findings.extend(locks or [Finding("locks", True, "no lock files")])
     # Before the read, which fetches what a partial clone lacks: what is missing now.
-    clone = _clone_findings(store)
+    clone = _clone_findings(jobs)
     agent = [
         Finding("agent", found.healthy, found.detail)
-        for found in agents.findings(store.workdir, ctx.environ)
+        for found in agents.findings(jobs.repository.workdir, ctx.environ)
     ]
     try:
-        noteset = store.read_notes()
+        noteset = jobs.reader.read_notes()
     except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
         findings.append(Finding("notes", False, error.message.rstrip(".")))
         return [*findings, *agent, *clone]
-    findings += [Finding("notes", False, why.rstrip(".")) for why in store.skipped_refs()]
+    findings += [Finding("notes", False, why.rstrip(".")) for why in jobs.reader.skipped_refs()]
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
     for commit, annotated in sorted(noteset.commits.items()):
         if annotated.invalid:
             try:
-                parts = len(store.note(annotated.blobs).unreadable)
+                parts = len(jobs.reader.note(annotated.blobs).unreadable)
             except RepositoryError as error:  # its object lost since it was summarised
                 findings.append(Finding("invalid", False, error.message.rstrip(".")))
                 continue
@@ -844,12 +856,12 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
     return findings
 
 
-def _clone_findings(store: Store) -> list[Finding]:
+def _clone_findings(jobs: Jobs) -> list[Finding]:
     """A shallow or partial clone, and what it limits. Informational: such a clone is
     what CI makes on purpose, and every answer it gives is exact or says it cannot be."""
     findings = []
-    if store.is_shallow():
-        cut = len(store.shallow_boundary())
+    if jobs.history.is_shallow():
+        cut = len(jobs.history.shallow_boundary())
         findings.append(
             Finding(
                 "clone",
@@ -862,7 +874,7 @@ def _clone_findings(store: Store) -> list[Finding]:
         )
     promisors: dict[str, str] = {}
     pattern = r"^remote\..*\.(promisor|partialclonefilter)$"
-    listed = store.git("config", "--get-regexp", pattern, check=False).stdout
+    listed = jobs.repository.git("config", "--get-regexp", pattern, check=False).stdout
     for line in listed.splitlines():
         key, _, value = line.partition(" ")
         name, _, setting = key.removeprefix("remote.").rpartition(".")
@@ -872,7 +884,7 @@ def _clone_findings(store: Store) -> list[Finding]:
             promisors.setdefault(name, "")
     if not promisors:
         return findings
-    missing = len(remote.missing_note_objects(store))
+    missing = len(remote.missing_note_objects(jobs))
     for name, filter_spec in sorted(promisors.items()):
         counted = f"; {missing} note objects are not here yet" if missing else ""
         findings.append(
@@ -887,10 +899,12 @@ def _clone_findings(store: Store) -> list[Finding]:
     return findings
 
 
-def _config_findings(store: Store) -> list[Finding]:
+def _config_findings(jobs: Jobs) -> list[Finding]:
     """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy);
     a remote that plain `git fetch` does not bring records from is worth knowing."""
-    rewrite = store.git("config", "--get-all", "notes.rewriteRef", check=False).stdout.split()
+    rewrite = jobs.repository.git(
+        "config", "--get-all", "notes.rewriteRef", check=False
+    ).stdout.split()
     findings = []
     if "refs/notes/majordomus" not in rewrite:
         findings.append(
@@ -902,7 +916,7 @@ def _config_findings(store: Store) -> list[Finding]:
             )
         )
     for action in ("amend", "rebase"):
-        value = store.git("config", "--type=bool", f"notes.rewrite.{action}", check=False)
+        value = jobs.repository.git("config", "--type=bool", f"notes.rewrite.{action}", check=False)
         if value.stdout.strip() == "false":
             findings.append(
                 Finding(
@@ -915,8 +929,10 @@ def _config_findings(store: Store) -> list[Finding]:
             )
     if not findings:
         findings.append(Finding("config", True, "records follow amended and rebased commits"))
-    for name in store.remote_names():
-        specs = store.git("config", "--get-all", f"remote.{name}.fetch", check=False).stdout
+    for name in jobs.repository.remote_names():
+        specs = jobs.repository.git(
+            "config", "--get-all", f"remote.{name}.fetch", check=False
+        ).stdout
         if remote.fetch_refspec(name) not in specs.split():
             findings.append(
                 Finding(
@@ -937,8 +953,8 @@ def _profile_line(prof: profiles.Profile) -> str:
 
 
 def profile_info(ctx: Context) -> profiles.Profile:
-    store = open_store(ctx)
-    return load_profile(ctx, store)
+    jobs = open_here(ctx)
+    return load_profile(ctx, jobs)
 
 
 # ---- remote verbs ----------------------------------------------------------------------------
@@ -946,35 +962,35 @@ def profile_info(ctx: Context) -> profiles.Profile:
 
 def init(ctx: Context, remote_name: str | None = None) -> InitReport:
     """Configure this clone so records travel with the code (see remote.configure)."""
-    return remote.configure(open_store(ctx), remote_name)
+    return remote.configure(open_here(ctx).repository, remote_name)
 
 
 def fetch(ctx: Context, remote_name: str | None = None) -> FetchReport:
-    store = open_store(ctx)
-    name = remote.locate(store, remote_name, ctx.cwd)
-    return remote.fetch(store, remote.Git(store), name, sleep=ctx.sleep)
+    jobs = open_here(ctx)
+    name = remote.locate(jobs.repository, remote_name, ctx.cwd)
+    return remote.fetch(jobs, remote.Git(jobs.repository), name, sleep=ctx.sleep)
 
 
 def push(ctx: Context, remote_name: str | None = None, hook: bool = False) -> PushReport:
     """Publish the records; as the pre-push hook (`hook`), within a time budget and unprompted."""
-    store = open_store(ctx)
-    name = remote.locate(store, remote_name, ctx.cwd)
+    jobs = open_here(ctx)
+    name = remote.locate(jobs.repository, remote_name, ctx.cwd)
     if hook and ctx.environ.get(remote.HOOK_GUARD):
         return PushReport(remote.shown(name), "skipped", None, 0, ())
     git = (
-        remote.Git(store, budget_s=remote.hook_budget(ctx.environ), detached=True)
+        remote.Git(jobs.repository, budget_s=remote.hook_budget(ctx.environ), detached=True)
         if hook
-        else remote.Git(store)
+        else remote.Git(jobs.repository)
     )
-    return remote.push(store, git, name, sleep=ctx.sleep)
+    return remote.push(jobs, git, name, sleep=ctx.sleep)
 
 
 def sync(ctx: Context, remote_name: str | None = None) -> SyncResult:
-    store = open_store(ctx)
-    name = remote.locate(store, remote_name, ctx.cwd)
-    git = remote.Git(store)
-    fetched = remote.fetch(store, git, name, sleep=ctx.sleep)
-    return SyncResult(fetched, remote.push(store, git, name, sleep=ctx.sleep, fetched=fetched))
+    jobs = open_here(ctx)
+    name = remote.locate(jobs.repository, remote_name, ctx.cwd)
+    git = remote.Git(jobs.repository)
+    fetched = remote.fetch(jobs, git, name, sleep=ctx.sleep)
+    return SyncResult(fetched, remote.push(jobs, git, name, sleep=ctx.sleep, fetched=fetched))
 
 
 # ---- coding agents -----------------------------------------------------------------------
@@ -990,14 +1006,14 @@ def agent_install(
 ) -> Change:
     """Write (or remove) majordomus' hook entries in a coding agent's settings file."""
     try:
-        store: Store | None = open_store(ctx)
+        repository: Repository | None = open_here(ctx).repository
     except RepositoryError:
         if scope != "user":
             raise
-        store = None  # the user's own settings need no repository
+        repository = None  # the user's own settings need no repository
     from majordomus import agents  # two commands use it: not loaded by the others
 
-    return agents.install(store, ctx.environ, agent, scope, enforce, dry_run, remove)
+    return agents.install(repository, ctx.environ, agent, scope, enforce, dry_run, remove)
 
 
 # ---- adopt -------------------------------------------------------------------------------------
@@ -1009,4 +1025,4 @@ def adopt(
     """Copy records a squash or rebase merge orphaned onto the commit where they landed."""
     from majordomus import adopt as adoption
 
-    return adoption.adopt(open_store(ctx), rev, dry_run=dry_run, days=days, sleep=ctx.sleep)
+    return adoption.adopt(open_here(ctx), rev, dry_run=dry_run, days=days, sleep=ctx.sleep)

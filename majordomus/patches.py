@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from majordomus.cache import PATCH_FILE_NAME, PatchCache
 from majordomus.errors import RepositoryError
-from majordomus.store import Store
+from majordomus.history import History
 
 BRANCH_COMMITS_MAX = 250  # beyond this a handover stores the branch's base and patch only
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -44,25 +44,25 @@ def _parse(output: bytes) -> dict[str, str]:
     return ids
 
 
-def ids_of_commits(store: Store, commits: Iterable[str]) -> dict[str, str]:
+def ids_of_commits(history: History, commits: Iterable[str]) -> dict[str, str]:
     """Commit -> patch id, for many commits: `git diff-tree --stdin` piped into `git patch-id`."""
-    return _ids(store, "".join(f"{commit}\n" for commit in commits))
+    return _ids(history, "".join(f"{commit}\n" for commit in commits))
 
 
-def ids_against(store: Store, bases: Mapping[str, str]) -> dict[str, str]:
+def ids_against(history: History, bases: Mapping[str, str]) -> dict[str, str]:
     """Tip -> patch id of the change from `bases[tip]` to tip (a whole branch squashed),
     through the same pipeline: diff-tree takes the base as the tip's parent."""
-    return _ids(store, "".join(f"{tip} {base}\n" for tip, base in bases.items()))
+    return _ids(history, "".join(f"{tip} {base}\n" for tip, base in bases.items()))
 
 
-def _ids(store: Store, listing: str) -> dict[str, str]:
+def _ids(history: History, listing: str) -> dict[str, str]:
     """Patch ids of commits as they are stored, whatever replacement this clone has in force
     (a graft changes a commit's parents here only): what a record states, and what it is
     compared with, is the same in every clone."""
     if not listing:
         return {}
-    env = store.stored_environ()
-    base = ["git", f"--git-dir={store.gitdir}"]
+    env = history.repository.stored_environ()
+    base = ["git", f"--git-dir={history.repository.gitdir}"]
     try:
         diff = subprocess.Popen(
             [*base, "diff-tree", "--stdin", "-p", "--root", "--no-renames"],
@@ -104,26 +104,26 @@ def _ids(store: Store, listing: str) -> dict[str, str]:
     return _parse(out)
 
 
-def commit_fact(store: Store, commit: str) -> dict[str, Any]:
+def commit_fact(history: History, commit: str) -> dict[str, Any]:
     """The `patch` field of a record written on `commit` ({} when it has no patch of its own,
     or none that can be known here: a shallow clone's boundary commit, whose parents it
     lacks): computed once per commit, since a commit's diff against the parents it names
     never changes."""
-    if commit in store.shallow_boundary():
+    if commit in history.shallow_boundary():
         return {}
-    cache = PatchCache(store.commondir / PATCH_FILE_NAME)
+    cache = PatchCache(history.repository.commondir / PATCH_FILE_NAME)
     patch = cache.get(commit)
     if patch is None:
-        patch = ids_of_commits(store, [commit]).get(commit, "")
+        patch = ids_of_commits(history, [commit]).get(commit, "")
         cache.put(commit, patch)
     return {"patch": patch} if patch else {}
 
 
-def handover_facts(store: Store, commit: str) -> dict[str, Any]:
+def handover_facts(history: History, commit: str) -> dict[str, Any]:
     """The `patch` field and the branch facts of a handover written on `commit`."""
-    fields = commit_fact(store, commit)
-    branch = _branch(store, commit)
-    whole = ids_against(store, {commit: branch[0]}) if branch is not None else {}
+    fields = commit_fact(history, commit)
+    branch = _branch(history, commit)
+    whole = ids_against(history, {commit: branch[0]}) if branch is not None else {}
     if branch is not None and commit in whole:
         base, commits = branch
         fields["branch_base"] = base
@@ -133,49 +133,53 @@ def handover_facts(store: Store, commit: str) -> dict[str, Any]:
     return fields
 
 
-def _branch(store: Store, commit: str) -> tuple[str, tuple[str, ...]] | None:
+def _branch(history: History, commit: str) -> tuple[str, tuple[str, ...]] | None:
     """(merge base, commits since) with the branch HEAD will land on, in the history as
     stored (the facts travel to clones without this one's replacements); None on that
     branch, and None where a shallow clone's boundary commit lies between either side and
     the base, or is the base (its parents are unknown here): never a guess."""
-    target = landing_ref(store)
+    target = landing_ref(history)
     if target is None:
         return None
-    found = store.git("merge-base", commit, target, check=False, stored=True)
+    found = history.repository.git("merge-base", commit, target, check=False, stored=True)
     base = found.stdout.strip() if found.returncode == 0 else ""
     if not base or base == commit:
         return None
-    commits = tuple(store.git("rev-list", f"{base}..{commit}", stored=True).stdout.split())
-    boundary = store.shallow_boundary()
+    commits = tuple(
+        history.repository.git("rev-list", f"{base}..{commit}", stored=True).stdout.split()
+    )
+    boundary = history.shallow_boundary()
     if boundary:
-        landing = store.git("rev-list", f"{base}..{target}", stored=True).stdout.split()
+        landing = history.repository.git(
+            "rev-list", f"{base}..{target}", stored=True
+        ).stdout.split()
         if base in boundary or not boundary.isdisjoint([*commits, *landing]):
             return None
     return (base, commits) if commits else None
 
 
-def landing_ref(store: Store) -> str | None:
+def landing_ref(history: History) -> str | None:
     """The branch the current one will land on: its upstream when that is another branch,
     else the remote's default branch, else main or master (remote, then local)."""
-    branch = store.current_branch()
+    branch = history.repository.current_branch()
     if branch is None:
         return None
-    remote = store.config_value(f"branch.{branch}.remote") or "origin"
-    merge = store.config_value(f"branch.{branch}.merge")
+    remote = history.repository.config_value(f"branch.{branch}.remote") or "origin"
+    merge = history.repository.config_value(f"branch.{branch}.merge")
     candidates = []
     if merge and merge != f"refs/heads/{branch}":
         if remote == ".":
             candidates.append(merge)
         else:
             candidates.append(f"refs/remotes/{remote}/{merge.removeprefix('refs/heads/')}")
-    default = store.symbolic_target(f"refs/remotes/{remote}/HEAD")
+    default = history.repository.symbolic_target(f"refs/remotes/{remote}/HEAD")
     if default is not None:
         candidates.append(default)
     for name in ("main", "master"):
         candidates += [f"refs/remotes/{remote}/{name}", f"refs/heads/{name}"]
     own = {f"refs/heads/{branch}", f"refs/remotes/{remote}/{branch}"}
     for ref in candidates:
-        if ref not in own and store.ref_target(ref) is not None:
+        if ref not in own and history.repository.ref_target(ref) is not None:
             return ref
     return None
 

@@ -19,11 +19,15 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from majordomus.errors import RefusedError, RemoteError, RepositoryError
-from majordomus.store import NOTES_REF, Store
+from majordomus.notesref import NOTES_REF
 from majordomus.values import FetchReport, HookReport, InitReport, PushReport, Setting
+
+if TYPE_CHECKING:
+    from majordomus.jobs import Jobs
+    from majordomus.repository import Repository
 
 PUSH_ATTEMPTS = 12
 HOOK_TIMEOUT_S = 30.0
@@ -62,23 +66,23 @@ def check_remote(name: str) -> str:
     return name
 
 
-def default_remote(store: Store) -> str:
+def default_remote(repository: Repository) -> str:
     """The current branch's upstream remote, else `origin`."""
-    branch = store.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+    branch = repository.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
     if branch:
-        configured = store.git("config", "--get", f"branch.{branch}.remote", check=False)
+        configured = repository.git("config", "--get", f"branch.{branch}.remote", check=False)
         upstream = configured.stdout.strip()
         if upstream and upstream != ".":
             return upstream
     return "origin"
 
 
-def locate(store: Store, name: str | None, cwd: str) -> str:
+def locate(repository: Repository, name: str | None, cwd: str) -> str:
     """The remote to talk to: a configured name, or a URL (a relative path taken from `cwd`)."""
     if name is None:
-        return default_remote(store)
+        return default_remote(repository)
     check_remote(name)
-    if name not in store.remote_names() and os.path.exists(os.path.join(cwd, name)):
+    if name not in repository.remote_names() and os.path.exists(os.path.join(cwd, name)):
         return os.path.abspath(os.path.join(cwd, name))
     return name
 
@@ -123,16 +127,16 @@ class Git:
 
     def __init__(
         self,
-        store: Store,
+        repository: Repository,
         *,
         budget_s: float | None = None,
         detached: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
+        self.repository = repository
         self.detached = detached
         self.budget_s = budget_s
-        self.silence_s = remote_timeout(store)
+        self.silence_s = remote_timeout(repository)
         self._monotonic = monotonic
         self._deadline = None if budget_s is None else monotonic() + budget_s
 
@@ -141,7 +145,7 @@ class Git:
     ) -> subprocess.CompletedProcess[str]:
         """git with these arguments; `meanwhile` runs while git does (it writes no more
         than a pipe holds before `meanwhile` returns, or waits for it)."""
-        env = dict(self.store.environ)
+        env = dict(self.repository.environ)
         env[HOOK_GUARD] = "1"
         if self.detached:
             env["GIT_TERMINAL_PROMPT"] = "0"
@@ -160,11 +164,11 @@ class Git:
         ]  # fmt: skip
         if self.silence_s is not None and not _watches_reads() and args[0] in ("fetch", "push"):
             args = (args[0], "--progress", *args[1:])  # git then talks while the remote sends
-        command = ["git", f"--git-dir={self.store.gitdir}", *silence, *args]
+        command = ["git", f"--git-dir={self.repository.gitdir}", *silence, *args]
         try:
             process = subprocess.Popen(
                 command,
-                cwd=self.store.workdir or self.store.gitdir,
+                cwd=self.repository.workdir or self.repository.gitdir,
                 env=env,
                 stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -289,9 +293,9 @@ class _Watch:
         return out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
-def remote_timeout(store: Store) -> int | None:
+def remote_timeout(repository: Repository) -> int | None:
     """The seconds a remote may send nothing (`majordomus.remoteTimeout`); None: no limit."""
-    raw = store.config_value(REMOTE_TIMEOUT_KEY)
+    raw = repository.config_value(REMOTE_TIMEOUT_KEY)
     if raw is None:
         return REMOTE_TIMEOUT_S
     text = raw.strip()
@@ -336,15 +340,15 @@ def _kill(process: subprocess.Popen[bytes], *, group: bool) -> None:
 
 
 def fetch(
-    store: Store, git: Git, remote: str, *, sleep: Callable[[float], None] = time.sleep
+    jobs: Jobs, git: Git, remote: str, *, sleep: Callable[[float], None] = time.sleep
 ) -> FetchReport:
     """Bring the remote's records into its remote-tracking ref, then merge them into ours."""
-    named = remote in store.remote_names()
+    named = remote in jobs.repository.remote_names()
     where = shown(remote)
     # A URL has no remote-tracking ref: its records pass through a private ref
     # that is removed once merged.
     dest = tracking_ref(remote) if named else f"{_INCOMING}{os.urandom(6).hex()}/majordomus"
-    before = store.ref_target(dest) if named else None
+    before = jobs.repository.ref_target(dest) if named else None
     try:
         # --no-filter: in a partial clone, the notes' trees and blobs come with them.
         # --prune: a ref the remote no longer has must not stay behind as the value the
@@ -359,7 +363,7 @@ def fetch(
             remote,
             f"+{NOTES_REF}*:{dest}*",
             # What follows needs libgit2: loaded while git fetches, on the other CPU.
-            meanwhile=lambda: store.repo,
+            meanwhile=lambda: jobs.repository.repo,
         )
         if result.returncode != 0:
             raise RemoteError(
@@ -367,34 +371,34 @@ def fetch(
                 f"{_reason(result.stderr, f'git fetch exited {result.returncode}')}; nothing "
                 f"was merged (check the remote with git fetch {where})."
             )
-        theirs = store.ref_target(dest)
-        if theirs is not None and not store.has_commit(theirs):
-            _put_back(store, dest, before)
+        theirs = jobs.repository.ref_target(dest)
+        if theirs is not None and not jobs.history.has_commit(theirs):
+            _put_back(jobs.repository, dest, before)
             raise RemoteError(
                 f"{where}'s {NOTES_REF} points at {theirs[:12]}, which is not a commit, so its "
                 "records cannot be read; nothing here was changed (ask whoever published it "
                 f"to repair {NOTES_REF} on {where})."
             )
-        complete(store, git, remote)
+        complete(jobs, git, remote)
         if theirs is None:
             return FetchReport(where, None, None)
-        merge = store.merge_notes(theirs, f"majordomus: merge records from {where}", sleep=sleep)
+        merge = jobs.writer.merge(theirs, f"majordomus: merge records from {where}", sleep=sleep)
         return FetchReport(where, theirs, merge)
     finally:
         if not named:
-            store.delete_refs(dest.rsplit("/", 1)[0] + "/")
+            jobs.repository.delete_refs(dest.rsplit("/", 1)[0] + "/")
 
 
-def _put_back(store: Store, ref: str, target: str | None) -> None:
+def _put_back(repository: Repository, ref: str, target: str | None) -> None:
     """A remote-tracking ref back where it was before a fetch moved it (None: absent)."""
     if target is None:
-        store.git("update-ref", "-d", ref, check=False)
+        repository.git("update-ref", "-d", ref, check=False)
     else:
-        store.git("update-ref", ref, target, check=False)
+        repository.git("update-ref", ref, target, check=False)
 
 
 def push(
-    store: Store,
+    jobs: Jobs,
     git: Git,
     remote: str,
     *,
@@ -413,9 +417,9 @@ def push(
     """
     fetches: list[FetchReport] = []
     where = shown(remote)
-    expected = _merged_remote_value(store, git, remote, fetched, sleep)
+    expected = _merged_remote_value(jobs, git, remote, fetched, sleep)
     for attempt in range(1, attempts + 1):
-        local = store.notes_target()
+        local = jobs.repository.ref_target(NOTES_REF)
         if local is None:
             return PushReport(where, "nothing", None, attempt - 1, tuple(fetches))
         result = git.run(
@@ -430,10 +434,10 @@ def push(
         flag, summary = _push_status(result.stdout)
         if result.returncode == 0:
             outcome = "up-to-date" if flag == "=" else "pushed"
-            if remote in store.remote_names():
+            if remote in jobs.repository.remote_names():
                 # As git does for branches: the remote-tracking ref follows what was
                 # pushed, so the next push is leased on the value the remote holds.
-                store.git("update-ref", tracking_ref(remote), local, check=False)
+                jobs.repository.git("update-ref", tracking_ref(remote), local, check=False)
             return PushReport(where, outcome, local, attempt, tuple(fetches))
         if flag != "!":
             raise RemoteError(
@@ -452,7 +456,7 @@ def push(
             import random  # here: only a rejected push pays for it
 
             sleep(random.uniform(0.0, 0.1 * 2 ** min(attempt - 1, 4)))
-            report = fetch(store, git, remote, sleep=sleep)
+            report = fetch(jobs, git, remote, sleep=sleep)
             fetches.append(report)
             expected = report.remote_commit or ""
     raise RemoteError(
@@ -462,7 +466,7 @@ def push(
 
 
 def _merged_remote_value(
-    store: Store,
+    jobs: Jobs,
     git: Git,
     remote: str,
     fetched: FetchReport | None,
@@ -475,30 +479,32 @@ def _merged_remote_value(
     """
     if fetched is not None:
         return fetched.remote_commit or ""
-    if remote not in store.remote_names():
+    if remote not in jobs.repository.remote_names():
         return ""  # a URL keeps no remote-tracking ref
-    tracked = store.ref_target(tracking_ref(remote))
-    if tracked is not None and not store.has_commit(tracked):
+    tracked = jobs.repository.ref_target(tracking_ref(remote))
+    if tracked is not None and not jobs.history.has_commit(tracked):
         # Left out of every read (a blob or a tag a teammate pushed): nothing to merge.
         # The push is leased on no records, refused if the remote has any, and fetched.
         return ""
-    if tracked is not None and store.notes_target() is not None:
-        complete(store, git, remote)
-        store.merge_notes(tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep)
+    if tracked is not None and jobs.repository.ref_target(NOTES_REF) is not None:
+        complete(jobs, git, remote)
+        jobs.writer.merge(tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep)
     return tracked or ""
 
 
-def missing_note_objects(store: Store) -> list[str]:
+def missing_note_objects(jobs: Jobs) -> list[str]:
     """The objects under the notes refs' trees this clone lacks, as git lists them
     (never fetching them one by one as it would to read them)."""
-    commits = store.notes_commits()
-    if not commits or not store.is_partial():
+    commits = jobs.reader.notes_commits()
+    if not commits or not jobs.reader.is_partial():
         return []
-    out = store.git("rev-list", "--objects", "--no-walk", "--missing=print", *commits).stdout
+    out = jobs.repository.git(
+        "rev-list", "--objects", "--no-walk", "--missing=print", *commits
+    ).stdout
     return [line[1:].strip() for line in out.splitlines() if line.startswith("?")]
 
 
-def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> str | None:
+def fetch_objects(repository: Repository, git: Git, remote: str, ids: Sequence[str]) -> str | None:
     """Fetch objects by id from `remote` in one request, each with everything under it
     (--no-filter); None when git succeeded, else its reason.
 
@@ -528,22 +534,22 @@ def fetch_objects(store: Store, git: Git, remote: str, ids: Sequence[str]) -> st
     try:
         whole = git.run(*noop[2:], "--refetch", "--", remote, f"+{NOTES_REF}:{dest}")
     finally:
-        store.delete_refs(dest.rsplit("/", 1)[0] + "/")
+        repository.delete_refs(dest.rsplit("/", 1)[0] + "/")
     return None if whole.returncode == 0 else reason
 
 
-def complete(store: Store, git: Git, remote: str) -> None:
+def complete(jobs: Jobs, git: Git, remote: str) -> None:
     """Bring the note objects a partial clone lacks from `remote`, in one batch."""
-    ids = missing_note_objects(store)
+    ids = missing_note_objects(jobs)
     if not ids:
         return
-    reason = fetch_objects(store, git, remote, ids) or "it did not send them"
-    still = missing_note_objects(store)
-    promisor = promisor_remote(store)
+    reason = fetch_objects(jobs.repository, git, remote, ids) or "it did not send them"
+    still = missing_note_objects(jobs)
+    promisor = promisor_remote(jobs.repository)
     if still and promisor != remote:
         # Objects under our own ref that only the remote this clone came from has.
-        fetch_objects(store, git, promisor, still)
-        still = missing_note_objects(store)
+        fetch_objects(jobs.repository, git, promisor, still)
+        still = missing_note_objects(jobs)
     if still:
         where = shown(remote)
         raise RemoteError(
@@ -553,24 +559,26 @@ def complete(store: Store, git: Git, remote: str) -> None:
         )
 
 
-def promisor_remote(store: Store) -> str:
+def promisor_remote(repository: Repository) -> str:
     """The remote a partial clone fetches the objects it left out from."""
-    named = store.git("config", "--get", "extensions.partialclone", check=False).stdout.strip()
+    named = repository.git("config", "--get", "extensions.partialclone", check=False).stdout.strip()
     if named:
         return named
-    for name in store.remote_names():
-        flag = store.git("config", "--type=bool", "--get", f"remote.{name}.promisor", check=False)
+    for name in repository.remote_names():
+        flag = repository.git(
+            "config", "--type=bool", "--get", f"remote.{name}.promisor", check=False
+        )
         if flag.stdout.strip() == "true":
             return name
-    return default_remote(store)
+    return default_remote(repository)
 
 
-def missing_fetcher(store: Store) -> Callable[[Sequence[str]], tuple[str, str | None]]:
+def missing_fetcher(repository: Repository) -> Callable[[Sequence[str]], tuple[str, str | None]]:
     """What a read calls when a partial clone lacks note objects: one batched fetch."""
 
     def fetch_missing(ids: Sequence[str]) -> tuple[str, str | None]:
-        remote = promisor_remote(store)
-        return shown(remote), fetch_objects(store, Git(store), remote, ids)
+        remote = promisor_remote(repository)
+        return shown(remote), fetch_objects(repository, Git(repository), remote, ids)
 
     return fetch_missing
 
@@ -597,10 +605,10 @@ def _retryable(summary: str) -> bool:
 # ---- init: configuration and the hook --------------------------------------------------------
 
 
-def configure(store: Store, remote: str | None) -> InitReport:
+def configure(repository: Repository, remote: str | None) -> InitReport:
     """Set this clone up so records travel with the code; idempotent, never clobbering."""
-    names = store.remote_names()
-    chosen = remote if remote is not None else default_remote(store)
+    names = repository.remote_names()
+    chosen = remote if remote is not None else default_remote(repository)
     if remote is not None:
         check_remote(remote)
         if remote not in names:
@@ -609,21 +617,23 @@ def configure(store: Store, remote: str | None) -> InitReport:
                 f"there is no remote named {remote}{known}; add it with git remote add "
                 f"{remote} URL, then run majordomus init --remote {remote} again."
             )
-    settings = [_add_value(store, "notes.displayRef", ref) for ref in DISPLAY_REFS]
-    settings.append(_add_value(store, "notes.rewriteRef", NOTES_REF))
+    settings = [_add_value(repository, "notes.displayRef", ref) for ref in DISPLAY_REFS]
+    settings.append(_add_value(repository, "notes.rewriteRef", NOTES_REF))
     settings += [
         _set_value(
-            store, "notes.rewrite.amend", "true", "records will not follow git commit --amend"
+            repository, "notes.rewrite.amend", "true", "records will not follow git commit --amend"
         ),
-        _set_value(store, "notes.rewrite.rebase", "true", "records will not follow git rebase"),
         _set_value(
-            store,
+            repository, "notes.rewrite.rebase", "true", "records will not follow git rebase"
+        ),
+        _set_value(
+            repository,
             "notes.rewriteMode",
             "concatenate",
             "a rewrite that lands on a commit with a note may drop or garble records",
         ),
         _set_value(
-            store,
+            repository,
             "notes.majordomus.mergeStrategy",
             "union",
             "git notes merge by hand may not keep the notes valid TOML",
@@ -633,39 +643,39 @@ def configure(store: Store, remote: str | None) -> InitReport:
         why = (
             f"no remote named {chosen} yet: after git remote add {chosen} URL, run majordomus init"
         )
-        return InitReport(None, tuple(settings), install_hook(store), why)
-    settings += _remote_settings(store, chosen)
-    return InitReport(chosen, tuple(settings), install_hook(store))
+        return InitReport(None, tuple(settings), install_hook(repository), why)
+    settings += _remote_settings(repository, chosen)
+    return InitReport(chosen, tuple(settings), install_hook(repository))
 
 
-def _config_values(store: Store, key: str) -> list[str]:
-    return store.git("config", "--get-all", key, check=False).stdout.splitlines()
+def _config_values(repository: Repository, key: str) -> list[str]:
+    return repository.git("config", "--get-all", key, check=False).stdout.splitlines()
 
 
 def _covers(pattern: str, ref: str) -> bool:
     return pattern == ref or ("*" in pattern and fnmatch.fnmatchcase(ref, pattern))
 
 
-def _add_value(store: Store, key: str, value: str, *, glob: bool = True) -> Setting:
+def _add_value(repository: Repository, key: str, value: str, *, glob: bool = True) -> Setting:
     """One value of a multi-valued key, added beside whatever the user has.
 
     With `glob`, a value the user already covers with a pattern (notes.displayRef
     = refs/notes/*) is not added again.
     """
-    existing = _config_values(store, key)
+    existing = _config_values(repository, key)
     if value in existing or (glob and any(_covers(pattern, value) for pattern in existing)):
         return Setting(key, value, "already")
-    store.git("config", "--local", "--add", key, value)
+    repository.git("config", "--local", "--add", key, value)
     return Setting(key, value, "added")
 
 
-def _set_value(store: Store, key: str, value: str, consequence: str) -> Setting:
+def _set_value(repository: Repository, key: str, value: str, consequence: str) -> Setting:
     """A single-valued key, set only when the user has not set it."""
     typed = ["--type=bool"] if value in ("true", "false") else []
-    current = store.git("config", *typed, "--get", key, check=False)
+    current = repository.git("config", *typed, "--get", key, check=False)
     have = current.stdout.strip()
     if current.returncode != 0 or not have:
-        store.git("config", "--local", key, value)
+        repository.git("config", "--local", key, value)
         return Setting(key, value, "added")
     if have.lower() == value:
         return Setting(key, value, "already")
@@ -677,10 +687,10 @@ def _set_value(store: Store, key: str, value: str, consequence: str) -> Setting:
     )
 
 
-def _remote_settings(store: Store, remote: str) -> list[Setting]:
+def _remote_settings(repository: Repository, remote: str) -> list[Setting]:
     key = f"remote.{remote}.fetch"
-    settings = [_add_value(store, key, fetch_refspec(remote), glob=False)]
-    for spec in _config_values(store, key):
+    settings = [_add_value(repository, key, fetch_refspec(remote), glob=False)]
+    for spec in _config_values(repository, key):
         destination = spec.lstrip("+").partition(":")[2]
         if spec != fetch_refspec(remote) and _covers(destination, NOTES_REF):
             settings.append(
@@ -727,12 +737,12 @@ def hook_line(environ: Mapping[str, str], python: str = sys.executable) -> str:
     return f'{shlex.quote(python)} -m majordomus push --hook "$1" </dev/null || true'
 
 
-def install_hook(store: Store) -> HookReport:
+def install_hook(repository: Repository) -> HookReport:
     """Install the pre-push hook, or say exactly what to add to the one that is there."""
-    hooks_path = store.git("config", "--get", "core.hooksPath", check=False).stdout.strip()
-    hooks = Path(store.git("rev-parse", "--git-path", "hooks").stdout.strip())
+    hooks_path = repository.git("config", "--get", "core.hooksPath", check=False).stdout.strip()
+    hooks = Path(repository.git("rev-parse", "--git-path", "hooks").stdout.strip())
     if not hooks.is_absolute():
-        hooks = (store.workdir or store.gitdir) / hooks
+        hooks = (repository.workdir or repository.gitdir) / hooks
     path = hooks / "pre-push"
     script = hook_script()
     try:
@@ -752,7 +762,7 @@ def install_hook(store: Store) -> HookReport:
         # Often a directory the team shares: the portable line, no path of this machine.
         why = f"core.hooksPath is set to {hooks_path}, which majordomus does not write to"
         return HookReport(str(path), "manual", why, HOOK_LINE)
-    line = hook_line(store.environ)
+    line = hook_line(repository.environ)
     if existing is not None:
         return HookReport(str(path), "manual", "a pre-push hook is already there", line)
     try:

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from majordomus.index import Index
+from majordomus.jobs import open_jobs
 from majordomus.records import parse_note
-from majordomus.store import Store
 from tests.conftest import START, Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, seeded
 from tests.support.git import lose_object
@@ -874,13 +874,13 @@ def test_copies_already_written_by_another_adopt_are_not_written_twice(
     feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
     mate = feature.teammate()
-    store = Store(str(mate.path), mate.environ)
-    index = Index(store.read_notes(), store)
+    jobs = open_jobs(str(mate.path), mate.environ)
+    index = Index(jobs.reader.read_notes(), jobs.reader, jobs.history)
     mine = [item for item in index.records if item.summary.id in feature.ids]
     records = [index.locate(item).record for item in mine]
-    first = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    first = jobs.writer.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
     assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
-    again = store.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    again = jobs.writer.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
     assert again.target == first.target == mate.notes_ref()
     assert len(note_ids(mate, squash)) == 3
 
@@ -960,7 +960,7 @@ def test_patch_ids_of_thousands_of_commits_do_not_wait_on_full_pipes(repo: Repo)
     import threading
 
     from majordomus import patches
-    from majordomus.store import Store
+    from majordomus.jobs import open_jobs
 
     lines = []
     for i in range(4000):
@@ -982,7 +982,7 @@ def test_patch_ids_of_thousands_of_commits_do_not_wait_on_full_pipes(repo: Repo)
     found: dict[str, str] = {}
     worker = threading.Thread(
         target=lambda: found.update(
-            patches.ids_of_commits(Store(str(repo.path), repo.environ), commits)
+            patches.ids_of_commits(open_jobs(str(repo.path), repo.environ).history, commits)
         ),
         daemon=True,
     )

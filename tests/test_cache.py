@@ -9,7 +9,7 @@ import random
 import shutil
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +31,19 @@ from majordomus.cache import (
 )
 from majordomus.index import Views, _shard_of
 from majordomus.index import _key as index_key
+from majordomus.jobs import open_jobs
 from majordomus.jsontext import record_text
 from majordomus.ops import Context, _write
 from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
-from majordomus.store import Store
 from tests.conftest import AUTHOR, Clock, Repo
 from tests.remote_fixtures import clone, seeded
 
 CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
+
+
+def views_of(path: str, environ: Mapping[str, str]) -> Views:
+    jobs = open_jobs(path, environ)
+    return Views(jobs.reader, jobs.history)
 
 
 def answers(repo: Repo) -> tuple[object, ...]:
@@ -223,7 +228,7 @@ def test_a_foreign_write_rereads_only_the_notes_it_changed(repo: Repo) -> None:
     repo.git("notes", "--ref=majordomus", "append", "-m", foreign(repo, 3), "HEAD~2")
     repo.git("notes", "--ref=majordomus", "add", "-f", "-m", foreign(repo, 4), "HEAD~4")
     repo.git("notes", "--ref=majordomus", "remove", "HEAD~1")
-    views = Views(Store(str(repo.path), repo.environ))
+    views = views_of(str(repo.path), repo.environ)
     assert not views.full_read  # carried over from the cached state, no full read
     assert views_key(repo) == current_key(repo)
     cached = answers(repo)
@@ -313,7 +318,7 @@ def views_key(repo: Repo) -> str:
 
 
 def current_key(repo: Repo) -> str:
-    return index_key(Store(str(repo.path), repo.environ).ref_targets())
+    return index_key(open_jobs(str(repo.path), repo.environ).reader.ref_targets())
 
 
 def test_our_writes_carry_the_views_over(repo: Repo) -> None:
@@ -337,23 +342,23 @@ def test_views_read_after_a_write_slipped_in_are_kept_under_the_state_read(
     older one (where a later read of that older state would find them)."""
     task = repo.task()
     text = foreign(repo, 1)
-    assert Store(str(repo.path), repo.environ).drop_cache()
+    assert open_jobs(str(repo.path), repo.environ).reader.drop_cache()
     before = repo.notes_ref()
-    store = Store(str(repo.path), repo.environ)
-    read_notes = store.read_notes
+    jobs = open_jobs(str(repo.path), repo.environ)
+    read_notes = jobs.reader.read_notes
 
     def after_a_foreign_write(**options: Any) -> object:
         repo.git("notes", "--ref=majordomus", "append", "-m", text, "HEAD")
         return read_notes(**options)
 
-    monkeypatch.setattr(store, "read_notes", after_a_foreign_write)
-    Views(store)
+    monkeypatch.setattr(jobs.reader, "read_notes", after_a_foreign_write)
+    Views(jobs.reader, jobs.history)
     after = repo.notes_ref()
     assert before != after
     assert views_key(repo) == index_key({"refs/notes/majordomus": after or ""})
     assert views_key(repo) == current_key(repo)
     cached = json.loads(repo.run("history", "--task", task, "--json").out)
-    assert Store(str(repo.path), repo.environ).drop_cache()
+    assert open_jobs(str(repo.path), repo.environ).reader.drop_cache()
     assert json.loads(repo.run("history", "--task", task, "--json").out) == cached
     assert cached["records"][0]["id"] == "c-0000000000000001"
 
@@ -361,9 +366,9 @@ def test_views_read_after_a_write_slipped_in_are_kept_under_the_state_read(
 def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) -> None:
     task = repo.task()
     repo.run("checkpoint", "mine")
-    store = Store(str(repo.path), repo.environ)
-    views = Views(store)  # read before the other writer
-    foreign = Store(str(repo.path), repo.environ)
+    jobs = open_jobs(str(repo.path), repo.environ)
+    views = Views(jobs.reader, jobs.history)  # read before the other writer
+    foreign = open_jobs(str(repo.path), repo.environ)
     record = new_record(
         "checkpoint",
         record_id="c-0000000000000f0f",
@@ -374,10 +379,10 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
         session=None,
         fields={"body": "theirs"},
     )
-    foreign.append(repo.head(), [record], "another writer")
+    foreign.writer.append(repo.head(), [record], "another writer")
     before = views_key(repo)
     ctx = Context(str(repo.path), repo.environ, now=repo.clock)
-    _write(ctx, store, "checkpoint", task, {"body": "ours"}, None, views)
+    _write(ctx, jobs, "checkpoint", task, {"body": "ours"}, None, views)
     assert views_key(repo) == before  # built on another state: left for a rebuild
     history = json.loads(repo.run("history", "--task", task, "--json").out)
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]
@@ -447,7 +452,7 @@ def test_records_of_one_second_on_one_commit_are_ordered_without_the_graph(repo:
     repo.commit("work")
     for i in range(3):  # the clock stands still: all three in one second
         assert repo.run("checkpoint", f"same second {i}").code == 0
-    index = Views(Store(str(repo.path), repo.environ)).index(task)
+    index = views_of(str(repo.path), repo.environ).index(task)
     last = index.last("checkpoint", task)
     assert last is not None and index.locate(last).record.text("body") == "same second 2"
     mine = index.newest_first(index.of_kind("checkpoint", task))
@@ -474,7 +479,7 @@ def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
     assert alice.run("checkpoint", "alice 2").code == 0
     assert alice.run("push").code == 0
     assert bob.run("fetch").code == 0  # moves the remote-tracking ref and the local one
-    views = Views(Store(str(bob.path), bob.environ))
+    views = views_of(str(bob.path), bob.environ)
     assert not views.full_read  # carried over from the notes the fetch changed
     cached = json.loads(bob.run("history", "--task", task, "--json").out)
     bob.drop_caches()
@@ -592,7 +597,7 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
         note("checkpoint", "c-" + "1" * 16, second, body="foreign"),
         "HEAD",  # its note holds the second task's records only
     )
-    views = Views(Store(str(repo.path), repo.environ))
+    views = views_of(str(repo.path), repo.environ)
     assert not views.full_read  # carried over
     after = packed()
     mine, theirs = f"task {first}", f"task {second}"
@@ -612,12 +617,12 @@ def test_a_carried_over_change_touches_only_its_tasks_and_equals_a_fresh_read(
         note("resume", "c-" + "2" * 16, second, **fields),
         "HEAD",
     )
-    assert Views(Store(str(repo.path), repo.environ)).full_read  # read again
+    assert views_of(str(repo.path), repo.environ).full_read  # read again
     same_as_fresh()
     # A copy of the first task's handover on another commit.
     copy = repo.git("notes", "--ref=majordomus", "show", handover["commit"])
     repo.git("notes", "--ref=majordomus", "append", "-m", copy, "HEAD~2")
-    assert Views(Store(str(repo.path), repo.environ)).full_read
+    assert views_of(str(repo.path), repo.environ).full_read
     same_as_fresh()
 
 

@@ -16,10 +16,11 @@ import pytest
 
 from majordomus import gitfiles
 from majordomus.cache import RECORDS_FILE_NAME
-from majordomus.location import GIT_READ_OBJECTS, GIT_READS, open_repository
+from majordomus.jobs import open_jobs
+from majordomus.location import open_repository
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.notesref import NOTES_REF
-from majordomus.store import Store
+from majordomus.repository import GIT_READ_OBJECTS, GIT_READS
 from tests.conftest import Clock, Repo, hermetic_environ
 from tests.support import forks
 from tests.support.forks import Job
@@ -154,24 +155,28 @@ def test_commits_and_their_times_read_by_git_are_libgit2s(repo: Repo) -> None:
     second = repo.commit("second")
     tree = repo.git("rev-parse", "HEAD^{tree}").strip()
     absent = "0123456789abcdef0123456789abcdef01234567"
-    by_git = Store(str(repo.path), repo.environ)
-    by_libgit2 = Store(str(repo.path), repo.environ)
-    assert by_libgit2.repo is not None  # opened: every read from here on is libgit2's
+    by_git = open_jobs(str(repo.path), repo.environ)
+    by_libgit2 = open_jobs(str(repo.path), repo.environ)
+    assert by_libgit2.repository.repo is not None  # opened: every read from here on is libgit2's
     ids = {first, second, tree, absent}
-    assert by_git.commits_here(ids) == by_libgit2.commits_here(ids) == {first, second}
+    assert (
+        by_git.history.commits_here(ids) == by_libgit2.history.commits_here(ids) == {first, second}
+    )
     for hex_id in ids:
-        assert by_git.commit_time(hex_id) == by_libgit2.commit_time(hex_id)
-    assert by_git.commit_time(second) == int(repo.git("log", "-1", "--format=%ct").strip())
+        assert by_git.history.commit_time(hex_id) == by_libgit2.history.commit_time(hex_id)
+    assert by_git.history.commit_time(second) == int(repo.git("log", "-1", "--format=%ct").strip())
     repo.git("checkout", "-q", "-b", "side", first)
     side = repo.commit("on the side", {"side.txt": "x"})
     repo.git("checkout", "-q", "main")
     repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
     merge = repo.head()
-    with by_git.reading():  # one git process for them all
+    with by_git.history.reading():  # one git process for them all
         for hex_id in (first, second, side, merge, tree, absent):
-            assert by_git.parents(hex_id) == by_libgit2.parents(hex_id)
-        assert by_git.parents(merge) == (second, side) and by_git.parents(first) == ()
-    assert "repo" not in by_git.__dict__  # all of it answered without libgit2
+            assert by_git.history.parents(hex_id) == by_libgit2.history.parents(hex_id)
+        assert (
+            by_git.history.parents(merge) == (second, side) and by_git.history.parents(first) == ()
+        )
+    assert "repo" not in by_git.repository.__dict__  # all of it answered without libgit2
 
 
 # A command in a fresh process: its answer and whether it loaded libgit2.
@@ -318,16 +323,18 @@ def test_reads_of_a_shallow_clone_answer_as_libgit2_answers(
     remote, task = published
     here = _with_records(f"file://{remote}", tmp_path, environ, clock, "--depth", "2")
     assert here.run("task", "use", task).code == 0
-    plain = Store(str(here.path), here.environ)
-    by_libgit2 = Store(str(here.path), {**here.environ, "GIT_CEILING_DIRECTORIES": "/"})
-    assert by_libgit2._opened.refs is None  # the environment leaves it to libgit2
-    assert plain.is_shallow() and by_libgit2.is_shallow()
-    assert plain.shallow_boundary() == by_libgit2.shallow_boundary() != frozenset()
-    with plain.reading():  # parents as a walk sees them: none past the boundary
-        for commit in (*plain.shallow_boundary(), here.head()):
-            assert plain.parents(commit) == by_libgit2.parents(commit)
-        assert all(plain.parents(commit) == () for commit in plain.shallow_boundary())
-    assert "repo" not in plain.__dict__  # told from the file, not by libgit2
+    plain = open_jobs(str(here.path), here.environ)
+    by_libgit2 = open_jobs(str(here.path), {**here.environ, "GIT_CEILING_DIRECTORIES": "/"})
+    assert by_libgit2.repository.refs is None  # the environment leaves it to libgit2
+    assert plain.history.is_shallow() and by_libgit2.history.is_shallow()
+    assert plain.history.shallow_boundary() == by_libgit2.history.shallow_boundary() != frozenset()
+    with plain.history.reading():  # parents as a walk sees them: none past the boundary
+        for commit in (*plain.history.shallow_boundary(), here.head()):
+            assert plain.history.parents(commit) == by_libgit2.history.parents(commit)
+        assert all(
+            plain.history.parents(commit) == () for commit in plain.history.shallow_boundary()
+        )
+    assert "repo" not in plain.repository.__dict__  # told from the file, not by libgit2
     argv = [task if a == "TASK" else a for a in argv]
     first = _probe(here, argv, here.environ)
     again = _probe(here, argv, here.environ)
@@ -455,14 +462,14 @@ def test_notes_shown_whole_are_read_by_git_even_once_libgit2_is_loaded(
         assert repo.run("checkpoint", f"seen {n}").code == 0
     blobs = [line.split()[0] for line in repo.git("notes", "--ref=majordomus", "list").splitlines()]
     (repo.path / ".git" / RECORDS_FILE_NAME).unlink(missing_ok=True)
-    store = Store(str(repo.path), repo.environ)
-    assert store.repo is not None  # libgit2 loaded
+    jobs = open_jobs(str(repo.path), repo.environ)
+    assert jobs.repository.repo is not None  # libgit2 loaded
     calls = count_cat_files(monkeypatch)
-    store.preload(blobs)
+    jobs.reader.preload(blobs)
     assert calls == [len(blobs)]
-    by_libgit2 = Store(str(repo.path), {**repo.environ, "GIT_CEILING_DIRECTORIES": "/"})
+    by_libgit2 = open_jobs(str(repo.path), {**repo.environ, "GIT_CEILING_DIRECTORIES": "/"})
     for blob in blobs:
-        assert store.note([blob]) == by_libgit2.note([blob])
+        assert jobs.reader.note([blob]) == by_libgit2.reader.note([blob])
 
 
 def test_git_reads_stop_at_their_caps_and_once_libgit2_is_loaded(

@@ -18,7 +18,7 @@ from majordomus import graph as graph_module
 from majordomus.cache import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
-from majordomus.store import Store
+from majordomus.jobs import Jobs, open_jobs
 from tests.conftest import EMAIL, NAME, Clock, Repo
 from tests.support.repo import clone, seeded, worked
 
@@ -143,21 +143,21 @@ class History:
         self.move_head(new)
 
 
-def store_of(repo: Repo) -> Store:
-    return Store(str(repo.path), repo.environ)
+def jobs_of(repo: Repo) -> Jobs:
+    return open_jobs(str(repo.path), repo.environ)
 
 
 def check_against_git(repo: Repo, git: Git, rng: random.Random, commits: list[str]) -> None:
     rev = repo.head()
     candidates = rng.sample(commits, min(len(commits), 25))
     handovers = rng.sample(commits, min(len(commits), rng.choice([2, 12])))
-    store = store_of(repo)
-    order = store.graph().order(rev, candidates)
-    labels = store.graph().labels(rev, handovers)
+    jobs = jobs_of(repo)
+    order = jobs.history.graph().order(rev, candidates)
+    labels = jobs.history.graph().labels(rev, handovers)
     expected = git.order(rev)
     assert order == {c: expected[c] for c in candidates if c in expected}
     assert labels == {h: git.label(h, rev) for h in handovers}
-    assert store.graph().walks <= 2
+    assert jobs.history.graph().walks <= 2
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -177,10 +177,10 @@ def test_one_walk_answers_every_label_of_a_history(repo: Repo) -> None:
     history = History(repo, rng)
     for i in range(60):
         history.step(i)
-    store = store_of(repo)
+    jobs = jobs_of(repo)
     rev = repo.head()
     handovers = history.commits[:: max(1, len(history.commits) // 40)]
-    graph = store.graph()
+    graph = jobs.history.graph()
     graph.order(rev, history.commits)
     labels = graph.labels(rev, handovers)
     assert graph.walks <= 2
@@ -224,14 +224,14 @@ def test_a_shallow_clone_answers_as_the_full_one_or_unknown(
         clone = shallow_clone(repo, tmp_path / f"depth{depth}", depth)
         assert clone.git("rev-parse", "HEAD").strip() == rev
         handovers = rng.sample(history.commits, 12)
-        store = store_of(clone)
+        jobs = jobs_of(clone)
         shallow_file = clone.path / ".git" / "shallow"
         cut = set(shallow_file.read_text().split()) if shallow_file.exists() else set()
-        assert store.graph().boundary == cut
+        assert jobs.history.graph().boundary == cut
         cuts += bool(cut)
-        got = store.graph().labels(rev, handovers)
+        got = jobs.history.graph().labels(rev, handovers)
         # Commits git lists keep git's order; those only the mended graph reaches follow.
-        order = store.graph().order(rev, history.commits)
+        order = jobs.history.graph().order(rev, history.commits)
         listed = git_order(clone, rev)
         assert {c: r for c, r in order.items() if c in listed} == {
             c: listed[c] for c in history.commits if c in listed
@@ -379,8 +379,8 @@ def test_a_branch_switch_near_a_kept_revision_is_answered_without_a_walk(
 
     def answers(expect_walks: int | None) -> None:
         rev = repo.head()
-        store = store_of(repo)
-        graph = store.graph()
+        jobs = jobs_of(repo)
+        graph = jobs.history.graph()
         order = graph.order(rev, commits)
         labels = graph.labels(rev, handovers)
         expected = git.order(rev)
@@ -419,8 +419,8 @@ def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
         history.step(i)
     for _ in range(3):
         rev = repo.head()
-        store = store_of(repo)
-        graph = store.graph()
+        jobs = jobs_of(repo)
+        graph = jobs.history.graph()
         order = graph.order(rev, history.commits)
         labels = graph.labels(rev, history.commits)
         expected = git.order(rev)
@@ -455,7 +455,7 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
         for fresh in (True, False):
             if fresh:
                 (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
-            graph = store_of(repo).graph()
+            graph = jobs_of(repo).history.graph()
             graph.expect_labels(rev, handovers)
             order = graph.order(rev, history.commits)
             labels = graph.labels(rev, handovers)
@@ -469,7 +469,7 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
         when = {line.split()[0]: int(line.split()[1]) for line in dated}
         in_order = all(when[line.split()[0]] >= when[p] for line in dated for p in line.split()[2:])
         (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
-        graph = store_of(repo).graph()
+        graph = jobs_of(repo).history.graph()
         graph.expect_labels(rev, on_history)
         graph.order(rev, history.commits)
         assert graph.labels(rev, on_history) == {h: git.label(h, rev) for h in on_history}
@@ -493,22 +493,22 @@ def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     reached = set(git.rev_list(rev) or [])
     handovers = [c for c in history.commits if c in reached][::3]
     (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
-    store = store_of(repo)
-    graph = store.graph()
+    jobs = jobs_of(repo)
+    graph = jobs.history.graph()
     graph.start_order(rev, worth=lambda: False)  # nothing to order: nothing started
-    assert store._started is None
+    assert jobs.history._started is None
     graph.start_order(rev, worth=lambda: True)
-    assert store._started is not None
+    assert jobs.history._started is not None
     graph.expect_labels(rev, handovers)
     order = graph.order(rev, history.commits)
-    assert store._started is None  # read, and its git waited for
+    assert jobs.history._started is None  # read, and its git waited for
     expected = git.order(rev)
     assert order == {c: expected[c] for c in history.commits if c in expected}
     assert graph.labels(rev, handovers) == {h: git.label(h, rev) for h in handovers}
     assert graph.walks <= 2
-    kept = store_of(repo)  # the graph cache now holds this revision: nothing to start
-    kept.graph().start_order(rev, worth=lambda: True)
-    assert kept._started is None
+    kept = jobs_of(repo)  # the graph cache now holds this revision: nothing to start
+    kept.history.graph().start_order(rev, worth=lambda: True)
+    assert kept.history._started is None
 
 
 def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_folder(
@@ -522,9 +522,9 @@ def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_fold
     worked(repo, [f"step {n}" for n in range(4)])
     shallow = shallow_clone(repo, tmp_path / "shallow", depth=3)
     shallow.git("fetch", "-q", "origin", "refs/notes/*:refs/notes/*")
-    store = store_of(shallow)
-    store.graph().start_order(shallow.head(), worth=lambda: True)
-    assert store._started is None
+    jobs = jobs_of(shallow)
+    jobs.history.graph().start_order(shallow.head(), worth=lambda: True)
+    assert jobs.history._started is None
     out = json.loads(shallow.run("history", "--json").out)
     assert [r["label"] for r in out["records"] if r["kind"] == "handover"] == ["advanced"]
 
@@ -533,9 +533,9 @@ def test_no_walk_is_started_ahead_in_a_shallow_clone_or_without_a_temporary_fold
 
     monkeypatch.setattr(tempfile, "TemporaryFile", no_folder)
     (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
-    store = store_of(repo)
-    store.graph().start_order(repo.head(), worth=lambda: True)
-    assert store._started is None
+    jobs = jobs_of(repo)
+    jobs.history.graph().start_order(repo.head(), worth=lambda: True)
+    assert jobs.history._started is None
     handover = json.loads(repo.run("history", "--json").out)["records"][0]
     expected = git_label(repo, handover["commit"], repo.head())
     assert handover["kind"] == "handover"
@@ -546,30 +546,30 @@ def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(repo
     """Started in a process that runs threads too (nothing runs in the child before git:
     it is spawned, not forked), at the lowest priority, which git keeps to its end."""
     absent = "0123456789abcdef0123456789abcdef01234567"
-    store = store_of(repo)
+    jobs = jobs_of(repo)
     stop = threading.Event()
     other_thread = threading.Thread(target=stop.wait)
     other_thread.start()
     try:
-        store.start_stream([absent])
+        jobs.history.start_stream([absent])
     finally:
         stop.set()
         other_thread.join()
-    started = store._started
+    started = jobs.history._started
     assert started is not None
     assert os.getpriority(os.PRIO_PROCESS, started.process.pid) == 19  # not waited for yet
     with pytest.raises(RepositoryError) as ahead:
-        list(store.stream([absent], topo=False))
+        list(jobs.history.stream([absent], topo=False))
     with pytest.raises(RepositoryError) as asked:
-        list(store.stream([absent], topo=False))
+        list(jobs.history.stream([absent], topo=False))
     assert str(ahead.value) == str(asked.value)
     assert started.process.returncode is not None and started.out.closed
     # Started for other tips, or asked in topological order: stopped, and walked as asked.
-    store.start_stream([absent])
-    other = store._started
+    jobs.history.start_stream([absent])
+    other = jobs.history._started
     assert other is not None
     rev = repo.head()
-    assert list(store.stream([rev], topo=True)) == [
+    assert list(jobs.history.stream([rev], topo=True)) == [
         line.split() for line in repo.git("rev-list", "--parents", "--topo-order", rev).splitlines()
     ]
     assert other.process.returncode is not None and other.out.closed
@@ -584,22 +584,22 @@ def test_a_walk_started_ahead_that_stops_halfway_is_walked_again_past_what_it_ga
     whole walk, each line once."""
     import resource
 
-    from majordomus import store as store_module
+    from majordomus import history as history_module
 
     monkeypatch.setattr(
-        store_module,
+        history_module,
         "_lowest_priority",
         lambda pid: resource.prlimit(pid, resource.RLIMIT_FSIZE, (150, 150)),  # two lines and a bit
     )
     for i in range(6):
         repo.commit(f"more {i}")
     rev = repo.head()
-    store = store_of(repo)
-    store.start_stream([rev])
-    started = store._started
+    jobs = jobs_of(repo)
+    jobs.history.start_stream([rev])
+    started = jobs.history._started
     assert started is not None
     expected = [line.split() for line in repo.git("rev-list", "--parents", rev).splitlines()]
-    assert list(store.stream([rev], topo=False)) == expected
+    assert list(jobs.history.stream([rev], topo=False)) == expected
     assert started.process.returncode != 0  # it did stop halfway
 
 
@@ -609,10 +609,10 @@ def test_an_order_of_no_commit_walks_nothing(repo: Repo, monkeypatch: pytest.Mon
     for i in range(5):
         repo.commit(f"work {i}")
     (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
-    store = store_of(repo)
-    graph = store.graph()
+    jobs = jobs_of(repo)
+    graph = jobs.history.graph()
     assert graph.order(repo.head(), []) == {}
-    assert graph.walks == 0 and store._started is None
+    assert graph.walks == 0 and jobs.history._started is None
     done = repo.run("history", "--json")
     assert done.code == 0 and json.loads(done.out)["records"] == []
     assert not (repo.path / ".git" / GRAPH_FILE_NAME).exists()  # nothing walked, nothing kept

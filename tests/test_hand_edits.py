@@ -204,7 +204,7 @@ def test_a_write_onto_a_note_of_many_records_parses_it_once_and_what_it_writes_o
             parses.append(len(data))
         return parse_note(data)
 
-    for module in ("records", "blobs", "store"):
+    for module in ("records", "blobs", "writer"):
         monkeypatch.setattr(f"majordomus.{module}.parse_note", counted)
     reads: list[int] = []
     data = NoteBlobs.data

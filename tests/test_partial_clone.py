@@ -298,8 +298,8 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
     # that needs a note it cannot read stops in one sentence naming the fix, ref untouched
     # (it used to call the missing note unreadable and say to inspect it).
     from majordomus.errors import RepositoryError
+    from majordomus.jobs import open_jobs
     from majordomus.records import new_record
-    from majordomus.store import Store
 
     remote, _alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     bob.git("update-ref", NOTES, TRACKING)
@@ -307,7 +307,7 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
     assert missing(bob, NOTES) != []
     remote.rename(remote.with_name("away.git"))
     before = bob.notes_ref()
-    store = Store(str(bob.path), bob.environ)
+    jobs = open_jobs(str(bob.path), bob.environ)
     record = new_record(
         "checkpoint",
         record_id="c-0000000000000001",
@@ -319,8 +319,10 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
         fields={"body": "on top"},
     )
     writes: dict[str, Callable[[], object]] = {
-        "nothing was recorded": lambda: store.append(noted, [record], "m", author=record.author),
-        "nothing was adopted": lambda: store.append_many({noted: [record]}, "m"),
+        "nothing was recorded": lambda: jobs.writer.append(
+            noted, [record], "m", author=record.author
+        ),
+        "nothing was adopted": lambda: jobs.writer.append_many({noted: [record]}, "m"),
     }
     for undone, write in writes.items():
         with pytest.raises(RepositoryError) as refused:

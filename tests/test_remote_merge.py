@@ -9,10 +9,11 @@ import subprocess
 import pygit2
 
 from majordomus import notestree
+from majordomus.jobs import open_jobs
 from majordomus.merge import Merger
 from majordomus.records import dump_note, parse_note
-from majordomus.store import Store
 from majordomus.values import MergeReport
+from majordomus.writer import Writer
 from tests.conftest import Repo
 
 THEIRS = "refs/notes/theirs"
@@ -37,7 +38,7 @@ def diverge(repo: Repo) -> str:
 
 
 def merge(repo: Repo, theirs: str) -> MergeReport:
-    return Store(str(repo.path), repo.environ).merge_notes(theirs, "majordomus: merge test")
+    return open_jobs(str(repo.path), repo.environ).writer.merge(theirs, "majordomus: merge test")
 
 
 def blob_of(repo: Repo, ref: str, commit: str) -> str:
@@ -197,22 +198,23 @@ def test_a_large_merge_keeps_git_s_fan_out(repo: Repo) -> None:
 class RacingMerger(Merger):
     """A merge whose ref is moved by another writer between reading and swapping, once."""
 
-    def __init__(self, store: RacingStore) -> None:
-        super().__init__(store.repo, store.blobs, store.reader.note_copies, store._merge_signature)
-        self.store = store
+    def __init__(self, writer: RacingWriter) -> None:
+        reader = writer.reader
+        super().__init__(writer.repository.repo, reader.blobs, reader.note_copies, writer.signature)
+        self.writer = writer
 
     def merged_tree(
         self, ours: pygit2.Tree, theirs: pygit2.Tree
     ) -> tuple[pygit2.Oid, int, int, int]:
-        if not self.store.raced:
-            self.store.raced = True
-            result = self.store.repo_for_race.run("checkpoint", "written meanwhile", "--json")
+        if not self.writer.raced:
+            self.writer.raced = True
+            result = self.writer.repo_for_race.run("checkpoint", "written meanwhile", "--json")
             assert result.code == 0, result.err
-            self.store.meanwhile = json.loads(result.out)["record"]["id"]
+            self.writer.meanwhile = json.loads(result.out)["record"]["id"]
         return super().merged_tree(ours, theirs)
 
 
-class RacingStore(Store):
+class RacingWriter(Writer):
     raced = False
     repo_for_race: Repo
     meanwhile: str
@@ -226,27 +228,30 @@ def test_a_merge_that_lost_the_race_retries_and_keeps_both(repo: Repo) -> None:
     theirs_id = checkpoint(repo, "theirs")
     theirs = diverge(repo)
     checkpoint(repo, "mine")
-    store = RacingStore(str(repo.path), repo.environ)
-    store.repo_for_race = repo
-    report = store.merge_notes(theirs, "majordomus: merge test", sleep=lambda _: None)
+    jobs = open_jobs(str(repo.path), repo.environ)
+    writer = RacingWriter(jobs.repository, jobs.reader)
+    writer.repo_for_race = repo
+    report = writer.merge(theirs, "majordomus: merge test", sleep=lambda _: None)
     assert (report.outcome, report.attempts) == ("merged", 2)
     ids = note_ids(repo, repo.head())
-    assert store.meanwhile in ids
+    assert writer.meanwhile in ids
     assert theirs_id in ids
 
 
 def test_inserting_many_notes_at_once_lays_them_out_as_one_by_one(repo: Repo) -> None:
-    store = Store(str(repo.path), repo.environ)
-    blob = store.repo.create_blob(b"[[x]]\na = 1\n")
+    jobs = open_jobs(str(repo.path), repo.environ)
+    blob = jobs.repository.repo.create_blob(b"[[x]]\na = 1\n")
     names = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(400)]
     for before, after in ((names[:0], names), (names[:60], names[60:]), (names[:300], names[300:])):
         one_by_one = None
         for name in [*before, *after]:
-            written = notestree.insert(store.repo, one_by_one, name, blob)
-            one_by_one = notestree.tree(store.repo, written)
+            written = notestree.insert(jobs.repository.repo, one_by_one, name, blob)
+            one_by_one = notestree.tree(jobs.repository.repo, written)
         base = None
         for name in before:
-            base = notestree.tree(store.repo, notestree.insert(store.repo, base, name, blob))
-        at_once = notestree.insert_many(store.repo, base, dict.fromkeys(after, blob))
+            base = notestree.tree(
+                jobs.repository.repo, notestree.insert(jobs.repository.repo, base, name, blob)
+            )
+        at_once = notestree.insert_many(jobs.repository.repo, base, dict.fromkeys(after, blob))
         assert one_by_one is not None
         assert at_once == one_by_one.id

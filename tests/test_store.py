@@ -10,8 +10,9 @@ import pygit2
 import pytest
 
 from majordomus import notestree
+from majordomus.jobs import open_jobs
+from majordomus.notesref import NOTES_REF
 from majordomus.records import parse_note
-from majordomus.store import NOTES_REF, Store
 from tests.conftest import AUTHOR, Repo
 from tests.reliability.helpers import store_problems
 from tests.support import forks
@@ -84,11 +85,11 @@ def test_flat_tree_fans_out_like_git(tmp_path: Path, repo: Repo) -> None:
     commits = [repo.commit(f"c{i}") for i in range(150)]
     for commit in commits:
         repo.git("notes", "--ref=gitmade", "add", "-m", "[[x]]\nn = 1", commit)
-    store = Store(str(repo.path), repo.environ)
-    blob = store.repo.create_blob(b"[[x]]\nn = 1\n")
+    jobs = open_jobs(str(repo.path), repo.environ)
+    blob = jobs.repository.repo.create_blob(b"[[x]]\nn = 1\n")
     tree: pygit2.Tree | None = None
     for commit in commits:
-        written = store.repo[notestree.insert(store.repo, tree, commit, blob)]
+        written = jobs.repository.repo[notestree.insert(jobs.repository.repo, tree, commit, blob)]
         assert isinstance(written, pygit2.Tree)
         tree = written
     assert tree is not None
@@ -222,20 +223,22 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
     some notes, differing in others (added, removed, rewritten): the comparison that opens
     only differing subtrees names exactly the notes `git diff-tree -r` names."""
     rng = random.Random(seed)
-    store = Store(str(repo.path), repo.environ)
-    blobs = [store.repo.create_blob(f"[[x]]\nn = {i}\n".encode()) for i in range(4)]
+    jobs = open_jobs(str(repo.path), repo.environ)
+    blobs = [jobs.repository.repo.create_blob(f"[[x]]\nn = {i}\n".encode()) for i in range(4)]
     objects = [f"{rng.getrandbits(160):040x}" for _ in range(400)]
 
     def tree_of(notes: dict[str, pygit2.Oid]) -> pygit2.Tree:
         tree: pygit2.Tree | None = None
         for annotated, blob in notes.items():
-            written = store.repo[notestree.insert(store.repo, tree, annotated, blob)]
+            written = jobs.repository.repo[
+                notestree.insert(jobs.repository.repo, tree, annotated, blob)
+            ]
             assert isinstance(written, pygit2.Tree)
             tree = written
         assert tree is not None
         return tree
 
-    empty = store.repo[store.repo.TreeBuilder().write()]
+    empty = jobs.repository.repo[jobs.repository.repo.TreeBuilder().write()]
     assert isinstance(empty, pygit2.Tree)
     for size_a, size_b in ((30, 300), (300, 300), (300, 30), (20, 25)):
         a = {o: rng.choice(blobs) for o in rng.sample(objects, size_a)}
@@ -244,11 +247,13 @@ def test_the_notes_that_changed_between_two_trees_are_what_git_diff_tree_lists(
         old, new = tree_of(a), tree_of(b)
         listed = repo.git("diff-tree", "-r", "--name-only", str(old.id), str(new.id)).split()
         expected = {path.replace("/", "") for path in listed}
-        assert notestree.changed(store.repo, old, new) == expected
-        assert notestree.changed(store.repo, new, old) == expected
-        assert notestree.changed(store.repo, old, old) == set()
-        assert notestree.changed(store.repo, None, new) == set(b)
-        assert notestree.changed(store.repo, new, empty) == set(b)  # an empty tree is not None
+        assert notestree.changed(jobs.repository.repo, old, new) == expected
+        assert notestree.changed(jobs.repository.repo, new, old) == expected
+        assert notestree.changed(jobs.repository.repo, old, old) == set()
+        assert notestree.changed(jobs.repository.repo, None, new) == set(b)
+        assert notestree.changed(jobs.repository.repo, new, empty) == set(
+            b
+        )  # an empty tree is not None
 
 
 def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alone(
@@ -301,8 +306,8 @@ def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alo
             f"100644 blob {other}\t{'ef' * 20}",
         ]
     )
-    store = Store(str(repo.path), repo.environ)
-    old, new = (store.repo[pygit2.Oid(hex=tree)] for tree in (old_id, new_id))
+    jobs = open_jobs(str(repo.path), repo.environ)
+    old, new = (jobs.repository.repo[pygit2.Oid(hex=tree)] for tree in (old_id, new_id))
     assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
     expected = {a2, a3, a4, "ef" * 20, notestree.NAMELESS}
     opened: list[str] = []
@@ -313,12 +318,12 @@ def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alo
         return tree(repo, oid)
 
     monkeypatch.setattr(notestree, "tree", counted)
-    assert notestree.changed(store.repo, old, new) == expected
+    assert notestree.changed(jobs.repository.repo, old, new) == expected
     assert sorted(opened) == sorted([fanned_old, fanned_new, deep])  # not `zz`, `a`: no fan-out
     missing = mktree([f"040000 tree {'5' * 40}\tab"], "--missing")
-    store = Store(str(repo.path), repo.environ)
+    jobs = open_jobs(str(repo.path), repo.environ)
     with pytest.raises(notestree.MissingObjectError):
-        notestree.changed(store.repo, old, store.repo[pygit2.Oid(hex=missing)])  # type: ignore[arg-type]
+        notestree.changed(jobs.repository.repo, old, jobs.repository.repo[pygit2.Oid(hex=missing)])  # type: ignore[arg-type]
 
 
 def test_a_write_asks_git_for_the_identity_early_and_waits_for_it_when_refused(

@@ -1,4 +1,4 @@
-"""Two notes commits that fork from a common one, merged by majordomus' store: what the
+"""Two notes commits that fork from a common one, merged by majordomus' jobs: what the
 merge property tests (and the soak) feed with generated notes on both sides."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import pygit2
 from hypothesis import strategies as st
 
+from majordomus.jobs import open_jobs
+from majordomus.notesref import NOTES_REF
 from majordomus.records import dump_note
-from majordomus.store import NOTES_REF, Store
 from tests.reliability.strategies import notes, raw_notes
 from tests.support.repo import Repo
 
@@ -35,7 +36,7 @@ class NotesRepo:
     def merge(self, ours: bytes, theirs: bytes) -> bytes:
         self.git.references.create(NOTES_REF, self.notes_commit(ours), force=True)
         their_commit = self.notes_commit(theirs)
-        Store(str(self.repo.path), self.repo.environ).merge_notes(str(their_commit), "merge")
+        open_jobs(str(self.repo.path), self.repo.environ).writer.merge(str(their_commit), "merge")
         merged = self.git.references[NOTES_REF].peel(pygit2.Commit).tree[self.head]
         blob = self.git[merged.id]
         assert isinstance(blob, pygit2.Blob)

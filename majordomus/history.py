@@ -1,0 +1,353 @@
+"""The history as git tells it: commits named and read, walks of `git rev-list`, merge
+bases, shallow boundaries, replacements; the `graph.Source` that `CommitGraph` answers
+labels and orders from, kept with what earlier commands learnt (`graph`)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import subprocess
+import time
+import weakref
+from collections.abc import Collection, Iterator, Sequence
+from typing import IO, NamedTuple
+
+from majordomus import gitfiles
+from majordomus.cache import GRAPH_FILE_NAME, GraphCache
+from majordomus.errors import RepositoryError
+from majordomus.graph import CommitGraph
+from majordomus.repository import Repository, check_exit
+
+
+class History:
+    """The commits of one repository, as git reads them (through replacements) or as stored."""
+
+    def __init__(self, repository: Repository) -> None:
+        self.repository = repository
+        self._graph: CommitGraph | None = None
+        self._started: _Started | None = None
+        self._replaced: bool | None = None  # whether a replacement is in force
+
+    def head(self) -> str:
+        refs = self.repository.refs
+        found = refs.head() if refs is not None else None
+        if found is not None:
+            return found
+        import pygit2
+
+        try:
+            if self.repository.repo.head_is_unborn:
+                raise RepositoryError(
+                    "HEAD has no commit yet; make a first commit so records have one to attach to."
+                )
+            return str(self.repository.repo.head.target)
+        except pygit2.GitError as error:
+            raise RepositoryError(f"cannot read HEAD: {error}.") from None
+
+    def resolve(self, rev: str | None) -> str:
+        if rev is None:
+            return self.head()
+        # A commit's full id (what CI passes) is checked by git while libgit2 is not loaded.
+        read = self.repository.objects_by_git([rev]) if gitfiles.is_object_id(rev) else None
+        if read is not None and (read.get(rev) or ("",))[0] == "commit":
+            return rev
+        if self.repository.by_git:
+            # A branch, a tag, HEAD~3: named by git while libgit2 is not loaded (one
+            # process, not 30 ms of loading); a name git does not know goes to libgit2,
+            # which says why in the words below.
+            named = self.repository.git(
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{rev}^{{commit}}",
+                check=False,
+            )
+            found = named.stdout.strip()
+            if named.returncode == 0 and gitfiles.is_object_id(found):
+                return found
+        import pygit2
+
+        try:
+            obj = self.repository.repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            if self.repository.repo.is_shallow:
+                raise RepositoryError(
+                    f"cannot find a commit named '{rev}' in this shallow clone, whose history "
+                    "stops at its boundary; run git fetch --unshallow (or --deepen N) to bring "
+                    "the older commits, or give a branch, tag or commit id that is here."
+                ) from None
+            raise RepositoryError(
+                f"cannot find a commit named '{rev}'; give a branch, tag or commit id."
+            ) from None
+        return str(commit.id)
+
+    def has_commit(self, hex_id: str) -> bool:
+        import pygit2
+
+        try:
+            obj = self.repository.repo.get(hex_id)
+        except (ValueError, pygit2.GitError):
+            return False
+        return isinstance(obj, pygit2.Commit)
+
+    def commits_here(self, ids: Collection[str]) -> set[str]:
+        """Which of these ids name a commit in this repository."""
+        found = self.repository.objects_by_git(list(ids)) if ids else {}
+        if found is None:
+            return {hex_id for hex_id in ids if self.has_commit(hex_id)}
+        return {hex_id for hex_id, obj in found.items() if obj is not None and obj[0] == "commit"}
+
+    def commit_time(self, hex_id: str) -> int | None:
+        found = self.repository.objects_by_git([hex_id])
+        if found is not None:
+            read = found.get(hex_id)
+            return gitfiles.committer_time(read[1]) if read and read[0] == "commit" else None
+        import pygit2
+
+        try:
+            obj = self.repository.repo.get(hex_id)
+        except (ValueError, pygit2.GitError):
+            return None
+        return obj.commit_time if isinstance(obj, pygit2.Commit) else None
+
+    def is_shallow(self) -> bool:
+        if self.repository.refs is not None:  # libgit2's test: a `shallow` file, not empty
+            with contextlib.suppress(OSError):
+                return (self.repository.commondir / "shallow").stat().st_size > 0
+            return False
+        return bool(self.repository.repo.is_shallow)
+
+    def walk(self, tips: Sequence[str], hide: Sequence[str]) -> list[list[str]]:
+        """`git rev-list --parents TIPS ^HIDE`: git's order, and a shallow cut as git sees it."""
+        args = ["rev-list", "--parents", *tips, *(f"^{commit}" for commit in hide)]
+        return [line.split() for line in self.repository.git_output(*args).splitlines()]
+
+    def start_stream(self, tips: Sequence[str]) -> None:
+        """Start the git of `stream(tips, topo=False)` now, at the lowest priority, what it
+        writes kept in a temporary file: it runs on a CPU the command leaves idle (while
+        this process works on one), and `stream` then reads what it wrote rather than
+        wait for git's walk. Nothing where git cannot start."""
+        if self._started is not None:
+            return
+        import tempfile
+
+        try:  # closed by `_Started.stop`, once read or never needed
+            out = tempfile.TemporaryFile()  # noqa: SIM115
+        except OSError:  # no temporary folder to write in: the walk is made when asked
+            return
+        try:
+            process = subprocess.Popen(
+                self.repository.git_argv(_walk_args(topo=False)),
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=subprocess.DEVNULL,  # a failure is walked again as asked, said then
+                env=self.repository.buffered_env(),
+            )
+        except OSError:
+            out.close()
+            return
+        # Lowered once started (a function run in the child would have it forked whole,
+        # not spawned: 7.3 ms against 0.5 ms from a 60 MiB process), and before it is given
+        # its tips: git reads every tip before it walks, so it walks at the lowest priority.
+        _lowest_priority(process.pid)
+        assert process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # git refused a tip: `stream` says so
+            process.stdin.write(_tips(tips).encode("ascii"))
+            process.stdin.close()
+        self._started = _Started(tuple(tips), process, out)
+        weakref.finalize(self, _Started.stop, self._started)  # never read: stopped
+
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
+        """`git rev-list --parents` of TIPS, line by line, never held whole."""
+        started, self._started = self._started, None
+        given = 0
+        if started is not None:
+            if not topo and started.tips == tuple(tips):
+                for walked in started.lines():
+                    yield walked
+                    given += 1
+                if started.process.returncode == 0:
+                    return
+                # It failed (a full disk, say; or the history is damaged): walked again,
+                # past the lines it gave (the same walk gives the same lines), and a walk
+                # that fails again says why.
+            started.stop()
+        args = _walk_args(topo)
+        process = self.repository.buffered_git(args, stdin=True)
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stderr is not None
+        with process:
+            try:
+                # git reads every tip before it writes a line: no pipe can fill both ways.
+                with contextlib.suppress(BrokenPipeError):  # git refused a tip: said below
+                    process.stdin.write(_tips(tips))
+                    process.stdin.close()
+                for line in itertools.islice(process.stdout, given, None):
+                    yield line.split()
+            except BaseException:
+                process.kill()  # the reader stopped early: git is not left writing
+                raise
+            err = process.stderr.read()
+        check_exit(args[0], process.returncode, err)
+
+    def parents(self, commit: str) -> tuple[str, ...] | None:
+        # Read by git while libgit2 is not loaded (one process for a chain: `reading`).
+        found = self.repository.objects_by_git([commit]) if gitfiles.is_object_id(commit) else None
+        if found is not None:
+            read = found.get(commit)
+            if read is None or read[0] != "commit":
+                return None
+            parents = gitfiles.commit_parents(read[1])
+            if parents is not None:  # else headers not as git writes them: libgit2 reads them
+                # A shallow clone's boundary commit has none, as libgit2 and a walk see it.
+                return () if parents and commit in self.shallow_boundary() else parents
+        import pygit2
+
+        try:
+            obj = self.repository.repo.get(commit)
+        except (ValueError, pygit2.GitError):
+            return None
+        if not isinstance(obj, pygit2.Commit):
+            return None
+        return tuple(str(parent) for parent in obj.parent_ids)
+
+    def reading(self) -> contextlib.AbstractContextManager[object]:
+        """Objects asked for one by one within the block (`parents` along a chain) read by
+        one git process while libgit2 is not loaded."""
+        return self.repository.git_batch()
+
+    def true_parents(self, commit: str) -> tuple[str, ...] | None:
+        import pygit2
+
+        try:
+            kind, data = self.repository.repo.odb.read(commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        if kind != pygit2.enums.ObjectType.COMMIT:
+            return None
+        header = data.split(b"\n\n", 1)[0]
+        return tuple(
+            line[7:].decode("ascii") for line in header.split(b"\n") if line.startswith(b"parent ")
+        )
+
+    def history_replaced(self) -> bool:
+        """Whether git reads this history through replacements, as its rev-list and
+        merge-base do (so majordomus' answers, which come from them): a grafts file, or a
+        replace ref (under GIT_REPLACE_REF_BASE, else refs/replace/) unless
+        GIT_NO_REPLACE_OBJECTS is set or core.useReplaceRefs is false. Asked once."""
+        if self._replaced is None:
+            self._replaced = self._replacements()
+        return self._replaced
+
+    def _replacements(self) -> bool:
+        grafts = self.repository.environ.get("GIT_GRAFT_FILE") or str(
+            self.repository.commondir / "info" / "grafts"
+        )
+        if os.path.exists(grafts):
+            return True
+        if "GIT_NO_REPLACE_OBJECTS" in self.repository.environ:
+            return False
+        base = self.repository.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+        base = base if base.endswith("/") else base + "/"
+        refs = self.repository.refs
+        if (
+            refs is None and not (self.repository.commondir / "reftable").exists()
+        ):  # files, read here
+            found = gitfiles.Found(
+                str(self.repository.gitdir),
+                str(self.repository.workdir or ""),
+                str(self.repository.commondir),
+            )
+            refs = gitfiles.Refs(found)
+        if refs is not None:
+            if not refs.has_under(base):
+                return False
+        else:
+            listed = self.repository.git("for-each-ref", "--count=1", "--format=%(refname)", base)
+            if not listed.stdout.strip():
+                return False
+        used = self.repository.git(
+            "config", "--type=bool", "--get", "core.useReplaceRefs", check=False
+        )
+        return used.stdout.strip() != "false"
+
+    def shallow_boundary(self) -> frozenset[str]:
+        if not self.is_shallow():
+            return frozenset()
+        try:
+            text = (self.repository.commondir / "shallow").read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        return frozenset(text.split())
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        result = self.repository.git("merge-base", a, b, check=False)
+        return result.stdout.strip() or None if result.returncode == 0 else None
+
+    def ahead_behind(self, commit: str, base: str) -> tuple[int, int]:
+        """(commits in `commit` not in `base`, commits in `base` not in `commit`)."""
+        result = self.repository.git(
+            "rev-list", "--left-right", "--count", f"{commit}...{base}", check=False
+        )
+        check_exit("rev-list", result.returncode, result.stderr)  # a walk, as every other
+        out = result.stdout.split()
+        return int(out[0]), int(out[1])
+
+    def graph(self) -> CommitGraph:
+        """The graph's answers for this command, with what earlier commands kept."""
+        if self._graph is None:
+            self._graph = CommitGraph(self, GraphCache(self.repository.commondir / GRAPH_FILE_NAME))
+        return self._graph
+
+
+def _walk_args(topo: bool) -> list[str]:
+    """`git rev-list --parents` of the tips written to its standard input."""
+    return ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
+
+
+def _tips(tips: Sequence[str]) -> str:
+    return "".join(f"{tip}\n" for tip in tips)
+
+
+def _lowest_priority(pid: int) -> None:
+    """For a git started ahead of need: it yields every CPU to the work in hand."""
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: not on this system
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
+
+
+class _Started(NamedTuple):
+    """A `git rev-list --parents` started ahead of need, writing into a temporary file."""
+
+    tips: tuple[str, ...]
+    process: subprocess.Popen[bytes]
+    out: IO[bytes]
+
+    def lines(self) -> Iterator[list[str]]:
+        """Its lines as `History.stream` gives them, read as git writes them, up to its end;
+        a line it did not end (it failed, or was killed) is not one."""
+        offset, pending = 0, b""
+        try:
+            while True:
+                ended = self.process.poll() is not None  # before the read: nothing is missed
+                chunk = os.pread(self.out.fileno(), 1 << 20, offset)
+                if not chunk:
+                    if ended:
+                        break
+                    time.sleep(0.002)
+                    continue
+                offset += len(chunk)
+                *whole, pending = (pending + chunk).split(b"\n")
+                for line in whole:
+                    yield line.decode("utf-8", "replace").split()
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            self.process.wait()
+        self.out.close()
