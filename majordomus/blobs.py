@@ -10,8 +10,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from majordomus.gitfiles import Objects
-from majordomus.notestree import MissingObjectError
-from majordomus.records import NOTE_MAX_BYTES, Note, NoteError, parse_note, union
+from majordomus.records import (
+    NOTE_MAX_BYTES,
+    MissingObjectError,
+    Note,
+    NoteError,
+    parse_note,
+    union,
+)
 
 if TYPE_CHECKING:
     import pygit2

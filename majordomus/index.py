@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
 from majordomus.errors import RepositoryError
-from majordomus.notesref import NOTES_REF
 from majordomus.records import Note, Record, Shown, Summary, summarise, summary_of
+from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, Located, NoteSet, WriteReport
 
 if TYPE_CHECKING:

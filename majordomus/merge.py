@@ -23,6 +23,7 @@ from majordomus.blobs import NoteBlobs, UnfitNoteError, not_a_blob, oversized
 from majordomus.records import (
     NOTE_MAX_BYTES,
     Entry,
+    MissingObjectError,
     Note,
     NoteError,
     dump_note,
@@ -160,7 +161,7 @@ class Merger:
         try:
             kind, size = self.repo.odb.read_header(blob_id)
         except KeyError:
-            raise notestree.MissingObjectError(blob_id) from None
+            raise MissingObjectError(blob_id) from None
         error: UnfitNoteError | None = None
         if kind != pygit2.enums.ObjectType.BLOB:
             error = not_a_blob(blob_id)

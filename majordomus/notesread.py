@@ -31,9 +31,8 @@ from majordomus.cache import (
 )
 from majordomus.errors import RepositoryError
 from majordomus.gitfiles import REMOTE_NOTES_PREFIX
-from majordomus.notesref import NOTES_REF, not_a_commit
-from majordomus.notestree import MissingObjectError
 from majordomus.records import (
+    MissingObjectError,
     Note,
     NoteError,
     Shown,
@@ -42,6 +41,7 @@ from majordomus.records import (
     summarise,
     union,
 )
+from majordomus.repository import NOTES_REF, not_a_commit
 from majordomus.values import NoteSet, NotesOn, UnreadableNote
 
 if TYPE_CHECKING:

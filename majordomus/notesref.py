@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from majordomus import interrupt
 from majordomus.errors import RepositoryError
-from majordomus.notestree import MissingObjectError, tree
+from majordomus.notestree import tree
+from majordomus.records import MissingObjectError
+from majordomus.repository import NOTES_REF, not_a_commit
 from majordomus.values import StaleLock, Swap
 
 if TYPE_CHECKING:
     import pygit2
 
-NOTES_REF = "refs/notes/majordomus"
 DEFAULT_WRITE_TIMEOUT_S = 10.0
 STALE_LOCK_S = 10.0
 
@@ -29,13 +30,6 @@ T = TypeVar("T")
 # What a write makes of the ref's current tree and parents: the notes commit to move the
 # ref to (None: nothing to move), and what the write has to say about it.
 Build = Callable[["pygit2.Tree | None", "list[pygit2.Oid]"], "tuple[pygit2.Oid | None, T]"]
-
-
-def not_a_commit(target: str) -> str:
-    return (
-        f"{NOTES_REF} points at {target[:12]}, which is not a commit; majordomus will not "
-        "overwrite it: inspect it with git cat-file -t, then repair or move it."
-    )
 
 
 class NotesRef:

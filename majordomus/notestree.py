@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from majordomus.records import NoteError
+from majordomus.records import MissingObjectError
 
 if TYPE_CHECKING:
     import pygit2
@@ -64,15 +64,6 @@ def _escape(code: int) -> str:
     if code < 0x100:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-class MissingObjectError(NoteError):
-    """A note object (blob or tree) that is not in this clone: a partial clone left it out,
-    or whoever published the notes never sent it. Never cached: a fetch can bring it."""
-
-    def __init__(self, object_id: str) -> None:
-        super().__init__(f"note object {object_id[:12]} is missing; not read")
-        self.object_id = object_id
 
 
 def _entry(tree: pygit2.Tree, name: str) -> pygit2.Object | None:

@@ -389,6 +389,15 @@ class NoteError(ValueError):
     """A note that cannot be read at all: too large, nested too deeply, not TOML."""
 
 
+class MissingObjectError(NoteError):
+    """A note object (blob or tree) that is not in this clone: a partial clone left it out,
+    or whoever published the notes never sent it. Never cached: a fetch can bring it."""
+
+    def __init__(self, object_id: str) -> None:
+        super().__init__(f"note object {object_id[:12]} is missing; not read")
+        self.object_id = object_id
+
+
 class NotTomlError(NoteError):
     """A note that is not valid TOML (or not UTF-8) as a whole: its tables may still be read."""
 

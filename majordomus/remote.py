@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from majordomus.errors import RefusedError, RemoteError, RepositoryError
-from majordomus.notesref import NOTES_REF
+from majordomus.repository import NOTES_REF
 from majordomus.values import FetchReport, HookReport, InitReport, PushReport, Setting
 
 if TYPE_CHECKING:

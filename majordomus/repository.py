@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 GIT_READS = 6
 GIT_READ_OBJECTS = 2_000
 
+NOTES_REF = "refs/notes/majordomus"
 TASK_FILE = "majordomus-task"
 
 
@@ -316,3 +317,10 @@ def check_exit(command: str, returncode: int, err: str) -> None:
         raise RepositoryError(
             f"git {command} failed: {detail}; run git fsck to see what this clone lacks."
         )
+
+
+def not_a_commit(target: str) -> str:
+    return (
+        f"{NOTES_REF} points at {target[:12]}, which is not a commit; majordomus will not "
+        "overwrite it: inspect it with git cat-file -t, then repair or move it."
+    )

@@ -14,8 +14,7 @@ from majordomus import interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.errors import RepositoryError
 from majordomus.notesref import STALE_LOCK_S, NotesRef
-from majordomus.notestree import MissingObjectError
-from majordomus.records import NoteError, Record, appended, parse_note, union
+from majordomus.records import MissingObjectError, NoteError, Record, appended, parse_note, union
 from majordomus.values import MergeReport, StaleLock, Swap, WriteReport
 
 if TYPE_CHECKING:

@@ -19,8 +19,7 @@ from majordomus.cache import RECORDS_FILE_NAME
 from majordomus.jobs import open_jobs
 from majordomus.location import open_repository
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
-from majordomus.notesref import NOTES_REF
-from majordomus.repository import GIT_READ_OBJECTS, GIT_READS
+from majordomus.repository import GIT_READ_OBJECTS, GIT_READS, NOTES_REF
 from tests.conftest import Clock, Repo, hermetic_environ
 from tests.support import forks
 from tests.support.forks import Job

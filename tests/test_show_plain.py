@@ -18,7 +18,7 @@ import pygit2
 import pytest
 
 from majordomus import gitfiles, notestree
-from majordomus.notesref import NOTES_REF
+from majordomus.repository import NOTES_REF
 from tests.conftest import Clock, Repo
 from tests.support import forks
 from tests.support.forks import Job

@@ -11,8 +11,8 @@ import pytest
 
 from majordomus import notestree
 from majordomus.jobs import open_jobs
-from majordomus.notesref import NOTES_REF
-from majordomus.records import parse_note
+from majordomus.records import MissingObjectError, parse_note
+from majordomus.repository import NOTES_REF
 from tests.conftest import AUTHOR, Repo
 from tests.reliability.helpers import store_problems
 from tests.support import forks
@@ -322,7 +322,7 @@ def test_the_notes_that_changed_skip_what_is_not_a_note_and_a_change_of_mode_alo
     assert sorted(opened) == sorted([fanned_old, fanned_new, deep])  # not `zz`, `a`: no fan-out
     missing = mktree([f"040000 tree {'5' * 40}\tab"], "--missing")
     jobs = open_jobs(str(repo.path), repo.environ)
-    with pytest.raises(notestree.MissingObjectError):
+    with pytest.raises(MissingObjectError):
         notestree.changed(jobs.repository.repo, old, jobs.repository.repo[pygit2.Oid(hex=missing)])  # type: ignore[arg-type]
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from majordomus import gitfiles, notestree, render
 from majordomus import index as index_module
-from majordomus.notesref import NOTES_REF
+from majordomus.records import MissingObjectError
+from majordomus.repository import NOTES_REF
 from tests.conftest import Clock, Repo
 from tests.corpus import corpus
 from tests.reliability.hostile import case_of, plant
@@ -186,7 +187,7 @@ def test_a_tree_git_cannot_read_is_left_to_libgit2(repo: Repo) -> None:
     blob = repo.git("hash-object", "-w", "--stdin", input="x").strip()
     assert listed(repo, blob) is None  # not a tree
     assert listed(repo, "HEAD") is None  # never a name git resolves
-    with pytest.raises(notestree.MissingObjectError):  # what libgit2's walk then says
+    with pytest.raises(MissingObjectError):  # what libgit2's walk then says
         list(notestree.walk(repo.pygit, _tree(repo, tree)))
 
 

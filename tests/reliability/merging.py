@@ -7,8 +7,8 @@ import pygit2
 from hypothesis import strategies as st
 
 from majordomus.jobs import open_jobs
-from majordomus.notesref import NOTES_REF
 from majordomus.records import dump_note
+from majordomus.repository import NOTES_REF
 from tests.reliability.strategies import notes, raw_notes
 from tests.support.repo import Repo
 
