@@ -295,9 +295,9 @@ class Merger:
         """
         parsed = [self.blobs.parse(blob_id) for blob_id in blob_ids]
         if any(isinstance(note, Note) and note.salvaged for note in parsed):
-            onto = self._united_onto_text(blob_ids, parsed)
+            onto = _united_onto_text(self.blobs, blob_ids, parsed)
             if onto is not None:
-                return onto
+                return self.repo.create_blob(onto[0]), onto[1]
             notes: list[Note] = []  # every text is kept as it is, below
         else:
             notes = [note for note in parsed if isinstance(note, Note)]
@@ -325,49 +325,6 @@ class Merger:
         parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept_data]
         return self.repo.create_blob(b"\n".join(parts)), False
 
-    def _united_onto_text(
-        self, blob_ids: Sequence[str], parsed: Sequence[Note | NoteError]
-    ) -> tuple[pygit2.Oid, bool] | None:
-        """Notes united on the bytes of the first one that is not TOML as a whole (edited
-        by hand): its text stays byte for byte, and what the others hold that it lacks is
-        appended as tables, as a write would. None when that cannot keep everything.
-        """
-        base_id, base = next(
-            (blob_id, note)
-            for blob_id, note in zip(blob_ids, parsed, strict=True)
-            if isinstance(note, Note) and note.salvaged
-        )
-        data = self.blobs.data(base_id)
-        present = {entry.key for entry in base.entries}
-        extra: list[Entry] = []
-        for blob_id, note in zip(blob_ids, parsed, strict=True):
-            if blob_id == base_id:
-                continue
-            if isinstance(note, NoteError):
-                extra.append(_unreadable_entry(blob_id, self.blobs.data(blob_id)))
-                continue
-            if any(base.other.get(key, value) != value for key, value in note.other.items()):
-                return None
-            if note.other.keys() - base.other.keys():
-                return None  # plain keys cannot be appended below tables
-            for entry in note.entries:
-                if entry.key not in present:
-                    present.add(entry.key)
-                    extra.append(entry)
-            if any(part not in data for part in note.unreadable):
-                extra.append(_unreadable_entry(blob_id, self.blobs.data(blob_id)))
-        if extra:
-            addition = dump_tables((entry.kind, entry.table) for entry in extra).encode("utf-8")
-            data += (b"\n" if data.endswith(b"\n") else b"\n\n") + addition
-        try:
-            united = parse_note(data)
-        except NoteError:
-            return None
-        if not present <= {entry.key for entry in united.entries}:
-            return None
-        readable = not any(isinstance(note, NoteError) for note in parsed)
-        return self.repo.create_blob(data), readable
-
     def records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> int:
         """Records the move from `before` to `after` adds, counted per annotated commit."""
         added = 0
@@ -375,6 +332,50 @@ class Merger:
             if blobs and blobs != previous:
                 added += len(self.blobs.record_ids(blobs) - self.blobs.record_ids(previous))
         return added
+
+
+def _united_onto_text(
+    blobs: NoteBlobs, blob_ids: Sequence[str], parsed: Sequence[Note | NoteError]
+) -> tuple[bytes, bool] | None:
+    """Notes united on the bytes of the first one that is not TOML as a whole (edited
+    by hand): its text stays byte for byte, and what the others hold that it lacks is
+    appended as tables, as a write would. None when that cannot keep everything.
+    """
+    base_id, base = next(
+        (blob_id, note)
+        for blob_id, note in zip(blob_ids, parsed, strict=True)
+        if isinstance(note, Note) and note.salvaged
+    )
+    data = blobs.data(base_id)
+    present = {entry.key for entry in base.entries}
+    extra: list[Entry] = []
+    for blob_id, note in zip(blob_ids, parsed, strict=True):
+        if blob_id == base_id:
+            continue
+        if isinstance(note, NoteError):
+            extra.append(_unreadable_entry(blob_id, blobs.data(blob_id)))
+            continue
+        if any(base.other.get(key, value) != value for key, value in note.other.items()):
+            return None
+        if note.other.keys() - base.other.keys():
+            return None  # plain keys cannot be appended below tables
+        for entry in note.entries:
+            if entry.key not in present:
+                present.add(entry.key)
+                extra.append(entry)
+        if any(part not in data for part in note.unreadable):
+            extra.append(_unreadable_entry(blob_id, blobs.data(blob_id)))
+    if extra:
+        addition = dump_tables((entry.kind, entry.table) for entry in extra).encode("utf-8")
+        data += (b"\n" if data.endswith(b"\n") else b"\n\n") + addition
+    try:
+        united = parse_note(data)
+    except NoteError:
+        return None
+    if not present <= {entry.key for entry in united.entries}:
+        return None
+    readable = not any(isinstance(note, NoteError) for note in parsed)
+    return data, readable
 
 
 def _unreadable_entry(blob_id: str, data: bytes) -> Entry:

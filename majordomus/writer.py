@@ -53,22 +53,18 @@ class Writer:
 
         author = author or self.repository.identity()
         name, _, email = author.rpartition(" <")
+        repo, reader = self.repository.repo, self.reader
 
         def build(
             tree: pygit2.Tree | None, parents: list[pygit2.Oid]
         ) -> tuple[pygit2.Oid, tuple[str, int]]:
             blob_id, position = _appended_blob(
-                self.repository.repo,
-                self.reader.blobs,
-                tree,
-                commit,
-                records,
-                self.reader.is_partial,
+                repo, reader.blobs, tree, commit, records, reader.is_partial
             )
             now = datetime.datetime.now(datetime.UTC)
             signature = pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
-            tree_id = notestree.insert(self.repository.repo, tree, commit, blob_id)
-            notes_commit = self.repository.repo.create_commit(
+            tree_id = notestree.insert(repo, tree, commit, blob_id)
+            notes_commit = repo.create_commit(
                 None, signature, signature, message + "\n", tree_id, parents
             )
             return notes_commit, (str(blob_id), position)
@@ -97,6 +93,7 @@ class Writer:
     ) -> Swap:
         """Append records to the notes of several commits in one compare-and-swap: all or
         nothing. The notes commit is bookkeeping, signed as a merge of fetched records is."""
+        repo, reader = self.repository.repo, self.reader
 
         def build(
             tree: pygit2.Tree | None, parents: list[pygit2.Oid]
@@ -104,28 +101,19 @@ class Writer:
             changes = {}
             for commit, records in notes.items():
                 # Another writer may have copied some of them meanwhile: never twice.
-                found = (
-                    notestree.find(self.repository.repo, tree, commit)
-                    if tree is not None
-                    else iter(())
-                )
-                have = self.reader.blobs.record_ids([str(blob) for blob in found])
+                found = notestree.find(repo, tree, commit) if tree is not None else iter(())
+                have = reader.blobs.record_ids([str(blob) for blob in found])
                 missing = [record for record in records if record.id not in have]
                 if missing:
                     blob, _ = _appended_blob(
-                        self.repository.repo,
-                        self.reader.blobs,
-                        tree,
-                        commit,
-                        missing,
-                        self.reader.is_partial,
+                        repo, reader.blobs, tree, commit, missing, reader.is_partial
                     )
                     changes[commit] = blob
             if not changes:
                 return None, None
             signature = self.signature()
-            tree_id = notestree.insert_many(self.repository.repo, tree, changes)
-            notes_commit = self.repository.repo.create_commit(
+            tree_id = notestree.insert_many(repo, tree, changes)
+            notes_commit = repo.create_commit(
                 None, signature, signature, message + "\n", tree_id, parents
             )
             return notes_commit, None
