@@ -14,11 +14,12 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
+from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.records import Note, Record, Shown, Summary, summarise, summary_of
 from majordomus.store import NOTES_REF, Store
 from majordomus.values import Listed, Located, NoteSet, WriteReport
+from majordomus.viewcache import PartMissing, ViewCache
 
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way

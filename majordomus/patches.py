@@ -18,8 +18,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from majordomus.cache import PATCH_FILE_NAME, PatchCache
+from majordomus.cachefile import PATCH_FILE_NAME
 from majordomus.errors import RepositoryError
+from majordomus.patchcache import PatchCache
 from majordomus.store import Store
 
 BRANCH_COMMITS_MAX = 250  # beyond this a handover stores the branch's base and patch only

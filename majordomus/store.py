@@ -23,10 +23,10 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 
 from majordomus import gitfiles, interrupt, notestree
 from majordomus.blobs import NoteBlobs
-from majordomus.cache import GRAPH_FILE_NAME as GRAPH_FILE
-from majordomus.cache import GraphCache
+from majordomus.cachefile import GRAPH_FILE_NAME as GRAPH_FILE
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import CommitGraph
+from majordomus.graphcache import GraphCache
 from majordomus.location import open_repository
 from majordomus.notesread import (
     REMOTE_NOTES_SUFFIX,
