@@ -14,9 +14,10 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import IO, NamedTuple
 
 from majordomus import gitfiles
-from majordomus.cache import GRAPH_FILE_NAME, GraphCache
+from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
+from majordomus.graphcache import GraphCache
 from majordomus.repository import Repository, check_exit
 
 

@@ -14,11 +14,12 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
+from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.records import Note, Record, Shown, Summary, summarise, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, Located, NoteSet, WriteReport
+from majordomus.viewcache import PartMissing, ViewCache
 
 if TYPE_CHECKING:
     from majordomus.history import History

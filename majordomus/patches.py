@@ -18,9 +18,10 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from majordomus.cache import PATCH_FILE_NAME, PatchCache
+from majordomus.cachefile import PATCH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.history import History
+from majordomus.patchcache import PatchCache
 
 BRANCH_COMMITS_MAX = 250  # beyond this a handover stores the branch's base and patch only
 _HEX40 = re.compile(r"[0-9a-f]{40}")

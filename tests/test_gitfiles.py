@@ -15,7 +15,7 @@ import pygit2
 import pytest
 
 from majordomus import gitfiles
-from majordomus.cache import RECORDS_FILE_NAME
+from majordomus.cachefile import RECORDS_FILE_NAME
 from majordomus.jobs import open_jobs
 from majordomus.location import open_repository
 from majordomus.notesread import REMOTE_NOTES_SUFFIX

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.cache import GraphCache
 from majordomus.graph import CommitGraph, Divergence, labels_of, tally
+from majordomus.graphcache import GraphCache
 from tests.graph_support import MemorySource, random_dag, true_label
 
 UNKNOWN = Divergence("unknown", None, None)

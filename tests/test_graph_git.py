@@ -15,7 +15,7 @@ import pygit2
 import pytest
 
 from majordomus import graph as graph_module
-from majordomus.cache import GRAPH_FILE_NAME
+from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
 from majordomus.jobs import Jobs, open_jobs

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import pytest
 
-from majordomus.cache import FILE_NAME as CACHE_FILE_NAME
-from majordomus.cache import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
+from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE_NAME
+from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from tests.conftest import Clock, Repo, hermetic_environ
 from tests.remote_fixtures import clone, git, seeded
 from tests.support.git import lose_object

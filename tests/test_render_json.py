@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus import jsontext, render
-from majordomus.cache import DocumentCache
+from majordomus.documentcache import DocumentCache
 from majordomus.jsontext import dumps, finite, json_default
 from majordomus.records import REFUSED
 from majordomus.render import _indent, safe

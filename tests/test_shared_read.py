@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from majordomus.cache import FILES as CACHE_FILES
-from majordomus.cache import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME, DocumentCache
+from majordomus.cachefile import FILES as CACHE_FILES
+from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME
+from majordomus.documentcache import DocumentCache
 from tests.corpus import corpus
 from tests.reliability.helpers import git, hermetic_environ, make_clone
 from tests.reliability.hostile import case_of, plant

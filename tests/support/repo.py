@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pygit2
 
-from majordomus.cache import FILES as CACHE_FILES
-from majordomus.cache import VIEWS_FOLDER_NAME
+from majordomus.cachefile import FILES as CACHE_FILES
+from majordomus.cachefile import VIEWS_FOLDER_NAME
 from tests.support import cli
 from tests.support.env import EMAIL, NAME, Clock
 from tests.support.git import NOTES_REF, bare
