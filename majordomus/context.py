@@ -1,4 +1,5 @@
-"""The `context` block: what a new session (an agent's or a person's) needs first, bounded.
+"""The `context` block: what a new session (an agent's or a person's) needs first, bounded;
+`build` makes it, `context_command` prints it.
 
 A record is included whole or replaced by a pointer line, never cut; text from notes
 is quoted line by line and marked as data written by people or agents.
@@ -10,11 +11,13 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from majordomus import ops, render
-from majordomus.errors import RefusedError, RepositoryError
+from majordomus import render
+from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.graph import Divergence
 from majordomus.index import Index, Views
+from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS
+from majordomus.tasks import Jobs, NoTaskError, check_task, current_task, load_profile, open_here
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
@@ -25,8 +28,10 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus.jobs import Jobs
+    from majordomus import jsontext
     from majordomus.profile import Profile
+else:
+    jsontext = OnFirstUse("majordomus.jsontext")
 
 QUOTE = "> "
 OTHERS_MAX = 20  # other open handovers read to be named; more are counted
@@ -50,20 +55,20 @@ class Session(NamedTuple):
     checkpoints: list[Listed]  # the task's checkpoints newest first, when asked for
 
 
-def session(ctx: ops.Context, task: str | None = None, checkpoints: int = 0) -> Session:
+def session(inputs: Inputs, task: str | None = None, checkpoints: int = 0) -> Session:
     """Open the repository and choose the task as `resume` does; raises like `resume` when
     no task can be chosen (NoTaskError, AmbiguousTaskError). Every note the check shows,
     and those of the newest `checkpoints` checkpoints, are read in one go; with
     `checkpoints`, the task's checkpoints come with it, newest first."""
-    jobs = ops.open_here(ctx)
+    jobs = open_here(inputs)
     head = jobs.history.head()
-    prof = ops.load_profile(ctx, jobs)
+    prof = load_profile(inputs, jobs)
     views = Views(jobs.reader, jobs.history)
-    task_id, implied = ops.current_task(ctx, jobs, views, task, imply=True)
+    task_id, implied = current_task(inputs, jobs, views, task, imply=True)
     index = views.index(task_id)
-    now = ctx.now()
+    now = inputs.now()
     found = index.newest_first(index.of_kind("checkpoint", task_id)) if checkpoints else []
-    check = ops.check_task(index, task_id, prof, now, also=found[:checkpoints])
+    check = check_task(index, task_id, prof, now, also=found[:checkpoints])
     return Session(jobs, head, prof, index, task_id, implied, check, found)
 
 
@@ -102,9 +107,9 @@ def check_budget(max_chars: int) -> None:
         )
 
 
-def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> Status:
+def status(inputs: Inputs, task: str | None = None, checkpoints: int = 20) -> Status:
     """Read what the block shows. Raises like `resume` when no task can be chosen."""
-    opened = session(ctx, task, checkpoints)  # every note the block shows, read in one go
+    opened = session(inputs, task, checkpoints)  # every note the block shows, read in one go
     jobs, index, task_id = opened.jobs, opened.task_index, opened.task
     pending = index.open_handovers(task_id)
     found = opened.checkpoints
@@ -340,7 +345,7 @@ def _place_others(
 
 
 def build(
-    ctx: ops.Context,
+    inputs: Inputs,
     max_chars: int = CONTEXT_DEFAULT_CHARS,
     task: str | None = None,
     program: str = "majordomus",
@@ -350,10 +355,10 @@ def build(
     none current: refused (exit 2)."""
     check_budget(max_chars)
     try:
-        st = status(ctx, task)
+        st = status(inputs, task)
     except RepositoryError as error:
         return ContextResult(None, _short(f"majordomus: {error.message}", max_chars), (), 0)
-    except ops.NoTaskError:
+    except NoTaskError:
         return ContextResult(
             None,
             _short(
@@ -364,9 +369,33 @@ def build(
             (),
             0,
         )
-    return block(st, ctx.now(), max_chars, program)
+    return block(st, inputs.now(), max_chars, program)
 
 
 def _short(text: str, max_chars: int) -> str:
     """A message of ours (never note text) within the budget."""
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def context_command(
+    invocation: Invocation,
+    max_chars: int = CONTEXT_DEFAULT_CHARS,
+    task: str | None = None,
+    as_json: bool = False,
+) -> int:
+    result = build(invocation.inputs(), max_chars, task)
+    if as_json:
+        invocation.out(
+            jsontext.dumps(
+                {
+                    "task": result.task,
+                    "text": result.text,
+                    "chars": result.chars,
+                    "included": list(result.included),
+                    "omitted": result.omitted,
+                }
+            )
+        )
+    else:
+        invocation.out(result.text)
+    return ExitCode.OK

@@ -26,8 +26,8 @@ from majordomus.repository import NOTES_REF
 from majordomus.values import FetchReport, HookReport, InitReport, PushReport, Setting
 
 if TYPE_CHECKING:
-    from majordomus.jobs import Jobs
     from majordomus.repository import Repository
+    from majordomus.tasks import Jobs
 
 PUSH_ATTEMPTS = 12
 HOOK_TIMEOUT_S = 30.0

@@ -18,7 +18,7 @@ from majordomus import graph as graph_module
 from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
-from majordomus.jobs import Jobs, open_jobs
+from majordomus.tasks import Jobs, open_jobs
 from tests.conftest import EMAIL, NAME, Clock, Repo
 from tests.support.repo import clone, seeded, worked
 

@@ -26,6 +26,7 @@ from typing import IO
 import pytest
 
 from majordomus import front
+from majordomus.__main__ import run
 from tests.conftest import MAJORDOMUS, Clock, Repo
 from tests.remote_fixtures import git_daemon, seeded
 from tests.support.cli import _own_job, start_text
@@ -417,7 +418,7 @@ def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo, joined: bool) -> Non
     options = [f"--task={task}"] if joined else ["--task", task]
     argv = ["-C", str(repo.path), "checkpoint", *options, "-F", "-"]
     assert (front.plain(argv) is None) == joined
-    code = front.run(
+    code = run(
         argv,
         environ=repo.environ,
         stdin=_InterruptedRead(),
@@ -481,7 +482,7 @@ TERM_LINE = "majordomus: interrupted; nothing was stored.\n"
 
 _CUT_SHORT = """
 import os, signal, sys
-import majordomus.front
+import majordomus.__main__ as entry
 
 def run(argv):
     try:
@@ -491,9 +492,8 @@ def run(argv):
         pass  # ...and code cut short swallows it (as C code inside an import can),
     raise TypeError("expected a message argument")  # then fails in its own way
 
-majordomus.front.run = run
-from majordomus.__main__ import main
-sys.exit(main())
+entry.run = run
+sys.exit(entry.main())
 """
 
 

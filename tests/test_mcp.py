@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from majordomus import front
+from majordomus.__main__ import run
 from tests.conftest import MAJORDOMUS, Repo
 
 if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
@@ -29,7 +29,7 @@ TOOLS = {
 def in_process(
     repo: Repo,
     body: Callable[[Client], Awaitable[None]],
-    command_line: Callable[..., int] = front.run,
+    command_line: Callable[..., int] = run,
 ) -> None:
     from mcp import Client
 
@@ -265,7 +265,7 @@ def test_every_tool_passes_values_joined_to_their_option_or_after_a_double_dash(
 
     def recording(argv: list[str], **streams: Any) -> int:
         seen.append(list(argv))
-        return front.run(argv, **streams)
+        return run(argv, **streams)
 
     calls: dict[str, dict[str, Any]] = {
         "context": {"max_chars": -5},

@@ -10,9 +10,9 @@ import pygit2
 import pytest
 
 from majordomus import notestree
-from majordomus.jobs import open_jobs
 from majordomus.records import MissingObjectError, parse_note
 from majordomus.repository import NOTES_REF
+from majordomus.tasks import open_jobs
 from tests.conftest import AUTHOR, Repo
 from tests.reliability.helpers import store_problems
 from tests.support import forks

@@ -11,7 +11,7 @@ import base64
 import datetime
 from collections.abc import Sequence
 
-from majordomus import jsontext, ops, render
+from majordomus import jsontext, render, write
 from majordomus.errors import RefusedError
 from majordomus.profile import parse_config, resolve
 from majordomus.records import (
@@ -171,7 +171,7 @@ def read_profile(data: bytes) -> None:
 def read_handover_file(data: bytes) -> None:
     """A `handover -F` file from anywhere: three fields, or RefusedError, nothing else."""
     try:
-        fields = ops.parse_handover_file(data.decode("utf-8", "replace"), "standard input")
+        fields = write.parse_handover_file(data.decode("utf-8", "replace"), "standard input")
     except RefusedError:
         return
     assert sorted(fields) == ["next", "objective", "state"]
