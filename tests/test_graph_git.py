@@ -19,8 +19,8 @@ from majordomus.cache import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
 from majordomus.store import Store
-from tests.conftest import EMAIL, NAME, Clock, Repo
-from tests.support.repo import clone, seeded, worked
+from tests.support.env import EMAIL, NAME, Clock
+from tests.support.repo import Repo, clone, seeded, worked
 
 UNKNOWN = Divergence("unknown", None, None)
 

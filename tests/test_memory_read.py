@@ -9,7 +9,7 @@ import random
 
 from majordomus.cache import FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME, ReadCache
 from majordomus.notesread import BlobIds, _run
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 
 def test_blob_ids_held_as_one_string_answer_as_a_set_does() -> None:

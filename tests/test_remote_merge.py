@@ -13,7 +13,7 @@ from majordomus.merge import Merger
 from majordomus.records import dump_note, parse_note
 from majordomus.store import Store
 from majordomus.values import MergeReport
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 THEIRS = "refs/notes/theirs"
 

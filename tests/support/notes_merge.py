@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from majordomus.records import dump_note
 from majordomus.store import NOTES_REF, Store
-from tests.reliability.strategies import notes, raw_notes
 from tests.support.repo import Repo
+from tests.support.strategies import notes, raw_notes
 
 
 class NotesRepo:
