@@ -13,7 +13,7 @@ import pytest
 import typer
 
 from majordomus import cli
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"

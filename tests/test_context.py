@@ -13,7 +13,8 @@ from majordomus import context, render
 from majordomus.graph import Divergence
 from majordomus.records import new_record
 from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, CheckResult, Located
-from tests.conftest import AUTHOR, START, Repo
+from tests.support.env import AUTHOR, START
+from tests.support.repo import Repo
 
 HEAD = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"
 TASK = "t-3f9ca4f1e2b0"

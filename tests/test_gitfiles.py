@@ -20,11 +20,11 @@ from majordomus.jobs import open_jobs
 from majordomus.location import open_repository
 from majordomus.notesread import REMOTE_NOTES_SUFFIX
 from majordomus.repository import GIT_READ_OBJECTS, GIT_READS, NOTES_REF
-from tests.conftest import Clock, Repo, hermetic_environ
 from tests.support import forks
+from tests.support.env import Clock, hermetic_environ
 from tests.support.forks import Job
 from tests.support.git import bare
-from tests.support.repo import clone
+from tests.support.repo import Repo, clone
 
 
 def _libgit2(path: Path) -> tuple[str, str]:

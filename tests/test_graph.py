@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from majordomus.graph import CommitGraph, Divergence, labels_of, tally
 from majordomus.graphcache import GraphCache
-from tests.graph_support import MemorySource, random_dag, true_label
+from tests.support.memory_graph import MemorySource, random_dag, true_label
 
 UNKNOWN = Divergence("unknown", None, None)
 

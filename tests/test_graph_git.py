@@ -19,8 +19,8 @@ from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import Divergence
 from majordomus.jobs import Jobs, open_jobs
-from tests.conftest import EMAIL, NAME, Clock, Repo
-from tests.support.repo import clone, seeded, worked
+from tests.support.env import EMAIL, NAME, Clock
+from tests.support.repo import Repo, clone, seeded, worked
 
 UNKNOWN = Divergence("unknown", None, None)
 

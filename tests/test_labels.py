@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from majordomus import graph
-from tests.conftest import Clock, Repo
+from tests.support.env import Clock
+from tests.support.repo import Repo
 
 
 def peek(repo: Repo) -> tuple[str, int | None, int | None]:

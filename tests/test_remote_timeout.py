@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 SERVER_LIFETIME_S = 20.0  # the mute server stops by itself, whatever the test does
 

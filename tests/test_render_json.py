@@ -18,9 +18,8 @@ from majordomus.documentcache import DocumentCache
 from majordomus.jsontext import dumps, finite, json_default
 from majordomus.records import REFUSED
 from majordomus.render import _indent, safe
-from tests.conftest import Repo
 from tests.support.env import Clock
-from tests.support.repo import clone, seeded, worked
+from tests.support.repo import Repo, clone, seeded, worked
 
 LEAVES = st.one_of(
     st.none(),

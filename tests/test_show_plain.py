@@ -19,11 +19,11 @@ import pytest
 
 from majordomus import gitfiles, notestree
 from majordomus.repository import NOTES_REF
-from tests.conftest import Clock, Repo
 from tests.support import forks
+from tests.support.env import Clock
 from tests.support.forks import Job
 from tests.support.git import bare
-from tests.support.repo import clone
+from tests.support.repo import Repo, clone
 
 # Commands in one fresh process: each one's answer, and whether libgit2 was loaded by then.
 PROBE = """

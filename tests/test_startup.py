@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MAJORDOMUS, Repo
-from tests.support.repo import clone
+from tests.support.cli import MAJORDOMUS
+from tests.support.repo import Repo, clone
 
 PROBE = """
 import io, sys

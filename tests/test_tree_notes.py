@@ -17,11 +17,11 @@ from majordomus import gitfiles, notestree, render
 from majordomus import index as index_module
 from majordomus.records import MissingObjectError
 from majordomus.repository import NOTES_REF
-from tests.conftest import Clock, Repo
-from tests.corpus import corpus
-from tests.reliability.hostile import case_of, plant
+from tests.support.corpus import corpus
+from tests.support.env import Clock
 from tests.support.git import bare
-from tests.support.repo import clone
+from tests.support.hostile_notes import case_of, plant
+from tests.support.repo import Repo, clone
 
 Entry = tuple[bytes, bytes, str]  # mode, name, object id
 
