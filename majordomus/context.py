@@ -10,7 +10,7 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from majordomus import ops, render
+from majordomus import ops, plaintext
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.graph import Divergence
 from majordomus.index import Index, Views
@@ -132,14 +132,14 @@ def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> 
 
 
 def _quoted(text: str) -> list[str]:
-    return [QUOTE + line for line in render.safe(text).split("\n")]
+    return [QUOTE + line for line in plaintext.safe(text).split("\n")]
 
 
 def _ago(now: datetime.datetime, then: datetime.datetime) -> str:
     seconds = int((now - then).total_seconds())
     if seconds < -60:
-        return f"{render.age(-seconds)} in the future (clock skew)"
-    return f"{render.age(max(0, seconds))} ago"
+        return f"{plaintext.age(-seconds)} in the future (clock skew)"
+    return f"{plaintext.age(max(0, seconds))} ago"
 
 
 def _label(div: Divergence) -> str:
@@ -196,8 +196,8 @@ def _status_line(st: Status) -> str:
     what = "last checkpoint" if check.last_checkpoint is not None else "no checkpoint yet; task"
     verdict = "STALE: record a checkpoint now" if check.stale else "fresh"
     return (
-        f"Status: {what} {render.age(check.age_s)} old, interval "
-        f"{render.interval(check.interval_s)}: {verdict}."
+        f"Status: {what} {plaintext.age(check.age_s)} old, interval "
+        f"{plaintext.interval(check.interval_s)}: {verdict}."
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import context, render
+from majordomus import context, plaintext
 from majordomus.graph import Divergence
 from majordomus.records import new_record
 from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, CheckResult, Located
@@ -190,7 +190,8 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
             for key in fields:
                 prefix = "" if key == "body" else f"{key}: "
                 quoted = "\n".join(
-                    "> " + line for line in render.safe(prefix + loc.record.text(key)).split("\n")
+                    "> " + line
+                    for line in plaintext.safe(prefix + loc.record.text(key)).split("\n")
                 )
                 assert quoted in result.text
         else:
