@@ -26,7 +26,7 @@ ALLOWED = {
     "__main__": {"front", "hooks", "interrupt"},
     "adopt": {"errors", "index", "jobs", "patches", "records", "values"},
     "agents": {"errors", "repository", "values"},
-    "blobs": {"gitfiles", "records"},
+    "blobs": {"gitobjects", "records"},
     "cachefile": {"records"},
     "cli": {
         "commands",
@@ -69,9 +69,18 @@ ALLOWED = {
     "errors": set(),
     "front": {"cli", "commands", "errors", "interrupt", "plaintext"},
     "gitfiles": set(),
+    "gitobjects": {"gitfiles"},
     "graph": set(),
     "graphcache": {"cachefile"},
-    "history": {"cachefile", "errors", "gitfiles", "graph", "graphcache", "repository"},
+    "history": {
+        "cachefile",
+        "errors",
+        "gitfiles",
+        "gitobjects",
+        "graph",
+        "graphcache",
+        "repository",
+    },
     "hooks": {"agents", "context", "errors", "jobs", "ops", "plaintext", "values"},
     "index": {
         "cachefile",
@@ -97,6 +106,7 @@ ALLOWED = {
         "documentcache",
         "errors",
         "gitfiles",
+        "gitobjects",
         "noteforms",
         "notestree",
         "readcache",
@@ -129,7 +139,7 @@ ALLOWED = {
     "remote": {"errors", "jobs", "profile", "repository", "values"},
     "render": {"graph", "jsontext", "plaintext", "records", "values"},
     "reports": {"jsontext", "plaintext", "profile", "values"},
-    "repository": {"errors", "gitfiles", "records"},
+    "repository": {"errors", "gitfiles", "gitobjects", "records"},
     "secret": set(),
     "values": {"graph", "records"},
     "viewcache": {"cachefile"},
@@ -147,15 +157,23 @@ ALLOWED = {
     },
 }
 STORE_LAYER = {
-    "repository", "location", "gitfiles", "history", "notestree", "blobs", "notesread",
-    "notesref", "merge", "writer",
+    "repository", "location", "gitfiles", "gitobjects", "history", "notestree", "blobs",
+    "notesread", "notesref", "merge", "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"repository", "history", "location", "gitfiles", "remote", "patches"},
+    "subprocess": {
+        "repository",
+        "history",
+        "location",
+        "gitfiles",
+        "gitobjects",
+        "remote",
+        "patches",
+    },
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }

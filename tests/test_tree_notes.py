@@ -1,4 +1,4 @@
-"""A notes tree listed by one `git ls-tree -r` (`gitfiles.tree_notes`) gives the notes
+"""A notes tree listed by one `git ls-tree -r` (`gitobjects.tree_notes`) gives the notes
 libgit2's walk gives (`notestree.walk`), in its order, for every shape a tree can take:
 git's own fan-out, notes held twice, gitlinks, trees and blobs where notes should be,
 names git would never write (out of order, twice, with tabs and spaces spelling a record),
@@ -13,7 +13,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from majordomus import gitfiles, notestree, render
+from majordomus import gitobjects, notestree, render
 from majordomus import index as index_module
 from majordomus.records import MissingObjectError
 from majordomus.repository import NOTES_REF
@@ -55,7 +55,7 @@ def _tree(repo: Repo, tree: str) -> pygit2.Tree:
 
 
 def listed(repo: Repo, tree: str) -> str | None:
-    return gitfiles.tree_notes(str(repo.path / ".git"), repo.environ, tree)
+    return gitobjects.tree_notes(str(repo.path / ".git"), repo.environ, tree)
 
 
 def test_a_tree_of_every_shape_is_listed_as_libgit2_walks_it(repo: Repo) -> None:
