@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import ops, plaintext
+from majordomus.divergence import Divergence
 from majordomus.errors import RefusedError, RepositoryError
-from majordomus.graph import Divergence
 from majordomus.index import Index, Views
 from majordomus.records import HANDOVER_FIELDS
 from majordomus.values import (

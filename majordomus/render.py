@@ -7,7 +7,7 @@ import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from majordomus.graph import Divergence
+from majordomus.divergence import Divergence
 from majordomus.jsontext import (
     ITEM,
     dumps,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus import context, plaintext
-from majordomus.graph import Divergence
+from majordomus.divergence import Divergence
 from majordomus.records import new_record
 from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, CheckResult, Located
 from tests.support.env import AUTHOR, START
