@@ -268,17 +268,7 @@ def push(
                 # pushed, so the next push is leased on the value the remote holds.
                 jobs.repository.git("update-ref", tracking_ref(remote), local, check=False)
             return PushReport(where, outcome, local, attempt, tuple(fetches))
-        if flag != "!":
-            raise RemoteError(
-                f"cannot push records to {where}: "
-                f"{_reason(result.stderr, f'git push exited {result.returncode}')}; your "
-                f"records are intact in {NOTES_REF}."
-            )
-        if not _retryable(summary):
-            raise RemoteError(
-                f"{where} refused the records: {summary}; your records are intact in "
-                f"{NOTES_REF}; ask the remote's owner to accept {NOTES_REF}."
-            )
+        _refuse_unless_moved(result, flag, summary, where)
         if attempt < attempts:
             # Wait first, then fetch: pushers rejected together wake at different
             # times, and each then fetches what the earlier ones published.
@@ -292,6 +282,24 @@ def push(
         f"{where} kept moving: {attempts} pushes of the records were rejected "
         f"({summary}); your records are intact in {NOTES_REF}; run majordomus push again."
     )
+
+
+def _refuse_unless_moved(
+    result: subprocess.CompletedProcess[str], flag: str | None, summary: str, where: str
+) -> None:
+    """Refuse a failed push that fetching and pushing again cannot mend: the remote
+    was not moved by another writer, it failed or refused the records."""
+    if flag != "!":
+        raise RemoteError(
+            f"cannot push records to {where}: "
+            f"{_reason(result.stderr, f'git push exited {result.returncode}')}; your "
+            f"records are intact in {NOTES_REF}."
+        )
+    if not _retryable(summary):
+        raise RemoteError(
+            f"{where} refused the records: {summary}; your records are intact in "
+            f"{NOTES_REF}; ask the remote's owner to accept {NOTES_REF}."
+        )
 
 
 def _merged_remote_value(
