@@ -104,10 +104,10 @@ def run(
             return cli.dispatch(command, argv, invocation)
         return front.dispatch(found, invocation)
     except MajordomusError as error:
-        from majordomus import render
+        from majordomus import plaintext
 
         # Messages can quote notes (task ids, say): escaped like every other output.
-        err.write(f"majordomus: {render.safe(error.message)}\n")
+        err.write(f"majordomus: {plaintext.safe(error.message)}\n")
         return int(error.code)
     except KeyboardInterrupt:  # interrupt.Interrupted included
         interrupt.heard()

@@ -13,9 +13,9 @@ from majordomus.tasks import open_here
 from majordomus.values import Change
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import reports
 else:
-    render = OnFirstUse("majordomus.render")
+    reports = OnFirstUse("majordomus.reports")
 
 
 def agent_install(
@@ -49,5 +49,5 @@ def agent_install_command(
     change = agent_install(invocation.inputs(), agent, scope, enforce, dry_run, remove)
     for warning in change.warnings:
         invocation.warn(warning)
-    invocation.out(render.agent_change(change, dry_run, remove))
+    invocation.out(reports.agent_change(change, dry_run, remove))
     return ExitCode.OK

@@ -25,7 +25,7 @@ from majordomus.values import (
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import agentsetup, diagnosis, freshness, hooks, read, render, sharing, write
+    from majordomus import agentsetup, diagnosis, freshness, hooks, plaintext, read, sharing, write
     from majordomus import context as contexts
 else:
     adoption = OnFirstUse("majordomus.adopt")
@@ -34,8 +34,8 @@ else:
     diagnosis = OnFirstUse("majordomus.diagnosis")
     freshness = OnFirstUse("majordomus.freshness")
     hooks = OnFirstUse("majordomus.hooks")
+    plaintext = OnFirstUse("majordomus.plaintext")
     read = OnFirstUse("majordomus.read")
-    render = OnFirstUse("majordomus.render")
     sharing = OnFirstUse("majordomus.sharing")
     write = OnFirstUse("majordomus.write")
 
@@ -650,7 +650,7 @@ def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
             return 0
         usage = getattr(error, "ctx", None)
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
-        terminal.stderr.write(f"majordomus: {render.safe(message)}{hint}\n")
+        terminal.stderr.write(f"majordomus: {plaintext.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
     if result == 130:
         # typer's own answer to a KeyboardInterrupt: an exit status no command of ours

@@ -15,9 +15,9 @@ from majordomus.tasks import Jobs, load_profile, missing_note_objects, open_here
 from majordomus.values import Finding, NoteSet
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import reports
 else:
-    render = OnFirstUse("majordomus.render")
+    reports = OnFirstUse("majordomus.reports")
 
 
 def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
@@ -220,11 +220,11 @@ def profile_info(inputs: Inputs) -> profiles.Profile:
 
 def doctor_command(invocation: Invocation, drop_cache: bool = False, as_json: bool = False) -> int:
     findings = doctor(invocation.inputs(), drop_cache)
-    invocation.out(render.doctor(findings, as_json))
+    invocation.out(reports.doctor(findings, as_json))
     healthy = all(finding.healthy for finding in findings)
     return ExitCode.OK if healthy else ExitCode.NEGATIVE
 
 
 def profile_command(invocation: Invocation, as_json: bool = False) -> int:
-    invocation.out(render.profile(profile_info(invocation.inputs()), as_json))
+    invocation.out(reports.profile(profile_info(invocation.inputs()), as_json))
     return ExitCode.OK

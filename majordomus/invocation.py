@@ -16,7 +16,7 @@ from majordomus.errors import RefusedError
 from majordomus.records import TEXT_CEILING
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import plaintext
     from majordomus.values import StaleLock
 
 INPUT_MAX_BYTES = 64 * 1024  # no cap is near this: larger input is refused unread
@@ -34,7 +34,7 @@ class OnFirstUse:
 
 
 if not TYPE_CHECKING:
-    render = OnFirstUse("majordomus.render")
+    plaintext = OnFirstUse("majordomus.plaintext")
 
 
 class Inputs(NamedTuple):
@@ -105,7 +105,7 @@ class Invocation(NamedTuple):
         self.terminal.stdout.write("\n")
 
     def warn(self, text: str) -> None:
-        self.terminal.stderr.write(f"majordomus: warning: {render.safe(text)}\n")
+        self.terminal.stderr.write(f"majordomus: warning: {plaintext.safe(text)}\n")
 
     def locks(self, locks: Sequence[StaleLock]) -> None:
         for lock in locks:

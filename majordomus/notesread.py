@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
-from majordomus import gitfiles, notestree
+from majordomus import gitobjects, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cachefile import FILES as CACHE_FILES
 from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE
@@ -568,12 +568,12 @@ class NotesReader:
                 chosen = targets if targets is not None else self.plain_targets()
                 try:
                     if chosen is not None:
-                        attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
+                        attached = gitobjects.attached_notes(batch, list(chosen.values()), commit)
                         if attached is None:
                             return None
                         notes, odd = attached
                         return self._readable(notes, len(odd))
-                except gitfiles.UnsureError:
+                except gitobjects.UnsureError:
                     pass  # libgit2 reads it, or refuses it with its own message
         import pygit2
 

@@ -25,8 +25,9 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import markdowntext, render
 else:
+    markdowntext = OnFirstUse("majordomus.markdowntext")
     render = OnFirstUse("majordomus.render")
 
 
@@ -189,5 +190,5 @@ def show_command(
             f"{result.commit[:12]} names no commit in this clone; listing what the notes hold "
             "for it (fetch the commit to see it in history)."
         )
-    invocation.out(render.show_markdown(result) if markdown else render.show(result, as_json))
+    invocation.out(markdowntext.show(result) if markdown else render.show(result, as_json))
     return ExitCode.OK

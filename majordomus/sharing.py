@@ -13,9 +13,9 @@ from majordomus.tasks import open_here
 from majordomus.values import FetchReport, InitReport, PushReport, SyncResult
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import reports
 else:
-    render = OnFirstUse("majordomus.render")
+    reports = OnFirstUse("majordomus.reports")
 
 
 def init(inputs: Inputs, remote_name: str | None = None) -> InitReport:
@@ -55,12 +55,12 @@ def sync(inputs: Inputs, remote_name: str | None = None) -> SyncResult:
 
 
 def init_command(invocation: Invocation, remote: str | None = None, as_json: bool = False) -> int:
-    invocation.out(render.init(init(invocation.inputs(), remote), as_json))
+    invocation.out(reports.init(init(invocation.inputs(), remote), as_json))
     return ExitCode.OK
 
 
 def fetch_command(invocation: Invocation, remote: str | None = None, as_json: bool = False) -> int:
-    invocation.out(render.fetch(fetch(invocation.inputs(), remote), as_json))
+    invocation.out(reports.fetch(fetch(invocation.inputs(), remote), as_json))
     return ExitCode.OK
 
 
@@ -68,7 +68,7 @@ def push_command(
     invocation: Invocation, remote: str | None = None, hook: bool = False, as_json: bool = False
 ) -> int:
     if not hook:
-        invocation.out(render.push(push(invocation.inputs(), remote), as_json))
+        invocation.out(reports.push(push(invocation.inputs(), remote), as_json))
         return ExitCode.OK
     # As the pre-push hook, a failure must never stop the user's own push: the
     # error becomes a warning here, and records wait for the next push.
@@ -78,12 +78,12 @@ def push_command(
         why = error.message.rstrip(".")
         invocation.warn(f"records were not published ({why}); the push goes on.")
         return ExitCode.OK
-    line = render.push_hook(result)
+    line = reports.push_hook(result)
     if line is not None:
         invocation.terminal.stderr.write(line + "\n")
     return ExitCode.OK
 
 
 def sync_command(invocation: Invocation, remote: str | None = None, as_json: bool = False) -> int:
-    invocation.out(render.sync(sync(invocation.inputs(), remote), as_json))
+    invocation.out(reports.sync(sync(invocation.inputs(), remote), as_json))
     return ExitCode.OK

@@ -35,8 +35,9 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import plaintext, render
 else:
+    plaintext = OnFirstUse("majordomus.plaintext")
     render = OnFirstUse("majordomus.render")
 
 TITLE_MAX = 200
@@ -381,7 +382,7 @@ def resume_command(
     if result.implied:
         made = "" if peek else "; it is now the current task here"
         invocation.terminal.stderr.write(
-            f"majordomus: no current task: took {render.safe(result.task)}, the one task with "
+            f"majordomus: no current task: took {plaintext.safe(result.task)}, the one task with "
             f"an open handover reachable from HEAD{made}.\n"
         )
     if result.handover is None:
@@ -389,7 +390,8 @@ def resume_command(
             invocation.out(render.resume_json(result))
         else:
             invocation.terminal.stderr.write(
-                f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
+                f"majordomus: no open handover for {plaintext.safe(result.task)}; "
+                "nothing to resume.\n"
             )
             invocation.out(render.resume_nothing_open(result))
         return ExitCode.NEGATIVE

@@ -20,9 +20,9 @@ import pytest
 from majordomus.index import Index
 from majordomus.records import parse_note
 from majordomus.tasks import open_jobs
-from tests.conftest import START, Clock, Repo, hermetic_environ
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import lose_object
+from tests.support.repo import Repo, clone, seeded
 
 
 def git_at(repo: Repo, *args: str) -> str:

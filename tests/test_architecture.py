@@ -13,7 +13,7 @@ import pytest
 import typer
 
 from majordomus import cli
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -23,12 +23,13 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 # `store`) is the only one that touches the repository: through libgit2, or its files.
 ALLOWED = {
     "__init__": set(),
-    "__main__": {"cli", "errors", "front", "hooks", "interrupt", "invocation", "render"},
+    "__main__": {"cli", "errors", "front", "hooks", "interrupt", "invocation", "plaintext"},
     "adopt": {"errors", "index", "invocation", "patches", "records", "render", "tasks", "values"},
     "agents": {"errors", "repository", "values"},
-    "agentsetup": {"agents", "errors", "invocation", "render", "repository", "tasks", "values"},
-    "blobs": {"gitfiles", "records"},
+    "agentsetup": {"agents", "errors", "invocation", "reports", "repository", "tasks", "values"},
+    "blobs": {"gitobjects", "records"},
     "cachefile": {"records"},
+    "chains": set(),
     "cli": {
         "adopt",
         "agentsetup",
@@ -40,22 +41,22 @@ ALLOWED = {
         "interrupt",
         "invocation",
         "mcp_server",
+        "plaintext",
         "profile",
         "read",
-        "render",
         "sharing",
         "values",
         "write",
     },
     "context": {
+        "divergence",
         "errors",
-        "graph",
         "index",
         "invocation",
         "jsontext",
+        "plaintext",
         "profile",
         "records",
-        "render",
         "tasks",
         "values",
     },
@@ -65,10 +66,11 @@ ALLOWED = {
         "invocation",
         "profile",
         "remote",
-        "render",
+        "reports",
         "tasks",
         "values",
     },
+    "divergence": {"chains", "tally"},
     "documentcache": {"cachefile", "jsontext", "noteforms", "records"},
     "errors": set(),
     "freshness": {
@@ -83,10 +85,20 @@ ALLOWED = {
     },
     "front": {"context", "freshness", "invocation", "read", "sharing", "write"},
     "gitfiles": set(),
-    "graph": set(),
+    "gitobjects": {"gitfiles"},
+    "gitprocess": {"errors", "profile"},
+    "graph": {"chains", "divergence", "tally"},
     "graphcache": {"cachefile"},
-    "history": {"cachefile", "errors", "gitfiles", "graph", "graphcache", "repository"},
-    "hooks": {"agents", "context", "errors", "invocation", "render", "tasks", "values"},
+    "history": {
+        "cachefile",
+        "errors",
+        "gitfiles",
+        "gitobjects",
+        "graph",
+        "graphcache",
+        "repository",
+    },
+    "hooks": {"agents", "context", "errors", "invocation", "plaintext", "tasks", "values"},
     "index": {
         "cachefile",
         "errors",
@@ -98,9 +110,10 @@ ALLOWED = {
         "viewcache",
     },
     "interrupt": set(),
-    "invocation": {"errors", "records", "render", "values"},
+    "invocation": {"errors", "plaintext", "records", "values"},
     "jsontext": {"records"},
     "location": {"errors", "gitfiles", "repository"},
+    "markdowntext": {"jsontext", "plaintext", "records", "values"},
     "mcp_server": set(),
     "merge": {"blobs", "notestree", "records"},
     "noteforms": set(),
@@ -110,6 +123,7 @@ ALLOWED = {
         "documentcache",
         "errors",
         "gitfiles",
+        "gitobjects",
         "noteforms",
         "notestree",
         "readcache",
@@ -121,15 +135,27 @@ ALLOWED = {
     "notestree": {"records"},
     "patchcache": {"cachefile"},
     "patches": {"cachefile", "errors", "history", "patchcache"},
+    "plaintext": {"records"},
     "profile": {"errors", "records"},
-    "read": {"errors", "index", "invocation", "records", "render", "tasks", "values"},
+    "read": {
+        "errors",
+        "index",
+        "invocation",
+        "markdowntext",
+        "records",
+        "render",
+        "tasks",
+        "values",
+    },
     "readcache": {"cachefile", "records"},
     "records": {"errors"},
-    "remote": {"errors", "profile", "repository", "tasks", "values"},
-    "render": {"graph", "jsontext", "profile", "records", "values"},
-    "repository": {"errors", "gitfiles", "records"},
+    "remote": {"errors", "gitprocess", "repository", "tasks", "values"},
+    "render": {"divergence", "jsontext", "plaintext", "records", "values"},
+    "reports": {"jsontext", "plaintext", "profile", "values"},
+    "repository": {"errors", "gitfiles", "gitobjects", "records"},
     "secret": set(),
-    "sharing": {"errors", "invocation", "remote", "render", "tasks", "values"},
+    "sharing": {"errors", "invocation", "remote", "reports", "tasks", "values"},
+    "tally": set(),
     "tasks": {
         "errors",
         "history",
@@ -145,9 +171,19 @@ ALLOWED = {
         "values",
         "writer",
     },
-    "values": {"graph", "records"},
+    "values": {"divergence", "records"},
     "viewcache": {"cachefile"},
-    "write": {"errors", "index", "invocation", "patches", "records", "render", "tasks", "values"},
+    "write": {
+        "errors",
+        "index",
+        "invocation",
+        "patches",
+        "plaintext",
+        "records",
+        "render",
+        "tasks",
+        "values",
+    },
     "writer": {
         "blobs",
         "errors",
@@ -162,15 +198,24 @@ ALLOWED = {
     },
 }
 STORE_LAYER = {
-    "repository", "location", "gitfiles", "history", "notestree", "blobs", "notesread",
-    "notesref", "merge", "writer",
+    "repository", "location", "gitfiles", "gitobjects", "history", "notestree", "blobs",
+    "notesread", "notesref", "merge", "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"repository", "history", "location", "gitfiles", "remote", "patches"},
+    "subprocess": {
+        "repository",
+        "history",
+        "location",
+        "gitfiles",
+        "gitobjects",
+        "gitprocess",
+        "remote",
+        "patches",
+    },
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }
@@ -246,7 +291,16 @@ def test_every_command_has_help_and_is_documented(repo: Repo, argv: list[str]) -
 
 
 @pytest.mark.parametrize(
-    "module", ["majordomus.render", "majordomus.values", "majordomus.agents", "majordomus.hooks"]
+    "module",
+    [
+        "majordomus.markdowntext",
+        "majordomus.plaintext",
+        "majordomus.render",
+        "majordomus.reports",
+        "majordomus.values",
+        "majordomus.agents",
+        "majordomus.hooks",
+    ],
 )
 def test_values_the_renderer_and_the_hook_tables_import_without_git(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('pygit2')))"

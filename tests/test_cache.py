@@ -36,8 +36,8 @@ from majordomus.records import Note, NoteError, append_note, dump_note, new_reco
 from majordomus.tasks import open_jobs
 from majordomus.viewcache import ViewCache
 from majordomus.write import _write
-from tests.conftest import AUTHOR, Clock, Repo
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import AUTHOR, Clock
+from tests.support.repo import Repo, clone, seeded
 
 CACHES = (READ_FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 
@@ -496,7 +496,7 @@ def test_the_document_cache_gives_back_the_note_a_parse_gives(tmp_path: Path) ->
     dates inside hand-written keys) comes back from the document cache file, written and
     loaded again, exactly as parsing its bytes reads it; a note that is not TOML as a
     whole is not kept (it is salvaged by every read)."""
-    from tests.corpus import corpus
+    from tests.support.corpus import corpus
 
     path = tmp_path / RECORDS_FILE_NAME
     writing = DocumentCache(path)

@@ -10,7 +10,7 @@ import random
 from majordomus.cachefile import READ_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from majordomus.notesread import BlobIds, _run
 from majordomus.readcache import ReadCache
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 
 def test_blob_ids_held_as_one_string_answer_as_a_set_does() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MAJORDOMUS, Repo
-from tests.support.repo import clone
+from tests.support.cli import MAJORDOMUS
+from tests.support.repo import Repo, clone
 
 PROBE = """
 import io, sys
@@ -56,11 +56,11 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 # time on every CI run: each entry says why it is paid for. (`__main__`, the entry that
 # holds `run`, is what every command starts from: the probe imports it for `run`.)
 OURS_FOR_SHOW = {
-    "__init__", "__main__", "blobs", "cachefile", "documentcache", "errors", "front",
-    "gitfiles", "graph", "graphcache", "history", "index", "interrupt", "invocation",
-    "jsontext", "location", "noteforms", "notesread", "notesref", "notestree", "profile",
-    "read", "readcache", "records", "render", "remote", "repository", "tasks", "values",
-    "viewcache", "writer",
+    "__init__", "__main__", "blobs", "cachefile", "chains", "divergence", "documentcache",
+    "errors", "front", "gitfiles", "gitobjects", "graph", "graphcache", "history", "index",
+    "interrupt", "invocation", "jsontext", "location", "noteforms", "notesread", "notesref",
+    "notestree", "plaintext", "profile", "read", "readcache", "records", "remote", "render",
+    "repository", "tally", "tasks", "values", "viewcache", "writer",
 }  # fmt: skip
 OTHERS_FOR_SHOW = {
     "datetime",  # records: when a record was written
