@@ -68,7 +68,6 @@ OTHERS_FOR_SHOW = {
     "gc",  # __main__: the cyclic collector off for a command's short life
     "json",  # the --json answer
     "locale",  # subprocess: the encoding of git's output
-    "shlex",  # remote: quoting git's own command lines in messages
     "signal",  # interrupt: Ctrl-C and SIGTERM answered in one line
     "subprocess",  # git itself, for what libgit2 is not loaded for
     "unicodedata",  # records: NFC of text being recorded
