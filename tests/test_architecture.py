@@ -18,7 +18,10 @@ from tests.support.repo import Repo
 PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
-# Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
+# Which of its own modules each module may import: __main__ -> cli, front, hooks -> the verb
+# modules (write, read, freshness, diagnosis, sharing, adopt, agentsetup; context) -> tasks
+# -> index, writer, remote, store/graph/... -> errors; invocation (what a command runs
+# with) low enough for all of them.
 # The store layer (location, gitfiles, notestree, blobs, notesread, notesref, merge, behind
 # `store`) is the only one that touches the repository: through libgit2, or its files.
 ALLOWED = {
