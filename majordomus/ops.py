@@ -16,17 +16,11 @@ from typing import IO, Any, NamedTuple
 from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError, RepositoryError
+from majordomus.fieldtext import clean_text
 from majordomus.index import Index, Views, newest_first
 from majordomus.jobs import Jobs, open_jobs
-from majordomus.records import (
-    HANDOVER_FIELDS,
-    age_s,
-    clean_text,
-    every_note,
-    new_record,
-    notes_of_tasks,
-    skew_s,
-)
+from majordomus.notes import every_note, notes_of_tasks
+from majordomus.records import HANDOVER_FIELDS, age_s, new_record, skew_s
 from majordomus.repository import Repository
 from majordomus.values import (
     DEFAULT_DAYS,

@@ -19,7 +19,7 @@ import pytest
 
 from majordomus.index import Index
 from majordomus.jobs import open_jobs
-from majordomus.records import parse_note
+from majordomus.notes import parse_note
 from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import lose_object
 from tests.support.repo import Repo, clone, seeded

@@ -7,7 +7,7 @@ import pygit2
 from hypothesis import strategies as st
 
 from majordomus.jobs import open_jobs
-from majordomus.records import dump_note
+from majordomus.notes import dump_note
 from majordomus.repository import NOTES_REF
 from tests.support.repo import Repo
 from tests.support.strategies import notes, raw_notes
