@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
-from majordomus.records import Note, Record, Shown, Summary, summarise, summary_of
+from majordomus.notes import Note, Shown, summarise
+from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, Located, NoteSet, WriteReport
 from majordomus.viewcache import PartMissing, ViewCache

@@ -23,17 +23,10 @@ from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
 from majordomus.gitfiles import REMOTE_NOTES_PREFIX
 from majordomus.noteforms import unnamed_file
+from majordomus.notes import Note, Shown, every_note, summarise, union
+from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.readcache import BlobEntry, ReadCache, blob_entry, plain_entry
-from majordomus.records import (
-    MissingObjectError,
-    Note,
-    NoteError,
-    Shown,
-    Summary,
-    every_note,
-    summarise,
-    union,
-)
+from majordomus.records import Summary
 from majordomus.repository import NOTES_REF, not_a_commit
 from majordomus.values import NoteSet, NotesOn, UnreadableNote
 

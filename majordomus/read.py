@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
-from majordomus.records import every_note, notes_of_tasks
+from majordomus.notes import every_note, notes_of_tasks
 from majordomus.tasks import Jobs, open_here, resolve_task, task_prefix
 from majordomus.values import (
     HistoryEntry,

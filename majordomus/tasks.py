@@ -17,12 +17,13 @@ from typing import NamedTuple
 from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError
+from majordomus.fieldtext import clean_text
 from majordomus.history import History
 from majordomus.index import Index, Views
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
-from majordomus.records import age_s, clean_text, skew_s
+from majordomus.records import age_s, skew_s
 from majordomus.repository import Repository
 from majordomus.values import CheckResult, Listed
 from majordomus.writer import Writer

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from majordomus.index import Index
-from majordomus.records import parse_note
+from majordomus.notes import parse_note
 from majordomus.tasks import open_jobs
 from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import lose_object

@@ -31,8 +31,10 @@ from majordomus.index import Views, _shard_of
 from majordomus.index import _key as index_key
 from majordomus.invocation import Inputs
 from majordomus.jsontext import record_text
+from majordomus.notes import Note, append_note, dump_note, parse_note
+from majordomus.notetoml import NoteError
 from majordomus.readcache import ReadCache
-from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
+from majordomus.records import new_record
 from majordomus.tasks import open_jobs
 from majordomus.viewcache import ViewCache
 from majordomus.write import _write

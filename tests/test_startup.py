@@ -57,10 +57,11 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 # holds `run`, is what every command starts from: the probe imports it for `run`.)
 OURS_FOR_SHOW = {
     "__init__", "__main__", "blobs", "cachefile", "chains", "divergence", "documentcache",
-    "errors", "front", "gitfiles", "gitobjects", "graph", "graphcache", "history", "index",
-    "interrupt", "invocation", "jsontext", "location", "noteforms", "notesread", "notesref",
-    "notestree", "plaintext", "profile", "read", "readcache", "records", "remote", "render",
-    "repository", "tally", "tasks", "values", "viewcache", "writer",
+    "errors", "fieldtext", "front", "gitfiles", "gitobjects", "graph", "graphcache",
+    "history", "index", "interrupt", "invocation", "jsontext", "location", "noteforms",
+    "notes", "notesread", "notesref", "notestree", "notetoml", "plaintext", "profile", "read",
+    "readcache", "records", "remote", "render", "repository", "tally", "tasks", "values",
+    "viewcache", "writer",
 }  # fmt: skip
 OTHERS_FOR_SHOW = {
     "datetime",  # records: when a record was written
@@ -70,7 +71,7 @@ OTHERS_FOR_SHOW = {
     "locale",  # subprocess: the encoding of git's output
     "signal",  # interrupt: Ctrl-C and SIGTERM answered in one line
     "subprocess",  # git itself, for what libgit2 is not loaded for
-    "unicodedata",  # records: NFC of text being recorded
+    "unicodedata",  # fieldtext: NFC of text being recorded
 }
 SHOW_PROBE = """
 import io, sys

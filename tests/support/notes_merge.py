@@ -6,7 +6,7 @@ from __future__ import annotations
 import pygit2
 from hypothesis import strategies as st
 
-from majordomus.records import dump_note
+from majordomus.notes import dump_note
 from majordomus.repository import NOTES_REF
 from majordomus.tasks import open_jobs
 from tests.support.repo import Repo

@@ -13,20 +13,10 @@ from collections.abc import Sequence
 
 from majordomus import jsontext, render, write
 from majordomus.errors import RefusedError
+from majordomus.notes import Entry, Note, append_note, dump_note, dump_tables, parse_note, union
+from majordomus.notetoml import NOTE_MAX_BYTES, NoteError
 from majordomus.profile import parse_config, resolve
-from majordomus.records import (
-    KINDS,
-    NOTE_MAX_BYTES,
-    Entry,
-    Note,
-    NoteError,
-    Record,
-    append_note,
-    dump_note,
-    dump_tables,
-    parse_note,
-    union,
-)
+from majordomus.records import KINDS, Record
 from majordomus.values import Located
 from tests.support.contracts import strict_json, terminal_problems
 

@@ -10,7 +10,8 @@ import pygit2
 import pytest
 
 from majordomus import notestree
-from majordomus.records import MissingObjectError, parse_note
+from majordomus.notes import parse_note
+from majordomus.notetoml import MissingObjectError
 from majordomus.repository import NOTES_REF
 from majordomus.tasks import open_jobs
 from tests.support import forks
