@@ -33,8 +33,8 @@ from majordomus.values import (
     Adoption,
     AdoptResult,
     Ambiguity,
+    AttachedRecord,
     Listed,
-    Located,
     NotesOn,
     StaleLock,
 )
@@ -303,7 +303,7 @@ def _decide(
     for (target, how), members in sorted(groups.items()):
         members.sort(key=lambda o: (o.record.at, o.listed.summary.position))
         sources = _unique(c for o in members for c in o.commits)
-        located = tuple(Located(o.record, target, i) for i, o in enumerate(members))
+        located = tuple(AttachedRecord(o.record, target, i) for i, o in enumerate(members))
         adopted.append(Adoption(target, how, sources, located))
     ambiguous = [Ambiguity(tuple(ids), targets) for targets, ids in sorted(unsure.items())]
     return adopted, ambiguous

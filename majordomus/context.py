@@ -22,9 +22,9 @@ from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
     CONTEXT_MIN_CHARS,
+    AttachedRecord,
     CheckResult,
     Listed,
-    Located,
 )
 
 if TYPE_CHECKING:
@@ -80,12 +80,12 @@ class Status(NamedTuple):
     implied: bool
     check: CheckResult
     checkpoint_max: int
-    handover: Located | None
+    handover: AttachedRecord | None
     divergence: Divergence | None
     older_open: int
-    checkpoints: tuple[Located, ...]  # newest first
+    checkpoints: tuple[AttachedRecord, ...]  # newest first
     more_checkpoints: int  # older ones not even read
-    others: tuple[Located, ...] = ()  # the other open handovers, newest first, as read
+    others: tuple[AttachedRecord, ...] = ()  # the other open handovers, newest first, as read
 
 
 class ContextResult(NamedTuple):
@@ -153,7 +153,7 @@ def _label(div: Divergence) -> str:
     return f"{div.label}, {div.ahead} ahead, {div.behind} behind"
 
 
-def handover_lines(loc: Located, div: Divergence, now: datetime.datetime) -> list[str]:
+def handover_lines(loc: AttachedRecord, div: Divergence, now: datetime.datetime) -> list[str]:
     record = loc.record
     lines = [
         f"Open handover {record.id} on {loc.commit[:12]} ({_label(div)}), {_ago(now, record.at)}:",
@@ -164,7 +164,7 @@ def handover_lines(loc: Located, div: Divergence, now: datetime.datetime) -> lis
     return lines
 
 
-def other_handover_lines(loc: Located, now: datetime.datetime) -> list[str]:
+def other_handover_lines(loc: AttachedRecord, now: datetime.datetime) -> list[str]:
     """Another open handover of the task, named: never replaced without a word."""
     return [
         f"- {loc.record.id} on {loc.commit[:12]}, {_ago(now, loc.record.at)}:",
@@ -172,7 +172,7 @@ def other_handover_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
-def other_pointer_line(loc: Located, now: datetime.datetime, program: str) -> str:
+def other_pointer_line(loc: AttachedRecord, now: datetime.datetime, program: str) -> str:
     """Another open handover named without its author, when the author does not fit: a
     teammate's author of 2000 characters must not crowd the others out of the block."""
     return (
@@ -181,7 +181,7 @@ def other_pointer_line(loc: Located, now: datetime.datetime, program: str) -> st
     )
 
 
-def checkpoint_lines(loc: Located, now: datetime.datetime) -> list[str]:
+def checkpoint_lines(loc: AttachedRecord, now: datetime.datetime) -> list[str]:
     record = loc.record
     return [
         f"- {record.id} on {loc.commit[:12]}, {_ago(now, record.at)}:",
@@ -189,7 +189,7 @@ def checkpoint_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
-def pointer_line(loc: Located, program: str = "majordomus") -> str:
+def pointer_line(loc: AttachedRecord, program: str = "majordomus") -> str:
     return (
         f"- {loc.record.kind} {loc.record.id} left out to stay within the budget: "
         f"{program} show {loc.commit[:12]}"
@@ -282,7 +282,7 @@ def _place_records(
     # whenever it may be needed.
     summary_reserve = [_left_out_line(999999, st, program)]
     others_reserve = [_not_shown_line(999999, st, program)]
-    records: list[tuple[Located, list[str]]] = []
+    records: list[tuple[AttachedRecord, list[str]]] = []
     if st.handover is not None and st.divergence is not None:
         records.append((st.handover, handover_lines(st.handover, st.divergence, now)))
     records += [(loc, checkpoint_lines(loc, now)) for loc in st.checkpoints]

@@ -19,7 +19,7 @@ from majordomus.errors import RepositoryError
 from majordomus.notes import Note, Shown, summarise
 from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
-from majordomus.values import Listed, Located, NoteSet, WriteReport
+from majordomus.values import AttachedRecord, Listed, NoteSet, WriteReport
 from majordomus.viewcache import PartMissing, ViewCache
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Index:
             return min(reachable, key=lambda c: self.graph_order[c.commit])
         return newest_copy(copies, self._history)
 
-    def locate(self, listed: Listed) -> Located:
+    def locate(self, listed: Listed) -> AttachedRecord:
         """The whole record, parsed from its note."""
         blobs = self._blobs_of(listed)
         note = self._notes.get(blobs)
@@ -142,7 +142,7 @@ class Index:
             note = self._reader.note(blobs)
             self._notes[blobs] = note
         position = listed.summary.position
-        return Located(note.records[position], listed.commit, position)
+        return AttachedRecord(note.records[position], listed.commit, position)
 
     def preload(self, items: Sequence[Listed]) -> None:
         """Before showing many records whole: parse their notes in one go (the notes the

@@ -15,10 +15,10 @@ from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.tasks import Jobs, open_here, resolve_task, task_prefix
 from majordomus.values import (
+    AttachedRecord,
     HistoryEntry,
     HistoryResult,
     Listed,
-    Located,
     Made,
     RecordText,
     ShowResult,
@@ -162,7 +162,9 @@ def _shown(
     jobs: Jobs, commit: str, blobs: Sequence[str], unreadable: int, missing: bool
 ) -> ShowResult:
     note = jobs.reader.note(blobs) if blobs else None
-    records = tuple(Located(r, commit, i) for i, r in enumerate(note.records)) if note else ()
+    records = (
+        tuple(AttachedRecord(r, commit, i) for i, r in enumerate(note.records)) if note else ()
+    )
     return ShowResult(commit, records, (note.invalid if note else 0) + unreadable, missing)
 
 

@@ -25,9 +25,9 @@ from majordomus.tasks import (
     validated,
 )
 from majordomus.values import (
+    AttachedRecord,
     CheckpointResult,
     HandoverResult,
-    Located,
     ResumeResult,
     StaleLock,
     TaskCreated,
@@ -59,7 +59,7 @@ def _write(
     session: str | None,
     views: Views | None = None,
     record_id: str | None = None,
-) -> tuple[Located, tuple[StaleLock, ...]]:
+) -> tuple[AttachedRecord, tuple[StaleLock, ...]]:
     """Write one record on HEAD; carry the cached views over to the new state."""
     head = jobs.history.head()
     author = jobs.repository.identity()
@@ -82,7 +82,7 @@ def _write(
     )
     if views is not None:
         views.recorded(report, record, report.blob, report.position)
-    return Located(record, head, report.position), report.stale_locks
+    return AttachedRecord(record, head, report.position), report.stale_locks
 
 
 def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
@@ -322,7 +322,7 @@ def handover_command(
 # ---- resume ------------------------------------------------------------------------------
 
 
-def checkpoints_since(index: Index, task: str) -> list[Located]:
+def checkpoints_since(index: Index, task: str) -> list[AttachedRecord]:
     """The task's checkpoints newer than its last handover or resume, newest first."""
     relevant = [
         item

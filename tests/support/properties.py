@@ -17,7 +17,7 @@ from majordomus.notes import Entry, Note, append_note, dump_note, dump_tables, p
 from majordomus.notetoml import NOTE_MAX_BYTES, NoteError
 from majordomus.profile import parse_config, resolve
 from majordomus.records import KINDS, Record
-from majordomus.values import Located
+from majordomus.values import AttachedRecord
 from tests.support.contracts import strict_json, terminal_problems
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -136,7 +136,7 @@ def read_note(data: bytes) -> None:
     united = union([note, note])
     assert keys(united) == keys(note)
     for position, record in enumerate(united.records):
-        located = Located(record, COMMIT, position)
+        located = AttachedRecord(record, COMMIT, position)
         text = render.record_block(located)
         as_json = jsontext.dumps(render.record_json(located))
         strict_json(as_json)
