@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from majordomus import clonesetup
 from majordomus.errors import ExitCode, MajordomusError, RemoteError
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.remote import (
@@ -43,6 +42,8 @@ PUSH_ATTEMPTS = 12
 
 def init(inputs: Inputs, remote_name: str | None = None) -> InitReport:
     """Configure this clone so records travel with the code (see clonesetup.configure)."""
+    from majordomus import clonesetup  # init's alone: fetch and push do not load it
+
     return clonesetup.configure(open_here(inputs).repository, remote_name)
 
 
