@@ -26,7 +26,6 @@ from typing import IO
 import pytest
 
 from majordomus import front
-from majordomus.__main__ import run
 from tests.support.cli import MAJORDOMUS, _own_job, start_text
 from tests.support.env import Clock
 from tests.support.git import git_daemon
@@ -410,9 +409,11 @@ class _InterruptedRead(io.BytesIO):
 
 @pytest.mark.parametrize("joined", [False, True], ids=["read plainly", "read by typer"])
 def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo, joined: bool) -> None:
-    """Without majordomus' handler (in-process), Python raises KeyboardInterrupt, which
-    typer turns into a bare Exit(130) (a joined `--task=` is typer's to read) and a plain
-    checkpoint meets as it comes: still one line, still the truth."""
+    """Python's own KeyboardInterrupt (one raised where majordomus' handler is not in
+    place), which typer turns into a bare Exit(130) (a joined `--task=` is typer's to
+    read) and a plain checkpoint meets as it comes: still one line, still the truth."""
+    from majordomus.__main__ import run  # (why here: tests/support/cli.py, run_cli)
+
     task = repo.task()
     before = checkpoints_on_head(repo)
     err = io.StringIO()

@@ -9,12 +9,13 @@ import select
 import signal
 import time
 
-from majordomus.__main__ import run
 from tests.support.cli import MAJORDOMUS, start
 from tests.support.repo import Repo
 
 
 def watch_in_process(repo: Repo, *argv: str, tty: bool = False) -> tuple[int, str]:
+    from majordomus.__main__ import run  # (why here: tests/support/cli.py, run_cli)
+
     out = io.StringIO()
     code = run(
         ["-C", str(repo.path), "watch", *argv],
@@ -50,6 +51,8 @@ def test_live_line_on_a_terminal(repo: Repo) -> None:
 
 
 def test_no_colour_when_asked(repo: Repo) -> None:
+    from majordomus.__main__ import run
+
     repo.task()
     out = io.StringIO()
     run(
@@ -133,6 +136,8 @@ def test_bad_every_is_refused(repo: Repo) -> None:
 
 
 def test_a_dumb_terminal_gets_plain_lines(repo: Repo) -> None:
+    from majordomus.__main__ import run
+
     task = repo.task()
     out = io.StringIO()
     code = run(

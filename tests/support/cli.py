@@ -42,9 +42,10 @@ def run_cli(
     tty: bool = False,
 ) -> Result:
     """majordomus in-process in `cwd`; the real clock and real sleeps unless given."""
-    # Imported here: the entry module readies majordomus' Ctrl-C handler as it is imported
-    # (held for `main`), which a process that never runs majordomus, pytest's own, must
-    # not get. (`run` starts every command with nothing held.)
+    # Imported here: the entry module readies majordomus' Ctrl-C handler as it is imported,
+    # held for a `main` to answer, and pytest's own process (conftest imports this module,
+    # and runs no command) must keep its Ctrl-C. (`run` starts each command with nothing
+    # held.)
     from majordomus.__main__ import run
 
     out, err = io.StringIO(), io.StringIO()
