@@ -43,12 +43,11 @@ ALLOWED = {
         "hooks",
         "interrupt",
         "invocation",
-        "mcp_server",
         "plaintext",
         "profile",
         "read",
+        "setupcli",
         "sharing",
-        "values",
         "write",
     },
     "clonesetup": {"errors", "remote", "repository", "values"},
@@ -155,6 +154,18 @@ ALLOWED = {
     "reports": {"jsontext", "plaintext", "profile", "values"},
     "repository": {"errors", "gitfiles", "gitobjects", "records"},
     "secret": set(),
+    "setupcli": {
+        "adopt",
+        "agentsetup",
+        "context",
+        "diagnosis",
+        "errors",
+        "hooks",
+        "invocation",
+        "mcp_server",
+        "sharing",
+        "values",
+    },
     "sharing": {
         "clonesetup",
         "errors",
@@ -217,7 +228,7 @@ STORE_LAYER = {
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,
-    "typer": {"cli"},
+    "typer": {"cli", "setupcli"},
     "click": set(),
     "subprocess": {
         "repository",
