@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from majordomus import __version__, interrupt, setupcli
-from majordomus.errors import ExitCode
+from majordomus.errors import ExitCode, RefusedError
 from majordomus.invocation import Invocation, OnFirstUse
 from majordomus.profile import BUILT_IN
 from majordomus.setupcli import (
@@ -25,21 +25,17 @@ from majordomus.setupcli import (
     invocation_of,
     run_with,
 )
+from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import agentsetup, diagnosis, freshness, hooks, plaintext, read, sharing, write
-    from majordomus import context as contexts
+    from majordomus import freshness, hooks, plaintext, read, write
 else:
     adoption = OnFirstUse("majordomus.adopt")
-    agentsetup = OnFirstUse("majordomus.agentsetup")
-    contexts = OnFirstUse("majordomus.context")
-    diagnosis = OnFirstUse("majordomus.diagnosis")
     freshness = OnFirstUse("majordomus.freshness")
     hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
     read = OnFirstUse("majordomus.read")
-    sharing = OnFirstUse("majordomus.sharing")
     write = OnFirstUse("majordomus.write")
 
 
@@ -287,6 +283,79 @@ def watch(
 
 app.registered_commands += setupcli.app.registered_commands
 app.registered_groups += setupcli.app.registered_groups
+
+
+@app.command()
+def hook(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
+    event: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[EVENT]", help="The hook event (default: hook_event_name from the input)."
+        ),
+    ] = None,
+    enforce: Annotated[
+        bool,
+        typer.Option("--enforce", help="On Stop, block once per stale episode."),
+    ] = False,
+) -> None:
+    """What an agent's hook runs: reads the hook's JSON on stdin, answers in that agent's
+    format, always exits 0, never writes a record.
+
+    Invocation start: the context block. Prompt submit: a one-line reminder when the
+    task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
+    """
+    run_with(ctx, hooks.hook_command)
+
+
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
+    task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]')."""
+    invocation = invocation_of(ctx)
+    try:
+        from majordomus import mcp_server
+    except ImportError:  # a usage problem of this installation (exit 2), not of the repository
+        raise RefusedError(
+            "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
+        ) from None
+    assert invocation.command_line is not None  # `__main__.run` hands itself down
+    mcp_server.serve(invocation.cwd, invocation.environ, invocation.command_line)
+
+
+# ---- after a host's merge -------------------------------------------------------------------
+
+
+@app.command()
+def adopt(
+    ctx: typer.Context,
+    rev: Annotated[
+        str | None, typer.Argument(help="The branch the work landed on (default HEAD).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be adopted; write nothing.")
+    ] = False,
+    days: Annotated[
+        int,
+        typer.Option(
+            "--days",
+            metavar="N",
+            help="Consider records written at most N days before REV's commit "
+            f"(default {DEFAULT_DAYS}).",
+        ),
+    ] = DEFAULT_DAYS,
+    as_json: JsonOpt = False,
+) -> None:
+    """After a host's squash or rebase merge: copy the records it left on commits not
+    reachable from REV onto the commit where their change landed.
+
+    Proved by stable patch ids (git patch-id --stable), never guessed: a record
+    whose change matches two commits is adopted onto neither. Copies keep their
+    head (where they were written); commit says where they are read now. Safe
+    to run again: what is adopted is reachable, so nothing is done twice.
+    """
+    run_with(ctx, adoption.adopt_command)
 
 
 # ---- the one place errors become exit codes ------------------------------------------------

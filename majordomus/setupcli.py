@@ -1,7 +1,7 @@
-"""The command line's commands for a clone, its remotes and its agents, as typer reads
-them (doctor, profile, init, fetch, push, sync, context, hook, agent install, mcp, adopt),
-with what every command's declaration shares: its options and how it is run. `cli`
-adds them to its app after the session's own commands, in this order."""
+"""The command line's commands for a clone, its remotes and its agents' settings, as typer
+reads them (doctor, profile, init, fetch, push, sync, context, agent install), with what
+every command's declaration shares: its options and how it runs its verb. `cli` adds
+them to its app after the session's own commands, in this order."""
 
 from __future__ import annotations
 
@@ -9,27 +9,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from majordomus.errors import RefusedError
 from majordomus.invocation import Invocation, OnFirstUse
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
     CONTEXT_MIN_CHARS,
-    DEFAULT_DAYS,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from majordomus import adopt as adoption
-    from majordomus import agentsetup, diagnosis, hooks, sharing
+    from majordomus import agentsetup, diagnosis, sharing
     from majordomus import context as contexts
 else:
-    adoption = OnFirstUse("majordomus.adopt")
     agentsetup = OnFirstUse("majordomus.agentsetup")
     contexts = OnFirstUse("majordomus.context")
     diagnosis = OnFirstUse("majordomus.diagnosis")
-    hooks = OnFirstUse("majordomus.hooks")
     sharing = OnFirstUse("majordomus.sharing")
 
 app = typer.Typer()  # what cli adds to its own app: these commands are declared here only
@@ -219,30 +214,6 @@ def context(
     run_with(ctx, contexts.context_command)
 
 
-@app.command()
-def hook(
-    ctx: typer.Context,
-    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
-    event: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[EVENT]", help="The hook event (default: hook_event_name from the input)."
-        ),
-    ] = None,
-    enforce: Annotated[
-        bool,
-        typer.Option("--enforce", help="On Stop, block once per stale episode."),
-    ] = False,
-) -> None:
-    """What an agent's hook runs: reads the hook's JSON on stdin, answers in that agent's
-    format, always exits 0, never writes a record.
-
-    Invocation start: the context block. Prompt submit: a one-line reminder when the
-    task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
-    """
-    run_with(ctx, hooks.hook_command)
-
-
 @agent_app.command("install")
 def agent_install(
     ctx: typer.Context,
@@ -273,52 +244,3 @@ def agent_install(
     runs; an invalid settings file is refused and left untouched (exit 2).
     """
     run_with(ctx, agentsetup.agent_install_command)
-
-
-@app.command()
-def mcp(ctx: typer.Context) -> None:
-    """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
-    task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]')."""
-    invocation = invocation_of(ctx)
-    try:
-        from majordomus import mcp_server
-    except ImportError:  # a usage problem of this installation (exit 2), not of the repository
-        raise RefusedError(
-            "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
-        ) from None
-    assert invocation.command_line is not None  # `__main__.run` hands itself down
-    mcp_server.serve(invocation.cwd, invocation.environ, invocation.command_line)
-
-
-# ---- after a host's merge -------------------------------------------------------------------
-
-
-@app.command()
-def adopt(
-    ctx: typer.Context,
-    rev: Annotated[
-        str | None, typer.Argument(help="The branch the work landed on (default HEAD).")
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="List what would be adopted; write nothing.")
-    ] = False,
-    days: Annotated[
-        int,
-        typer.Option(
-            "--days",
-            metavar="N",
-            help="Consider records written at most N days before REV's commit "
-            f"(default {DEFAULT_DAYS}).",
-        ),
-    ] = DEFAULT_DAYS,
-    as_json: JsonOpt = False,
-) -> None:
-    """After a host's squash or rebase merge: copy the records it left on commits not
-    reachable from REV onto the commit where their change landed.
-
-    Proved by stable patch ids (git patch-id --stable), never guessed: a record
-    whose change matches two commits is adopted onto neither. Copies keep their
-    head (where they were written); commit says where they are read now. Safe
-    to run again: what is adopted is reachable, so nothing is done twice.
-    """
-    run_with(ctx, adoption.adopt_command)
