@@ -15,6 +15,7 @@ from typing import IO, Any, NamedTuple
 
 from majordomus import profile as profiles
 from majordomus import remote
+from majordomus.commitnotes import CommitNotes
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.jobs import Jobs, open_jobs
@@ -75,8 +76,8 @@ def open_here(ctx: Context) -> Jobs:
     """The repository a command works on, and its jobs: a note object a partial clone left
     out is fetched from its remote, a warning said through `ctx.warn`."""
     jobs = open_jobs(ctx.cwd, ctx.environ)
-    jobs.reader.fetch_missing = remote.missing_fetcher(jobs.repository)
-    jobs.reader.warn = ctx.warn
+    jobs.reader.partial.fetch_missing = remote.missing_fetcher(jobs.repository)
+    jobs.reader.refs.warn = ctx.warn
     return jobs
 
 
@@ -509,7 +510,7 @@ def history(
     jobs = open_here(ctx)
     commit = jobs.history.resolve(rev)
     # A first read: git walks for the order while the notes are read (if there are any).
-    jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.ref_targets()))
+    jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.refs.ref_targets()))
     if task is not None:
         # A first read keeps the notes of the task (of each the name could be) it parses.
         prefix = task_prefix(task)
@@ -604,7 +605,8 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
             ) from None
         commit, missing = candidates[0], True
     else:
-        one = jobs.reader.notes_on(commit)  # one note, not every note, when all of it is here
+        # One note, not every note, when all of it is here.
+        one = CommitNotes(jobs.repository, jobs.reader.refs, jobs.reader.blobs).notes_on(commit)
         if one is not None:
             blobs, unread = one
             return _shown(jobs, commit, blobs, unread, missing=False)
@@ -813,7 +815,8 @@ def doctor(ctx: Context, drop_cache: bool = False) -> list[Finding]:
     except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
         findings.append(Finding("notes", False, error.message.rstrip(".")))
         return [*findings, *agent, *clone]
-    findings += [Finding("notes", False, why.rstrip(".")) for why in jobs.reader.skipped_refs()]
+    skipped = jobs.reader.refs.skipped_refs()
+    findings += [Finding("notes", False, why.rstrip(".")) for why in skipped]
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))

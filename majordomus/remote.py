@@ -495,8 +495,8 @@ def _merged_remote_value(
 def missing_note_objects(jobs: Jobs) -> list[str]:
     """The objects under the notes refs' trees this clone lacks, as git lists them
     (never fetching them one by one as it would to read them)."""
-    commits = jobs.reader.notes_commits()
-    if not commits or not jobs.reader.is_partial():
+    commits = jobs.reader.refs.notes_commits()
+    if not commits or not jobs.reader.partial.is_partial():
         return []
     out = jobs.repository.git(
         "rev-list", "--objects", "--no-walk", "--missing=print", *commits

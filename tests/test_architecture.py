@@ -19,8 +19,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
-# The store layer (location, gitfiles, notestree, blobs, notesread, notesref, merge, behind
-# `store`) is the only one that touches the repository: through libgit2, or its files.
+# The store layer (location, gitfiles, notestree, blobs, readrefs, commitnotes, partialclone,
+# notesread, notesref, merge, behind `store`) is the only one that touches the repository:
+# through libgit2, or its files.
 ALLOWED = {
     "__init__": set(),
     "__main__": {"front", "hooks", "interrupt"},
@@ -40,6 +41,7 @@ ALLOWED = {
         "render",
         "values",
     },
+    "commitnotes": {"blobs", "gitfiles", "notestree", "readrefs", "records", "repository"},
     "commands": {"context", "errors", "jsontext", "ops", "records", "render", "values"},
     "context": {
         "errors",
@@ -58,10 +60,22 @@ ALLOWED = {
     "graph": set(),
     "history": {"cache", "errors", "gitfiles", "graph", "repository"},
     "hooks": {"agents", "context", "errors", "jobs", "ops", "render", "values"},
-    "index": {"cache", "errors", "history", "notesread", "records", "repository", "values"},
+    "index": {
+        "cache",
+        "commitnotes",
+        "errors",
+        "history",
+        "ledger",
+        "notesread",
+        "records",
+        "repository",
+        "values",
+        "viewparts",
+    },
     "interrupt": set(),
     "jobs": {"history", "location", "notesread", "repository", "writer"},
     "jsontext": {"records"},
+    "ledger": set(),
     "location": {"errors", "gitfiles", "repository"},
     "mcp_server": set(),
     "merge": {"blobs", "notestree", "records"},
@@ -69,17 +83,23 @@ ALLOWED = {
         "blobs",
         "cache",
         "errors",
-        "gitfiles",
         "notestree",
+        "objectids",
+        "partialclone",
+        "readrefs",
         "records",
         "repository",
+        "sharedread",
+        "summaries",
         "values",
     },
     "notesref": {"errors", "interrupt", "notestree", "records", "repository", "values"},
     "notestree": {"records"},
+    "objectids": set(),
     "ops": {
         "adopt",
         "agents",
+        "commitnotes",
         "errors",
         "index",
         "jobs",
@@ -91,14 +111,19 @@ ALLOWED = {
         "secret",
         "values",
     },
+    "partialclone": {"errors", "repository"},
     "patches": {"cache", "errors", "history"},
     "profile": {"errors", "records"},
+    "readrefs": {"errors", "gitfiles", "repository"},
     "records": {"errors"},
     "remote": {"errors", "jobs", "profile", "repository", "values"},
     "render": {"graph", "jsontext", "profile", "records", "values"},
     "repository": {"errors", "gitfiles", "records"},
     "secret": set(),
+    "sharedread": {"objectids"},
+    "summaries": {"blobs", "objectids", "records", "values"},
     "values": {"graph", "records"},
+    "viewparts": {"cache", "ledger", "records"},
     "writer": {
         "blobs",
         "errors",
@@ -113,8 +138,8 @@ ALLOWED = {
     },
 }
 STORE_LAYER = {
-    "repository", "location", "gitfiles", "history", "notestree", "blobs", "notesread",
-    "notesref", "merge", "writer",
+    "repository", "location", "gitfiles", "history", "notestree", "blobs", "readrefs",
+    "commitnotes", "partialclone", "notesread", "notesref", "merge", "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {

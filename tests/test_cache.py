@@ -29,12 +29,13 @@ from majordomus.cache import (
     ReadCache,
     ViewCache,
 )
-from majordomus.index import Views, _shard_of
-from majordomus.index import _key as index_key
+from majordomus.index import Views
 from majordomus.jobs import open_jobs
 from majordomus.jsontext import record_text
+from majordomus.ledger import _shard_of
 from majordomus.ops import Context, _write
 from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
+from majordomus.viewparts import state_key
 from tests.conftest import AUTHOR, Clock, Repo
 from tests.remote_fixtures import clone, seeded
 
@@ -318,7 +319,7 @@ def views_key(repo: Repo) -> str:
 
 
 def current_key(repo: Repo) -> str:
-    return index_key(open_jobs(str(repo.path), repo.environ).reader.ref_targets())
+    return state_key(open_jobs(str(repo.path), repo.environ).reader.refs.ref_targets())
 
 
 def test_our_writes_carry_the_views_over(repo: Repo) -> None:
@@ -355,7 +356,7 @@ def test_views_read_after_a_write_slipped_in_are_kept_under_the_state_read(
     Views(jobs.reader, jobs.history)
     after = repo.notes_ref()
     assert before != after
-    assert views_key(repo) == index_key({"refs/notes/majordomus": after or ""})
+    assert views_key(repo) == state_key({"refs/notes/majordomus": after or ""})
     assert views_key(repo) == current_key(repo)
     cached = json.loads(repo.run("history", "--task", task, "--json").out)
     assert open_jobs(str(repo.path), repo.environ).reader.drop_cache()
