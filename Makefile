@@ -57,7 +57,7 @@ check: lint typecheck test
 # Rewrite the golden transcripts in fixtures/golden/ after an intended change of output;
 # review the diff like code.
 golden: $(STAMP)
-	$(BIN)/python -m tests.golden
+	$(BIN)/python -m tests.support.golden
 
 # Every size, 1,000,000 commits included (by far the longest part of the run), and the
 # fetch rows; `make bench BENCH_ARGS=--no-1m` leaves the largest size out.

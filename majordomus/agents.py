@@ -288,36 +288,60 @@ def install(
         path = Path(environ["CODEX_HOME"]) / "hooks.json"
     else:
         path = settings_path(agent, scope, repository.workdir if repository else None, home)
-    warnings: list[str] = []
     in_tree = scope != "user" and repository is not None
-    if repository is not None and in_tree and repository.workdir is not None:
+    if repository is not None and in_tree:
+        _refuse_in_tree(repository, path, scope, remove)
+    before, data = load(path)
+    command = hook_command(agent, scope, executable)
+    after = edited(data, {} if remove else _wanted(agent, command, enforce))
+    changed = after != data or (before is None and not remove)
+    text = dump(after) if changed else (before or "")
+    diff = _diff(path, before, text)
+    excluded = None
+    if repository is not None and in_tree and scope == "local" and not remove:
+        excluded = _exclude(repository, path, dry_run)
+    written = changed and not dry_run and not (remove and before is None)
+    if written:
+        _write_settings(path, text)
+    return Change(
+        agent=agent,
+        scope=scope,
+        path=path,
+        changed=changed and not (remove and before is None),
+        written=written,
+        events=our_events(after),
+        command=command,
+        diff=diff,
+        excluded=excluded,
+        warnings=_warnings(agent, scope, path, remove),
+    )
+
+
+def _refuse_in_tree(repository: Repository, path: Path, scope: str, remove: bool) -> None:
+    """Refuse a settings file in the work tree that a link leads out of, or one a local
+    install would change for the whole team."""
+    if repository.workdir is not None:
         refuse_links_out(path, repository.workdir, (repository.gitdir, repository.commondir))
-    if (
-        repository is not None
-        and in_tree
-        and scope == "local"
-        and not remove
-        and _is_tracked(repository, path)
-    ):
+    if scope == "local" and not remove and _is_tracked(repository, path):
         raise RefusedError(
             f"{path} is tracked by git, so a local install would change what your team "
             "shares: use --scope project to change it on purpose, or --scope user."
         )
-    before, data = load(path)
-    command = hook_command(agent, scope, executable)
+
+
+def _wanted(agent: str, command: str, enforce: bool) -> dict[str, dict[str, Any]]:
+    """The majordomus entries an install writes: event -> group."""
     events = EVENTS[agent]
-    wanted: dict[str, dict[str, Any]] = {}
-    if not remove:
-        wanted[events.session_start] = _entry(agent, command)
-        wanted[events.prompt] = _entry(agent, command)
-        if enforce:
-            wanted[events.stop] = _entry(agent, command + " --enforce")
-    after = edited(data, wanted)
-    changed = after != data or (before is None and not remove)
-    text = dump(after) if changed else (before or "")
+    wanted = {events.session_start: _entry(agent, command), events.prompt: _entry(agent, command)}
+    if enforce:
+        wanted[events.stop] = _entry(agent, command + " --enforce")
+    return wanted
+
+
+def _diff(path: Path, before: str | None, text: str) -> str:
     import difflib
 
-    diff = "".join(
+    return "".join(
         difflib.unified_diff(
             (before or "").splitlines(keepends=True),
             text.splitlines(keepends=True),
@@ -325,18 +349,26 @@ def install(
             tofile=str(path),
         )
     )
-    excluded = None
-    if repository is not None and in_tree and scope == "local" and not remove:
-        exclude, excluded = _exclude_line(repository, path)
-        if excluded is not None and not dry_run:
-            try:
-                existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-                sep = "" if not existing or existing.endswith("\n") else "\n"
-                write_atomic(exclude, f"{existing}{sep}{excluded}\n")
-            except (OSError, UnicodeDecodeError) as error:
-                raise RepositoryError(
-                    f"cannot add {excluded} to {exclude} ({error}); nothing was changed."
-                ) from None
+
+
+def _exclude(repository: Repository, path: Path, dry_run: bool) -> str | None:
+    """The line that keeps a local install's file out of git, added to `.git/info/exclude`
+    (unless `dry_run`); None when it is there already."""
+    exclude, excluded = _exclude_line(repository, path)
+    if excluded is not None and not dry_run:
+        try:
+            existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+            sep = "" if not existing or existing.endswith("\n") else "\n"
+            write_atomic(exclude, f"{existing}{sep}{excluded}\n")
+        except (OSError, UnicodeDecodeError) as error:
+            raise RepositoryError(
+                f"cannot add {excluded} to {exclude} ({error}); nothing was changed."
+            ) from None
+    return excluded
+
+
+def _warnings(agent: str, scope: str, path: Path, remove: bool) -> tuple[str, ...]:
+    warnings: list[str] = []
     if scope == "project" and not remove:
         warnings.append(
             f"{path} is shared: its hooks run `majordomus` from PATH, so teammates need "
@@ -348,26 +380,16 @@ def install(
             "Codex runs new hooks only after you approve them, and only with "
             "[features] codex_hooks = true in ~/.codex/config.toml."
         )
-    written = changed and not dry_run and not (remove and before is None)
-    if written:
-        try:
-            write_atomic(path, text)
-        except OSError as error:
-            raise RepositoryError(
-                f"cannot write {path} ({error.strerror or error}); it was left as it was."
-            ) from None
-    return Change(
-        agent=agent,
-        scope=scope,
-        path=path,
-        changed=changed and not (remove and before is None),
-        written=written,
-        events=our_events(after),
-        command=command,
-        diff=diff,
-        excluded=excluded,
-        warnings=tuple(warnings),
-    )
+    return tuple(warnings)
+
+
+def _write_settings(path: Path, text: str) -> None:
+    try:
+        write_atomic(path, text)
+    except OSError as error:
+        raise RepositoryError(
+            f"cannot write {path} ({error.strerror or error}); it was left as it was."
+        ) from None
 
 
 # ---- doctor --------------------------------------------------------------------------

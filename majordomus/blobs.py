@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from majordomus.gitfiles import Objects
+from majordomus.gitobjects import Objects
 from majordomus.records import (
     NOTE_MAX_BYTES,
     MissingObjectError,

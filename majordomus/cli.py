@@ -26,11 +26,13 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus import jsontext, ops, render
+    from majordomus import jsontext, ops, plaintext, render, reports
 else:
     jsontext = OnFirstUse("majordomus.jsontext")
     ops = OnFirstUse("majordomus.ops")
+    plaintext = OnFirstUse("majordomus.plaintext")
     render = OnFirstUse("majordomus.render")
+    reports = OnFirstUse("majordomus.reports")
 
 
 def _invocation(ctx: typer.Context) -> Invocation:
@@ -366,7 +368,7 @@ def doctor(
     """
     invocation = _invocation(ctx)
     findings = ops.doctor(invocation.context(), drop_cache)
-    invocation.out(render.doctor(findings, as_json))
+    invocation.out(reports.doctor(findings, as_json))
     if not all(finding.healthy for finding in findings):
         raise _exit(ExitCode.NEGATIVE)
 
@@ -375,7 +377,7 @@ def doctor(
 def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The effective profile and where each value came from."""
     invocation = _invocation(ctx)
-    invocation.out(render.profile(ops.profile_info(invocation.context()), as_json))
+    invocation.out(reports.profile(ops.profile_info(invocation.context()), as_json))
 
 
 # ---- records between clones ---------------------------------------------------------------
@@ -415,7 +417,7 @@ def init(
     core.hooksPath, is left alone: init prints the line to add.
     """
     invocation = _invocation(ctx)
-    invocation.out(render.init(ops.init(invocation.context(), remote), as_json))
+    invocation.out(reports.init(ops.init(invocation.context(), remote), as_json))
 
 
 @app.command()
@@ -452,7 +454,7 @@ def push(
     """
     invocation = _invocation(ctx)
     if not hook:
-        invocation.out(render.push(ops.push(invocation.context(), remote), as_json))
+        invocation.out(reports.push(ops.push(invocation.context(), remote), as_json))
         return
     # As the pre-push hook, a failure must never stop the user's own push: the
     # error becomes a warning here, and records wait for the next push.
@@ -462,7 +464,7 @@ def push(
         why = error.message.rstrip(".")
         invocation.warn(f"records were not published ({why}); the push goes on.")
         return
-    line = render.push_hook(result)
+    line = reports.push_hook(result)
     if line is not None:
         invocation.terminal.stderr.write(line + "\n")
 
@@ -471,7 +473,7 @@ def push(
 def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
     """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
     invocation = _invocation(ctx)
-    invocation.out(render.sync(ops.sync(invocation.context(), remote), as_json))
+    invocation.out(reports.sync(ops.sync(invocation.context(), remote), as_json))
 
 
 # ---- coding agents ----------------------------------------------------------------------
@@ -580,7 +582,7 @@ def agent_install(
     change = ops.agent_install(invocation.context(), agent, scope, enforce, dry_run, remove)
     for warning in change.warnings:
         invocation.warn(warning)
-    invocation.out(render.agent_change(change, dry_run, remove))
+    invocation.out(reports.agent_change(change, dry_run, remove))
 
 
 @app.command()
@@ -715,7 +717,7 @@ def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
             return 0
         usage = getattr(error, "ctx", None)
         hint = f" (see {usage.command_path} --help)" if usage is not None else ""
-        terminal.stderr.write(f"majordomus: {render.safe(message)}{hint}\n")
+        terminal.stderr.write(f"majordomus: {plaintext.safe(message)}{hint}\n")
         return int(ExitCode.REFUSED)
     if result == 130:
         # typer's own answer to a KeyboardInterrupt: an exit status no command of ours

@@ -15,7 +15,7 @@ from majordomus.records import TEXT_CEILING
 from majordomus.values import CONTEXT_DEFAULT_CHARS
 
 if TYPE_CHECKING:
-    from majordomus import jsontext, ops, render
+    from majordomus import jsontext, markdowntext, ops, plaintext, render, reports
     from majordomus.values import StaleLock
 
 
@@ -32,8 +32,11 @@ class OnFirstUse:
 
 if not TYPE_CHECKING:
     jsontext = OnFirstUse("majordomus.jsontext")
+    markdowntext = OnFirstUse("majordomus.markdowntext")
     ops = OnFirstUse("majordomus.ops")
+    plaintext = OnFirstUse("majordomus.plaintext")
     render = OnFirstUse("majordomus.render")
+    reports = OnFirstUse("majordomus.reports")
 
 
 class Terminal(NamedTuple):
@@ -91,7 +94,7 @@ class Invocation(NamedTuple):
         self.terminal.stdout.write("\n")
 
     def warn(self, text: str) -> None:
-        self.terminal.stderr.write(f"majordomus: warning: {render.safe(text)}\n")
+        self.terminal.stderr.write(f"majordomus: warning: {plaintext.safe(text)}\n")
 
     def locks(self, locks: Sequence[StaleLock]) -> None:
         for lock in locks:
@@ -163,7 +166,7 @@ def resume(
     if result.implied:
         made = "" if peek else "; it is now the current task here"
         invocation.terminal.stderr.write(
-            f"majordomus: no current task: took {render.safe(result.task)}, the one task with "
+            f"majordomus: no current task: took {plaintext.safe(result.task)}, the one task with "
             f"an open handover reachable from HEAD{made}.\n"
         )
     if result.handover is None:
@@ -171,7 +174,8 @@ def resume(
             invocation.out(render.resume_json(result))
         else:
             invocation.terminal.stderr.write(
-                f"majordomus: no open handover for {render.safe(result.task)}; nothing to resume.\n"
+                f"majordomus: no open handover for {plaintext.safe(result.task)}; "
+                "nothing to resume.\n"
             )
             invocation.out(render.resume_nothing_open(result))
         return ExitCode.NEGATIVE
@@ -203,7 +207,7 @@ def show(
             f"{result.commit[:12]} names no commit in this clone; listing what the notes hold "
             "for it (fetch the commit to see it in history)."
         )
-    invocation.out(render.show_markdown(result) if markdown else render.show(result, as_json))
+    invocation.out(markdowntext.show(result) if markdown else render.show(result, as_json))
     return ExitCode.OK
 
 
@@ -216,7 +220,7 @@ def check(
 
 
 def fetch(invocation: Invocation, remote: str | None = None, as_json: bool = False) -> int:
-    invocation.out(render.fetch(ops.fetch(invocation.context(), remote), as_json))
+    invocation.out(reports.fetch(ops.fetch(invocation.context(), remote), as_json))
     return ExitCode.OK
 
 

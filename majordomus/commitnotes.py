@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from majordomus import gitfiles, notestree
+from majordomus import gitobjects, notestree
 from majordomus.records import MissingObjectError, NoteError
 
 if TYPE_CHECKING:
@@ -38,12 +38,12 @@ class CommitNotes:
                 chosen = targets if targets is not None else self.refs.plain_targets()
                 try:
                     if chosen is not None:
-                        attached = gitfiles.attached_notes(batch, list(chosen.values()), commit)
+                        attached = gitobjects.attached_notes(batch, list(chosen.values()), commit)
                         if attached is None:
                             return None
                         notes, odd = attached
                         return self._readable(notes, len(odd))
-                except gitfiles.UnsureError:
+                except gitobjects.UnsureError:
                     pass  # libgit2 reads it, or refuses it with its own message
         import pygit2
 

@@ -10,9 +10,9 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from majordomus import ops, render
+from majordomus import ops, plaintext
+from majordomus.divergence import Divergence
 from majordomus.errors import RefusedError, RepositoryError
-from majordomus.graph import Divergence
 from majordomus.index import Index, Views
 from majordomus.records import HANDOVER_FIELDS
 from majordomus.values import (
@@ -132,14 +132,14 @@ def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> 
 
 
 def _quoted(text: str) -> list[str]:
-    return [QUOTE + line for line in render.safe(text).split("\n")]
+    return [QUOTE + line for line in plaintext.safe(text).split("\n")]
 
 
 def _ago(now: datetime.datetime, then: datetime.datetime) -> str:
     seconds = int((now - then).total_seconds())
     if seconds < -60:
-        return f"{render.age(-seconds)} in the future (clock skew)"
-    return f"{render.age(max(0, seconds))} ago"
+        return f"{plaintext.age(-seconds)} in the future (clock skew)"
+    return f"{plaintext.age(max(0, seconds))} ago"
 
 
 def _label(div: Divergence) -> str:
@@ -196,8 +196,8 @@ def _status_line(st: Status) -> str:
     what = "last checkpoint" if check.last_checkpoint is not None else "no checkpoint yet; task"
     verdict = "STALE: record a checkpoint now" if check.stale else "fresh"
     return (
-        f"Status: {what} {render.age(check.age_s)} old, interval "
-        f"{render.interval(check.interval_s)}: {verdict}."
+        f"Status: {what} {plaintext.age(check.age_s)} old, interval "
+        f"{plaintext.interval(check.interval_s)}: {verdict}."
     )
 
 
@@ -235,51 +235,19 @@ def block(
         )
     fixed_tail = _how_lines(st, program)
     body: list[str] = [DATA_NOTE]
-    included: list[tuple[str, int]] = []  # a record put in, and the body line it ends at
-    omitted = 0
 
-    def total(extra: Sequence[str], tail: Sequence[str]) -> int:
-        return len("\n".join([*opening, *body, *extra, *tail]))
+    def fits(extra: Sequence[str], tail: Sequence[str]) -> bool:
+        return len("\n".join([*opening, *body, *extra, *tail])) <= max_chars
 
-    while len(opening) > 1 and total([], fixed_tail) > max_chars:
+    while len(opening) > 1 and not fits([], fixed_tail):
         opening.pop()
-    # Whatever does not fit is counted, and the line saying so is reserved in advance
-    # whenever it may be needed.
-    summary_reserve = [_left_out_line(999999, st, program)]
-    others_reserve = [_not_shown_line(999999, st, program)]
     if st.title:
         title = _quoted(f"title: {st.title}")
-        if total([*title, _status_line(st)], [*summary_reserve, *fixed_tail]) <= max_chars:
+        summary_reserve = [_left_out_line(999999, st, program)]
+        if fits([*title, _status_line(st)], [*summary_reserve, *fixed_tail]):
             body += title
     body.append(_status_line(st))
-    records: list[tuple[Located, list[str]]] = []
-    if st.handover is not None and st.divergence is not None:
-        records.append((st.handover, handover_lines(st.handover, st.divergence, now)))
-    records += [(loc, checkpoint_lines(loc, now)) for loc in st.checkpoints]
-    heading_added = False
-    others_placed = st.handover is None
-    for position, (loc, lines) in enumerate(records):
-        if not others_placed and loc.record.kind == "checkpoint":
-            _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail], program)
-            others_placed = True
-        needs_heading = loc.record.kind == "checkpoint" and not heading_added
-        heading = ["Checkpoints, newest first:"] if needs_heading else []
-        reserve = others_reserve if not others_placed and st.older_open else []
-        tail = [*reserve, *summary_reserve, *fixed_tail]
-        later = len(records) - position - 1 + st.more_checkpoints
-        whole_tail = tail if omitted or later else [*reserve, *fixed_tail]
-        if total([*heading, *lines], whole_tail) <= max_chars:
-            body += [*heading, *lines]
-            heading_added = heading_added or needs_heading
-            included.append((loc.record.id, len(body)))
-            continue
-        omitted += 1
-        pointer = pointer_line(loc, program)
-        if total([*heading, pointer], tail) <= max_chars:
-            body += [*heading, pointer]
-            heading_added = heading_added or needs_heading
-    if not others_placed:
-        _place_others(st, now, body, total, max_chars, [*summary_reserve, *fixed_tail], program)
+    included, omitted = _place_records(st, now, body, fits, fixed_tail, program)
     omitted += st.more_checkpoints
     if omitted:
         body.append(_left_out_line(omitted, st, program))
@@ -292,6 +260,54 @@ def block(
     text = "\n".join(lines[:shown])
     kept = tuple(ident for ident, end in included if len(opening) + end <= shown)
     return ContextResult(st.task, text, kept, omitted + len(included) - len(kept))
+
+
+def _place_records(
+    st: Status,
+    now: datetime.datetime,
+    body: list[str],
+    fits: Callable[[Sequence[str], Sequence[str]], bool],
+    fixed_tail: Sequence[str],
+    program: str,
+) -> tuple[list[tuple[str, int]], int]:
+    """The open handover, the other open handovers, then the checkpoints: each record whole
+    while it fits, else its pointer line. Returns each record put in with the body line it
+    ends at, and how many were left out."""
+    # Whatever does not fit is counted, and the line saying so is reserved in advance
+    # whenever it may be needed.
+    summary_reserve = [_left_out_line(999999, st, program)]
+    others_reserve = [_not_shown_line(999999, st, program)]
+    records: list[tuple[Located, list[str]]] = []
+    if st.handover is not None and st.divergence is not None:
+        records.append((st.handover, handover_lines(st.handover, st.divergence, now)))
+    records += [(loc, checkpoint_lines(loc, now)) for loc in st.checkpoints]
+    included: list[tuple[str, int]] = []
+    omitted = 0
+    heading_added = False
+    others_placed = st.handover is None
+    for position, (loc, lines) in enumerate(records):
+        if not others_placed and loc.record.kind == "checkpoint":
+            _place_others(st, now, body, fits, [*summary_reserve, *fixed_tail], program)
+            others_placed = True
+        needs_heading = loc.record.kind == "checkpoint" and not heading_added
+        heading = ["Checkpoints, newest first:"] if needs_heading else []
+        reserve = others_reserve if not others_placed and st.older_open else []
+        tail = [*reserve, *summary_reserve, *fixed_tail]
+        later = len(records) - position - 1 + st.more_checkpoints
+        whole_tail = tail if omitted or later else [*reserve, *fixed_tail]
+        if fits([*heading, *lines], whole_tail):
+            body += [*heading, *lines]
+            heading_added = heading_added or needs_heading
+            included.append((loc.record.id, len(body)))
+            continue
+        omitted += 1
+        pointer = pointer_line(loc, program)
+        if fits([*heading, pointer], tail):
+            body += [*heading, pointer]
+            heading_added = heading_added or needs_heading
+    if not others_placed:
+        _place_others(st, now, body, fits, [*summary_reserve, *fixed_tail], program)
+    return included, omitted
 
 
 def _left_out_line(count: int, st: Status, program: str) -> str:
@@ -308,8 +324,7 @@ def _place_others(
     st: Status,
     now: datetime.datetime,
     body: list[str],
-    total: Callable[[Sequence[str], Sequence[str]], int],
-    max_chars: int,
+    fits: Callable[[Sequence[str], Sequence[str]], bool],
     tail: Sequence[str],
     program: str,
 ) -> None:
@@ -328,8 +343,8 @@ def _place_others(
         room = tail if last else [*reserve, *tail]
         whole = [*heading, *other_handover_lines(loc, now)]
         short = [*heading, other_pointer_line(loc, now, program)]
-        lines = whole if total(whole, room) <= max_chars else short
-        if total(lines, room) > max_chars:
+        lines = whole if fits(whole, room) else short
+        if not fits(lines, room):
             break
         body += lines
         heading = []

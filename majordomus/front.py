@@ -22,9 +22,9 @@ from majordomus.commands import Invocation, OnFirstUse, Terminal
 from majordomus.errors import MajordomusError
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import plaintext
 else:
-    render = OnFirstUse("majordomus.render")
+    plaintext = OnFirstUse("majordomus.plaintext")
 
 
 class Grammar(NamedTuple):
@@ -186,7 +186,7 @@ def run(
         return int(body(invocation.located(found.directories, found.profile), **found.params))
     except MajordomusError as error:
         # Messages can quote notes (task ids, say): escaped like every other output.
-        err.write(f"majordomus: {render.safe(error.message)}\n")
+        err.write(f"majordomus: {plaintext.safe(error.message)}\n")
         return int(error.code)
     except KeyboardInterrupt:  # interrupt.Interrupted included
         interrupt.heard()

@@ -11,18 +11,16 @@ and a label read from it is exact or `unknown`.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
-from itertools import pairwise
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
-Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
-Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
-Label = tuple[str, int | None, int | None]
+from majordomus.chains import Meeting, Reach, carried_reach
+from majordomus.divergence import MISSING, Divergence, Label, carried_label, from_counts, labels_of
+from majordomus.tally import Line, counted_walk, tally
+
 FEW_LABELS = 3  # up to this many labels, one bounded git count each beats a whole walk
 CHAIN_MAX = 64  # how far back a revision is followed to an answer learned before
-WALK_KEEP = 120_000  # lines of a walk kept in memory for a second question (about 30 MB)
 
 
 class Source(Protocol):
@@ -97,32 +95,6 @@ class Memory(Protocol):
         ...
 
 
-class Meeting(NamedTuple):
-    """Two single-parent chains that meet (see `CommitGraph._meetings`)."""
-
-    up: list[str]  # from the revision asked about down to the meeting commit, exclusive
-    down: list[str]  # from the kept revision down to the meeting commit, exclusive
-    kept: str
-    up_at: Mapping[str, int]  # each commit of `up` -> its place there (a label's look-up)
-    down_at: Mapping[str, int]  # the same for `down`
-
-
-def _meeting(up: list[str], down: list[str], kept: str) -> Meeting:
-    return Meeting(
-        up, down, kept, {c: n for n, c in enumerate(up)}, {c: n for n, c in enumerate(down)}
-    )
-
-
-class Divergence(NamedTuple):
-    label: str
-    ahead: int | None
-    behind: int | None
-
-
-UNKNOWN = Divergence("unknown", None, None)
-MISSING = Divergence("missing", None, None)
-
-
 class Walked:
     """The part of the graph one command walked: everything REV reaches (in `git rev-list
     REV` order) and, when asked for, what other commits reach beyond it."""
@@ -154,259 +126,20 @@ class Walked:
         """Every line walked; children before parents when git listed each walk so."""
         return [line for walk in self.extra for line in walk] + self.lines
 
-
-def _kahn(lines: list[Line]) -> list[Line]:
-    """A topological order (children first) when commit dates are skewed."""
-    present = {line[0]: line for line in lines}
-    children = Counter(p for line in lines for p in line[1:] if p in present)
-    ready = [line[0] for line in lines if children[line[0]] == 0]
-    ready.reverse()
-    ordered: list[Line] = []
-    while ready:
-        commit = ready.pop()
-        line = present[commit]
-        ordered.append(line)
-        for parent in reversed(line[1:]):
-            if parent in present:
-                children[parent] -= 1
-                if children[parent] == 0:
-                    ready.append(parent)
-    return ordered
-
-
-Counts = tuple[list[int], list[int], list[int], list[int], dict[str, int]]
-
-
-def count(lines: Sequence[Line], rev: str, targets: Sequence[str]) -> Counts | None:
-    """For each target T: (ancestors of REV only, of T only, of both), the bit mask of what
-    each line reaches and each commit's line, from one pass over the lines; None when
-    they are not in topological order (children first), which skewed dates can cause.
-
-    Each commit carries the set of (REV and the targets) it is an ancestor of, as bits;
-    commits with the same set are counted together, so the cost is one pass plus the
-    distinct sets, however many targets there are.
-    """
-    index = {line[0]: i for i, line in enumerate(lines)}
-    masks = [0] * len(lines)
-    for bit, commit in enumerate((rev, *targets)):
-        if commit in index:
-            masks[index[commit]] |= 1 << bit
-    for i, line in enumerate(lines):
-        mask = masks[i]
-        for parent in line[1:]:
-            j = index.get(parent)
-            if j is not None:
-                if j < i:
-                    return None
-                masks[j] |= mask
-    only_rev, only_target, both = tally(Counter(masks), len(targets))
-    return only_rev, only_target, both, masks, index
-
-
-def tally(masks: Mapping[int, int], targets: int) -> tuple[list[int], list[int], list[int]]:
-    """From how many commits carry each mask (bit 0: REV reaches it; bit i+1: target i
-    does): per target, the commits REV reaches only, the target only, and both."""
-    only_target = [0] * targets
-    both = [0] * targets
-    rev_total = sum(many for mask, many in masks.items() if mask & 1)
-    for in_rev, into in ((1, both), (0, only_target)):
-        _add_bits({m >> 1: n for m, n in masks.items() if m & 1 == in_rev}, into)
-    only_rev = [rev_total - both[i] for i in range(targets)]
-    return only_rev, only_target, both
-
-
-def _add_bits(masks: Mapping[int, int], into: list[int]) -> None:
-    """Add how many commits carry each mask to each bit of the mask. Along a history
-    with few merges the masks nest (each one holds the one before, less crowded): each
-    bit is then counted once, where it first appears, with the commits of every mask
-    from there on, not once per mask that holds it (a thousand handovers would cost half
-    a million steps); masks that do not nest are counted bit by bit."""
-    chain = sorted(masks.items(), key=lambda item: item[0].bit_count())
-    if all(a & ~b == 0 for (a, _), (b, _) in pairwise(chain)):
-        after = sum(many for _, many in chain)  # the commits of this mask and every later one
-        previous = 0
-        for mask, many in chain:
-            _each_bit(mask & ~previous, after, into)
-            after -= many
-            previous = mask
-        return
-    for mask, many in masks.items():
-        _each_bit(mask, many, into)
-
-
-def _each_bit(mask: int, many: int, into: list[int]) -> None:
-    while mask:
-        low = mask & -mask
-        into[low.bit_length() - 1] += many
-        mask ^= low
-
-
-def streamed_counts(
-    lines: Iterator[list[str]], rev: str, targets: Sequence[str]
-) -> Mapping[int, int] | None:
-    """`count` over a walk read line by line: each commit's mask is complete when its line
-    comes (all its children came before), so only the masks still owed to parents not
-    yet listed are held. None when a parent came before a child (dates out of order)
-    or never came (a cut graph): the caller walks again in topological order."""
-    return counted_walk(lines, rev, targets).masks
-
-
-class CountedWalk(NamedTuple):
-    ranks: dict[str, int]  # the commits looked for, by their place in the walk
-    kept: list[Line] | None  # its lines, while there are at most WALK_KEEP (when asked)
-    masks: dict[int, int] | None  # as `streamed_counts` gives them (targets asked for)
-    listed: set[str]  # the targets the walk listed
-
-
-def counted_walk(
-    lines: Iterator[list[str]],
-    rev: str,
-    targets: Sequence[str],
-    wanted: Collection[str] = frozenset(),
-    keep: bool = False,
-) -> CountedWalk:
-    """One pass over a walk's lines: the rank of each commit `wanted`, the lines kept
-    (`keep`), and, for `targets`, the commits carrying each mask (`streamed_counts`),
-    counted in runs (along a chain the mask rarely changes)."""
-    counting = bool(targets)
-    bits: dict[str, int] = {rev: 1}
-    for i, target in enumerate(targets):
-        bits[target] = bits.get(target, 0) | 1 << (i + 1)
-    owed: dict[str, int] = {}
-    masks: dict[int, int] = {}
-    current, run = 0, 0
-    listed: set[str] = set()
-    ranks: dict[str, int] = {}
-    kept: list[Line] | None = [] if keep else None
-    # A commit kept is named by one string, its child's and its own line's: most lines
-    # kept then hold one new string, not two (a third of the memory of a long walk).
-    named: dict[str, str] = {}
-    for rank, line in enumerate(lines):
-        commit = line[0]
-        if kept is not None:
-            same = named.pop(commit, None)
-            if same is not None:
-                line[0] = commit = same
-            if len(line) == 2:  # one parent: most commits
-                named[line[1]] = line[1]
-            kept.append(line)
-            if len(kept) > WALK_KEEP:
-                kept, named = None, {}
-        if commit in wanted:
-            ranks[commit] = rank
-        if not counting:
-            continue
-        mask = owed.pop(commit, 0)
-        bit = bits.get(commit)
-        if bit is not None:
-            mask |= bit
-            listed.add(commit)
-        if mask != current:
-            if run:
-                masks[current] = masks.get(current, 0) + run
-            current, run = mask, 0
-        run += 1
-        if len(line) == 2:  # one parent: most commits
-            parent = line[1]
-            owed[parent] = owed.get(parent, 0) | mask
-        else:
-            for parent in line[1:]:
-                owed[parent] = owed.get(parent, 0) | mask
-    if run:
-        masks[current] = masks.get(current, 0) + run
-    return CountedWalk(ranks, kept, None if owed or not counting else masks, listed)
-
-
-def from_counts(ahead: int, behind: int, related: Callable[[], bool]) -> Divergence:
-    """The label of two distinct commits of a complete history from git's counts; `related`
-    (asked only when both sides moved) says whether they share any commit."""
-    if behind == 0:
-        return Divergence("advanced", ahead, 0)
-    if ahead == 0:
-        return Divergence("behind", 0, behind)
-    return Divergence("diverged" if related() else "unrelated", ahead, behind)
-
-
-def labels_of(
-    lines: Sequence[Line],
-    rev: str,
-    targets: Sequence[str],
-    boundary: Collection[str] = frozenset(),
-    shallow: bool | None = None,
-) -> list[Divergence]:
-    """The label of each target (a handover's commit) read from REV, over the lines of
-    every commit either reaches.
-
-    In a shallow clone (`boundary` not empty) the cut graph is trusted only where no
-    history past the boundary could change the answer: when no boundary commit is
-    reachable from REV or the target, or when one is an ancestor of the other and every
-    commit counted between them descends from it (a commit that descends from the
-    target cannot be one of its hidden ancestors, and every boundary the walk reaches
-    is then below both).
-    """
-    if shallow is None:
-        shallow = bool(boundary)
-    counted = count(lines, rev, targets)
-    if counted is None:
-        lines = _kahn(list(lines))
-        counted = count(lines, rev, targets)
-        assert counted is not None
-    only_rev, only_target, both, masks, index = counted
-    reaches_boundary = 0
-    for commit in boundary:
-        j = index.get(commit)
-        if j is not None:
-            reaches_boundary |= masks[j]
-    found = []
-    for i, target in enumerate(targets):
-        bit = 1 << (i + 1)
-        if target == rev:
-            found.append(Divergence("current", 0, 0))
-            continue
-        if target not in index:
-            found.append(UNKNOWN if shallow else MISSING)
-            continue
-        ahead, behind = only_rev[i], only_target[i]
-        cut = bool(reaches_boundary & (1 | bit))
-        if behind == 0:
-            exact = not cut or _between(lines, index, masks, 1, bit, target)
-            found.append(Divergence("advanced", ahead, 0) if exact else UNKNOWN)
-        elif ahead == 0:
-            exact = not cut or _between(lines, index, masks, bit, 1, rev)
-            found.append(Divergence("behind", 0, behind) if exact else UNKNOWN)
-        elif cut:
-            found.append(UNKNOWN)
-        elif both[i]:
-            found.append(Divergence("diverged", ahead, behind))
-        else:
-            found.append(Divergence("unrelated", ahead, behind))
-    return found
-
-
-def _between(
-    lines: Sequence[Line],
-    index: Mapping[str, int],
-    masks: Sequence[int],
-    top: int,
-    low: int,
-    base: str,
-) -> bool:
-    """Whether every commit reached from `top` and not from `low` descends from `base`:
-    each has a parent that is `base` or is itself one of them."""
-
-    def counted(commit: str) -> bool:
-        j = index.get(commit)
-        return j is not None and bool(masks[j] & top) and not masks[j] & low
-
-    return all(
-        any(p == base or counted(p) for p in line[1:])
-        for i, line in enumerate(lines)
-        if masks[i] & top and not masks[i] & low
-    )
-
-
-def _as_set(items: Collection[str]) -> Set[str]:
-    return items if isinstance(items, Set) else set(items)
+    def mended_ranks(self, candidates: Collection[str]) -> dict[str, int]:
+        """In a shallow clone whose cut is mended (`heal`): candidates REV reaches only
+        through the mended parents (git's walk does not list them), ranked after every
+        commit it does list."""
+        parents = {line[0]: line[1:] for line in self.all_lines()}
+        beyond: dict[str, int] = {}
+        stack = [p for line in self.lines for p in line[1:] if p not in self.rank]
+        while stack:
+            commit = stack.pop()
+            if commit in beyond or commit in self.rank:
+                continue
+            beyond[commit] = len(self.lines) + len(beyond)
+            stack.extend(reversed(parents.get(commit, ())))
+        return {c: beyond[c] for c in candidates if c in beyond}
 
 
 class CommitGraph:
@@ -451,7 +184,7 @@ class CommitGraph:
         self._keep()
         # An answer from memory ranks what was looked for then, and carried along a
         # chain it ranks the chain's commits too: only the candidates asked about now.
-        wanted = _as_set(candidates)
+        wanted = candidates if isinstance(candidates, Set) else set(candidates)
         if ranks.keys() <= wanted:  # compared in C: at 1,000,000 commits, the usual answer
             return dict(ranks)
         return {commit: rank for commit, rank in ranks.items() if commit in wanted}
@@ -490,7 +223,8 @@ class CommitGraph:
                 walked = self._walk(rev)
                 ranks = {c: walked.rank[c] for c in candidates if c in walked.rank}
                 if self.boundary:
-                    ranks.update(self._mended_ranks(walked, rev, candidates))
+                    self._heal(walked, rev)
+                    ranks.update(walked.mended_ranks(candidates))
             else:
                 ranks = self._streamed_ranks(rev, candidates)
             reach = (ranks, tuple(c for c in candidates if c not in ranks))
@@ -536,23 +270,6 @@ class CommitGraph:
             and (self.memory is None or self.memory.label(h, rev) is None)
         ]
 
-    def _mended_ranks(
-        self, walked: Walked, rev: str, candidates: Collection[str]
-    ) -> dict[str, int]:
-        """In a shallow clone: candidates `rev` reaches only once the cut is mended (git's
-        walk does not list them), ranked after every commit it does list."""
-        self._heal(walked, rev)
-        parents = {line[0]: line[1:] for line in walked.all_lines()}
-        beyond: dict[str, int] = {}
-        stack = [p for line in walked.lines for p in line[1:] if p not in walked.rank]
-        while stack:
-            commit = stack.pop()
-            if commit in beyond or commit in walked.rank:
-                continue
-            beyond[commit] = len(walked.lines) + len(beyond)
-            stack.extend(reversed(parents.get(commit, ())))
-        return {c: beyond[c] for c in candidates if c in beyond}
-
     def _kept_reach(self, rev: str, candidates: Collection[str]) -> Reach | None:
         """The reach from memory: for `rev` itself, or for a revision joined to it by
         chains of single-parent commits (see `_meetings`), the nearest that looked for
@@ -561,49 +278,21 @@ class CommitGraph:
             return None
         if self._walked is not None and self._walked.rev == rev:
             return None
-        exact = self.memory.reach(rev)
+        exact, has_commit = self.memory.reach(rev), self.source.has_commit
         if exact is not None:  # `rev` itself: no chain to follow (no parent to read)
-            reach = self._moved(rev, _meeting([], [], rev), exact, candidates)
+            reach = carried_reach(rev, Meeting.of([], [], rev), exact, candidates, has_commit)
             if reach is not None:
                 return reach
         for meeting in self._meetings(rev):
             kept = self.memory.reach(meeting.kept)
-            reach = None if kept is None else self._moved(rev, meeting, kept, candidates)
+            if kept is None:
+                continue
+            reach = carried_reach(rev, meeting, kept, candidates, has_commit)
             if reach is not None:
-                assert kept is not None
                 if meeting.up or meeting.down or len(reach[1]) != len(kept[1]):
                     self.memory.put_reach(rev, reach)
                 return reach
         return None
-
-    def _moved(
-        self, rev: str, meeting: Meeting, kept: Reach, candidates: Collection[str]
-    ) -> Reach | None:
-        """A kept reach carried along the chains; None when a candidate was not looked for."""
-        up, down = meeting.up, meeting.down
-        shift = len(up) - len(down)
-        # The kept walk listed `down` first (ranks 0..t-1), then exactly the walk of the
-        # commit where the chains meet; `rev`'s walk lists `up` first, then that walk.
-        if up or down:
-            ranks = {c: r + shift for c, r in kept[0].items() if r >= len(down)}
-            ranks.update((c, r) for r, c in enumerate(up))
-        else:  # `rev` itself: the kept ranks as they are, copied in C
-            ranks = dict(kept[0])
-        others = [c for c in kept[1] if c not in ranks]
-        if down:
-            others += [c for c, r in kept[0].items() if r < len(down) and c not in ranks]
-        wanted = _as_set(candidates)
-        if rev in wanted and rev not in ranks:
-            ranks[rev] = 0  # the first commit of its own walk
-        # Differences of sets, made in C: 100,000 candidates are checked in milliseconds.
-        undecided = wanted - ranks.keys()
-        if undecided and others:
-            undecided -= set(others)
-        for commit in sorted(undecided):
-            if self.source.has_commit(commit):
-                return None  # a commit the kept walk did not look for
-            others.append(commit)
-        return ranks, tuple(others)
 
     def _meetings(self, rev: str) -> list[Meeting]:
         """The revisions memory holds answers for that `rev` joins by single-parent chains:
@@ -624,7 +313,7 @@ class CommitGraph:
                 for t, commit in enumerate(theirs):
                     s = position.get(commit)
                     if s is not None:
-                        found.append(_meeting(mine[:s], theirs[:t], kept))
+                        found.append(Meeting.of(mine[:s], theirs[:t], kept))
                         break
         found.sort(key=lambda m: len(m.up) + len(m.down))
         self._meeting_cache[rev] = found
@@ -663,11 +352,14 @@ class CommitGraph:
                 found[commit] = Divergence(*kept)
                 if kept[0] not in ("current", "advanced"):
                     off.append(commit)
-            elif (carried := self._carried_label(commit, rev)) is not None:
+            elif (
+                memory is not None
+                and (carried := carried_label(commit, self._meetings(rev), memory.label))
+                is not None
+            ):
                 # Read on the chains by this command (so its commit is here), and kept for
                 # rev itself: the next command reads it without following them.
                 found[commit] = carried
-                assert memory is not None
                 memory.put_label(commit, rev, (carried.label, carried.ahead, carried.behind))
             else:
                 wanted.append(commit)
@@ -691,34 +383,6 @@ class CommitGraph:
                 self.memory.put_label(commit, rev, (div.label, div.ahead, div.behind))
         return found
 
-    def _carried_label(self, handover: str, rev: str) -> Divergence | None:
-        """From memory, for a revision joined to `rev` by single-parent chains
-        (`_meetings`), when the chains alone decide it: the handover on one of them, or
-        behind the kept revision and so behind P (the chains then only move `ahead`)."""
-        if self.memory is None:
-            return None
-        for meeting in self._meetings(rev):
-            up, down = meeting.up, meeting.down
-            steps = meeting.up_at.get(handover)
-            if steps is not None:
-                return Divergence("advanced", steps, 0) if steps else Divergence("current", 0, 0)
-            at = meeting.down_at.get(handover)
-            if at is not None:
-                # Its history is P's plus `down` from it on; rev's is P's plus `up`.
-                behind = len(down) - at
-                if up:
-                    return Divergence("diverged", len(up), behind)
-                return Divergence("behind", 0, behind)
-            label = self.memory.label(handover, meeting.kept)
-            if label is None:
-                continue
-            name, ahead, _ = label
-            if name not in ("current", "advanced") or ahead is None or ahead < len(down):
-                continue  # off this kept revision's history: these chains cannot tell
-            ahead += len(up) - len(down)
-            return Divergence("advanced", ahead, 0) if ahead else Divergence("current", 0, 0)
-        return None
-
     def _count_label(self, handover: str, rev: str) -> Divergence:
         """One label from git's bounded counts (complete clones only)."""
         if handover == rev:
@@ -739,7 +403,7 @@ class CommitGraph:
             return found
         for topo in (False, True):
             self.walks += 1
-            masks = streamed_counts(self.source.stream([rev, *targets], topo), rev, targets)
+            masks = counted_walk(self.source.stream([rev, *targets], topo), rev, targets).masks
             if masks is not None:
                 break
         else:

@@ -13,10 +13,11 @@ import weakref
 from collections.abc import Collection, Iterator, Sequence
 from typing import IO, NamedTuple
 
-from majordomus import gitfiles
-from majordomus.cache import GRAPH_FILE_NAME, GraphCache
+from majordomus import gitfiles, gitobjects
+from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
+from majordomus.graphcache import GraphCache
 from majordomus.repository import Repository, check_exit
 
 
@@ -104,7 +105,7 @@ class History:
         found = self.repository.objects_by_git([hex_id])
         if found is not None:
             read = found.get(hex_id)
-            return gitfiles.committer_time(read[1]) if read and read[0] == "commit" else None
+            return gitobjects.committer_time(read[1]) if read and read[0] == "commit" else None
         import pygit2
 
         try:
@@ -200,7 +201,7 @@ class History:
             read = found.get(commit)
             if read is None or read[0] != "commit":
                 return None
-            parents = gitfiles.commit_parents(read[1])
+            parents = gitobjects.commit_parents(read[1])
             if parents is not None:  # else headers not as git writes them: libgit2 reads them
                 # A shallow clone's boundary commit has none, as libgit2 and a walk see it.
                 return () if parents and commit in self.shallow_boundary() else parents

@@ -149,22 +149,22 @@ def _stale(ctx: Context) -> tuple[Jobs, CheckResult, str] | None:
 
 
 def _stale_line(ctx: Context, program: str) -> str | None:
-    from majordomus import render
+    from majordomus import plaintext
 
     found = _stale(ctx)
     if found is None:
         return None
     _, result, flag = found
     return (
-        f"majordomus: task {render.safe(result.task)} has no checkpoint for "
-        f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}): record "
+        f"majordomus: task {plaintext.safe(result.task)} has no checkpoint for "
+        f"{plaintext.age(result.age_s)} (interval {plaintext.interval(result.interval_s)}): record "
         f'what is true now with {program} checkpoint{flag} "..." before it is lost.'
     )
 
 
 def _stop_reason(ctx: Context, program: str) -> str | None:
     """Block once per stale episode: an episode ends when a checkpoint makes the task fresh."""
-    from majordomus import render
+    from majordomus import plaintext
 
     found = _stale(ctx)
     if found is None:
@@ -180,8 +180,8 @@ def _stop_reason(ctx: Context, program: str) -> str | None:
     tmp.write_text(episode, encoding="utf-8")
     os.replace(tmp, path)
     return (
-        f"majordomus: task {render.safe(result.task)} has no checkpoint for "
-        f"{render.age(result.age_s)} (interval {render.interval(result.interval_s)}). Before "
+        f"majordomus: task {plaintext.safe(result.task)} has no checkpoint for "
+        f"{plaintext.age(result.age_s)} (interval {plaintext.interval(result.interval_s)}). Before "
         f'stopping, run: {program} checkpoint{flag} "<what is true now>" (or, to '
         f'end the session, {program} handover{flag} --objective "..." --state '
         '"..." --next "...").'

@@ -11,13 +11,14 @@ import operator
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from majordomus.cache import VIEWS_FILE_NAME, PartMissing, ViewCache
+from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.commitnotes import CommitNotes
 from majordomus.errors import RepositoryError
 from majordomus.ledger import Ledger, record_key, resolving
 from majordomus.records import Note, Record, Shown, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, Located, NoteSet, WriteReport
+from majordomus.viewcache import PartMissing, ViewCache
 from majordomus.viewparts import (
     Changes,
     Meta,

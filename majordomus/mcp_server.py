@@ -74,43 +74,41 @@ def _task(task: str | None) -> list[str]:
 # or after `--`, never as a token of its own: `rev="--all"` is a revision, not the flag.
 
 
-def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> MCPServer:
-    run = Runner(cwd, environ, command_line)
-    app: MCPServer = MCPServer(
-        "majordomus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
+class Tools:
+    """The MCP tools: each method, its `tool_` left out, is a tool the server lists."""
 
-    def tool(fn: Callable[..., Any]) -> None:
-        app.add_tool(fn, name=fn.__name__.removeprefix("tool_"))
+    def __init__(self, run: Runner) -> None:
+        self.run = run
 
-    async def tool_context(max_chars: int | None = None) -> dict[str, Any]:
+    async def tool_context(self, max_chars: int | None = None) -> dict[str, Any]:
         """The bounded context block of the current task: its open handover whole with its
         label, staleness, the newest checkpoints, and how to record."""
         extra = [f"--max-chars={max_chars}"] if max_chars is not None else []
-        result: dict[str, Any] = run(["context", *extra])
+        result: dict[str, Any] = self.run(["context", *extra])
         return result
 
-    async def tool_checkpoint(text: str, task: str | None = None) -> dict[str, Any]:
+    async def tool_checkpoint(self, text: str, task: str | None = None) -> dict[str, Any]:
         """Record what is true right now on HEAD (refused when over the profile's cap)."""
-        result: dict[str, Any] = run(["checkpoint", "-F", "-", *_task(task)], stdin=text)
+        result: dict[str, Any] = self.run(["checkpoint", "-F", "-", *_task(task)], stdin=text)
         return result
 
     async def tool_handover(
-        objective: str, state: str, next: str, task: str | None = None
+        self, objective: str, state: str, next: str, task: str | None = None
     ) -> dict[str, Any]:
         """Record a handover on HEAD: objective, state and next action, all required."""
         argv = ["handover", f"--objective={objective}", f"--state={state}", f"--next={next}"]
         argv += _task(task)
-        result: dict[str, Any] = run(argv)
+        result: dict[str, Any] = self.run(argv)
         return result
 
-    async def tool_resume(peek: bool = False, task: str | None = None) -> dict[str, Any]:
+    async def tool_resume(self, peek: bool = False, task: str | None = None) -> dict[str, Any]:
         """Pick up the newest open handover (with `peek`, record nothing). Nothing open is
         an ordinary answer, with the checkpoints recorded since (`checkpoints_since`)."""
-        result: dict[str, Any] = run(["resume", *(["--peek"] if peek else []), *_task(task)])
+        result: dict[str, Any] = self.run(["resume", *(["--peek"] if peek else []), *_task(task)])
         return result
 
     async def tool_history(
+        self,
         rev: str | None = None,
         task: str | None = None,
         all: bool = False,
@@ -122,40 +120,46 @@ def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> M
         argv += ["--all"] if all else []
         argv += [f"--limit={limit}"] if limit is not None else []
         argv += ["--", rev] if rev else []
-        result: dict[str, Any] = run(argv)
+        result: dict[str, Any] = self.run(argv)
         return result
 
-    async def tool_check(task: str | None = None, all: bool = False) -> dict[str, Any]:
+    async def tool_check(self, task: str | None = None, all: bool = False) -> dict[str, Any]:
         """Age of the last checkpoint against the interval: fresh or stale."""
-        result: dict[str, Any] = run(["check", *_task(task), *(["--all"] if all else [])])
+        result: dict[str, Any] = self.run(["check", *_task(task), *(["--all"] if all else [])])
         return result
 
-    async def tool_task_new(title: str) -> dict[str, Any]:
+    async def tool_task_new(self, title: str) -> dict[str, Any]:
         """Create a task, record it on HEAD and make it current."""
-        result: dict[str, Any] = run(["task", "new", "--", title])
+        result: dict[str, Any] = self.run(["task", "new", "--", title])
         return result
 
-    async def tool_task_list() -> dict[str, Any]:
+    async def tool_task_list(self) -> dict[str, Any]:
         """Tasks with title, last activity, checkpoint age and open handover."""
-        result: dict[str, Any] = run(["task", "list"])
+        result: dict[str, Any] = self.run(["task", "list"])
         return result
 
-    async def tool_task_use(task: str) -> dict[str, Any]:
+    async def tool_task_use(self, task: str) -> dict[str, Any]:
         """Make a task current in this work tree (a unique prefix of 4+ hex digits will do)."""
-        return {"task": run(["task", "use", "--", task], json_out=False)}
+        return {"task": self.run(["task", "use", "--", task], json_out=False)}
 
-    for fn in (
-        tool_context,
-        tool_checkpoint,
-        tool_handover,
-        tool_resume,
-        tool_history,
-        tool_check,
-        tool_task_new,
-        tool_task_list,
-        tool_task_use,
+
+def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> MCPServer:
+    tools = Tools(Runner(cwd, environ, command_line))
+    app: MCPServer = MCPServer(
+        "majordomus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    for tool in (
+        tools.tool_context,
+        tools.tool_checkpoint,
+        tools.tool_handover,
+        tools.tool_resume,
+        tools.tool_history,
+        tools.tool_check,
+        tools.tool_task_new,
+        tools.tool_task_list,
+        tools.tool_task_use,
     ):
-        tool(fn)
+        app.add_tool(tool, name=tool.__name__.removeprefix("tool_"))
     return app
 
 

@@ -14,23 +14,16 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs
-from majordomus.cache import FILE_NAME as CACHE_FILE
-from majordomus.cache import FILES as CACHE_FILES
-from majordomus.cache import RECORDS_FILE_NAME as DOCUMENTS_FILE
-from majordomus.cache import (
-    VIEWS_FOLDER_NAME,
-    BlobEntry,
-    DocumentCache,
-    ReadCache,
-    blob_entry,
-    framed,
-    frames_of,
-    plain_entry,
-    unnamed_file,
-)
+from majordomus.cachefile import FILES as CACHE_FILES
+from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE
+from majordomus.cachefile import RECORDS_FILE_NAME as DOCUMENTS_FILE
+from majordomus.cachefile import VIEWS_FOLDER_NAME, framed, frames_of
+from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
+from majordomus.noteforms import unnamed_file
 from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
+from majordomus.readcache import BlobEntry, ReadCache, blob_entry, plain_entry
 from majordomus.readrefs import ReadRefs
 from majordomus.records import MissingObjectError, Note, Shown, every_note
 from majordomus.summaries import (

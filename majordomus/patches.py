@@ -12,26 +12,17 @@ is never hashed.
 from __future__ import annotations
 
 import contextlib
-import re
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
-from majordomus.cache import PATCH_FILE_NAME, PatchCache
+from majordomus.cachefile import PATCH_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.history import History
+from majordomus.patchcache import PatchCache
 
 BRANCH_COMMITS_MAX = 250  # beyond this a handover stores the branch's base and patch only
-_HEX40 = re.compile(r"[0-9a-f]{40}")
-
-
-class BranchFacts(NamedTuple):
-    """What a handover stores about the branch it closes."""
-
-    base: str  # the merge base with the branch it will land on
-    commits: tuple[str, ...]  # base..HEAD, newest first (empty when over the limit)
-    patch: str | None  # the patch id of the whole change base..HEAD
 
 
 def _parse(output: bytes) -> dict[str, str]:
@@ -182,7 +173,3 @@ def landing_ref(history: History) -> str | None:
         if ref not in own and history.repository.ref_target(ref) is not None:
             return ref
     return None
-
-
-def is_patch_id(value: object) -> bool:
-    return isinstance(value, str) and _HEX40.fullmatch(value) is not None

@@ -6,22 +6,19 @@ helpers apply; remote names and URLs reach git as arguments, never a shell.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import functools
 import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
-from majordomus.errors import RefusedError, RemoteError, RepositoryError
+from majordomus.errors import RefusedError, RemoteError
 from majordomus.repository import NOTES_REF
 from majordomus.values import FetchReport, HookReport, InitReport, PushReport, Setting
 
@@ -31,8 +28,6 @@ if TYPE_CHECKING:
 
 PUSH_ATTEMPTS = 12
 HOOK_TIMEOUT_S = 30.0
-REMOTE_TIMEOUT_S = 30  # a remote that sends nothing this long is given up on
-REMOTE_TIMEOUT_KEY = "majordomus.remoteTimeout"
 # Set for every git that majordomus runs against a remote: a pre-push hook that
 # sees it knows it was reached from majordomus itself and does nothing.
 HOOK_GUARD = "MAJORDOMUS_HOOK_ACTIVE"
@@ -133,207 +128,41 @@ class Git:
         detached: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        # Here: a command that talks to no remote does not load the process machinery.
+        from majordomus.gitprocess import REMOTE_TIMEOUT_KEY, Budget, remote_timeout
+
         self.repository = repository
         self.detached = detached
-        self.budget_s = budget_s
-        self.silence_s = remote_timeout(repository)
+        raw = repository.config_value(REMOTE_TIMEOUT_KEY)
+        self.silence_s = remote_timeout(raw)
         self._monotonic = monotonic
-        self._deadline = None if budget_s is None else monotonic() + budget_s
+        self._budget = None if budget_s is None else Budget(budget_s, monotonic)
 
     def run(
         self, *args: str, input: str | None = None, meanwhile: Callable[[], object] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """git with these arguments; `meanwhile` runs while git does (it writes no more
         than a pipe holds before `meanwhile` returns, or waits for it)."""
+        from majordomus.gitprocess import run_git
+
         env = dict(self.repository.environ)
         env[HOOK_GUARD] = "1"
         if self.detached:
             env["GIT_TERMINAL_PROMPT"] = "0"
-        timeout = None
-        if self._deadline is not None:
-            timeout = self._deadline - self._monotonic()
-            if timeout <= 0:
-                raise RemoteError(
-                    f"gave up after {self.budget_s:g} s of retries "
-                    "(MAJORDOMUS_HOOK_TIMEOUT sets the budget)"
-                )
-        # HTTP has git's own low-speed limit: a server that stalls mid-transfer is left
-        # by git itself, with its own message; the watch below covers every transport.
-        silence = [] if self.silence_s is None else [
-            "-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={self.silence_s}"
-        ]  # fmt: skip
-        if self.silence_s is not None and not _watches_reads() and args[0] in ("fetch", "push"):
-            args = (args[0], "--progress", *args[1:])  # git then talks while the remote sends
-        command = ["git", f"--git-dir={self.repository.gitdir}", *silence, *args]
-        try:
-            process = subprocess.Popen(
-                command,
-                cwd=self.repository.workdir or self.repository.gitdir,
-                env=env,
-                stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=self.detached,
-            )
-        except FileNotFoundError:
-            raise RepositoryError("git is not installed or not on PATH; install git.") from None
-        watch = _Watch(process, input, self._monotonic)
-        try:
-            if meanwhile is not None:
-                meanwhile()
-            quiet = watch.wait(timeout, self.silence_s)
-        except BaseException:
-            # Interrupted: no git of ours outlives the command (see _end).
-            _end(process, group=self.detached)
-            raise
-        if quiet is not None:
-            _kill(process, group=self.detached)
-            process.wait()
-            raise RemoteError(self._late(args[0]) if quiet == "late" else self._silent(args))
-        out, err = watch.output()
-        return subprocess.CompletedProcess(command, process.returncode, out, err)
-
-    def _silent(self, args: Sequence[str]) -> str:
         remote = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--"), "the remote")
-        return (
-            f"{shown(remote)} sent nothing for {self.silence_s} s, so git {args[0]} was stopped "
-            f"and nothing here changed (git config {REMOTE_TIMEOUT_KEY} SECONDS waits longer; "
-            "0 waits for ever)."
+        return run_git(
+            self.repository.gitdir,
+            args,
+            where=shown(remote),
+            cwd=self.repository.workdir or self.repository.gitdir,
+            env=env,
+            input=input,
+            detached=self.detached,
+            budget=self._budget,
+            silence_s=self.silence_s,
+            monotonic=self._monotonic,
+            meanwhile=meanwhile,
         )
-
-    def _late(self, verb: str) -> str:
-        return (
-            f"git {verb} did not finish within {self.budget_s:g} s "
-            "(MAJORDOMUS_HOOK_TIMEOUT sets the budget)"
-        )
-
-
-# Where the kernel counts what a process reads and writes (Linux), a remote that is sending
-# shows as git reading (from its socket, or from the ssh or HTTP helper's pipe); elsewhere
-# git is asked for --progress, which costs a fetch some 30 ms, to show it talking.
-@functools.cache
-def _watches_reads() -> bool:
-    return os.path.exists("/proc/self/io")  # asked once, when a remote is first talked to
-
-
-class _Watch:
-    """git's output, read as it comes, and when git last did anything: wrote output, or
-    (where the kernel tells) read or wrote anything at all."""
-
-    def __init__(
-        self,
-        process: subprocess.Popen[bytes],
-        input: str | None,
-        monotonic: Callable[[], float],
-    ) -> None:
-        import threading
-
-        self._process = process
-        self._monotonic = monotonic
-        self._last = monotonic()
-        self._io: list[bytes] = []
-        self._chunks: dict[int, list[bytes]] = {1: [], 2: []}
-        self._threads = [
-            threading.Thread(target=self._read, args=(stream, fd), daemon=True)
-            for fd, stream in ((1, process.stdout), (2, process.stderr))
-        ]
-        if input is not None:
-            self._threads.append(
-                threading.Thread(target=self._feed, args=(input.encode(),), daemon=True)
-            )
-        for thread in self._threads:
-            thread.start()
-
-    def _read(self, stream: IO[bytes] | None, fd: int) -> None:
-        assert stream is not None
-        while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
-            self._chunks[fd].append(chunk)
-            self._last = self._monotonic()
-
-    def _note_io(self, now: float) -> None:
-        """git read or wrote since the last look: it is not waiting on a silent remote."""
-        if not _watches_reads():
-            return
-        try:
-            with open(f"/proc/{self._process.pid}/io", "rb") as stats:
-                counts = stats.read(64).split(b"\n", 2)[:2]  # rchar, wchar
-        except OSError:
-            return  # ended, or not ours to look at: its output still counts
-        if counts != self._io:
-            self._io, self._last = counts, now
-
-    def _feed(self, data: bytes) -> None:
-        assert self._process.stdin is not None
-        with contextlib.suppress(OSError):
-            self._process.stdin.write(data)
-            self._process.stdin.close()
-
-    def wait(self, budget_s: float | None, silence_s: int | None) -> str | None:
-        """None once git has ended; "late" past the budget; "silent" past the silence.
-        Waits on the readers, which end when git closes its output: at once, where
-        Popen.wait(timeout) would poll (up to 50 ms late)."""
-        start = self._monotonic()
-        for thread in self._threads[:2]:
-            while thread.is_alive():
-                now = self._monotonic()
-                self._note_io(now)
-                limits = [] if budget_s is None else [start + budget_s - now]
-                if silence_s is not None:
-                    limits.append(self._last + silence_s - now)
-                if limits and min(limits) <= 0:
-                    return "late" if budget_s is not None and now - start >= budget_s else "silent"
-                thread.join(min([1.0, *limits]) if limits else None)
-        self._process.wait()
-        return None
-
-    def output(self) -> tuple[str, str]:
-        for thread in self._threads:
-            thread.join()
-        out, err = (b"".join(self._chunks[fd]) for fd in (1, 2))
-        return out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-
-
-def remote_timeout(repository: Repository) -> int | None:
-    """The seconds a remote may send nothing (`majordomus.remoteTimeout`); None: no limit."""
-    raw = repository.config_value(REMOTE_TIMEOUT_KEY)
-    if raw is None:
-        return REMOTE_TIMEOUT_S
-    text = raw.strip()
-    if text == "0":
-        return None
-    from majordomus.profile import parse_duration
-
-    try:
-        return parse_duration(text, REMOTE_TIMEOUT_KEY)
-    except RefusedError:
-        raise RefusedError(
-            f"git config {REMOTE_TIMEOUT_KEY} is {raw!r}: give seconds (30), a duration (2m) "
-            "or 0 to wait for ever."
-        ) from None
-
-
-def _end(process: subprocess.Popen[bytes], *, group: bool) -> None:
-    """End an interrupted git. A detached group (the hook's: git, its ssh, anything they
-    started) is killed whole. A git in our own group, which Ctrl-C from the terminal
-    reaches anyway, gets SIGTERM when only we were signalled; SIGKILL if it lingers."""
-    if group:
-        _kill(process, group=True)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            _kill(process, group=False)
-    process.wait()
-
-
-def _kill(process: subprocess.Popen[bytes], *, group: bool) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        if group and hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
 
 
 # ---- fetch and push ------------------------------------------------------------------------
@@ -439,17 +268,7 @@ def push(
                 # pushed, so the next push is leased on the value the remote holds.
                 jobs.repository.git("update-ref", tracking_ref(remote), local, check=False)
             return PushReport(where, outcome, local, attempt, tuple(fetches))
-        if flag != "!":
-            raise RemoteError(
-                f"cannot push records to {where}: "
-                f"{_reason(result.stderr, f'git push exited {result.returncode}')}; your "
-                f"records are intact in {NOTES_REF}."
-            )
-        if not _retryable(summary):
-            raise RemoteError(
-                f"{where} refused the records: {summary}; your records are intact in "
-                f"{NOTES_REF}; ask the remote's owner to accept {NOTES_REF}."
-            )
+        _refuse_unless_moved(result, flag, summary, where)
         if attempt < attempts:
             # Wait first, then fetch: pushers rejected together wake at different
             # times, and each then fetches what the earlier ones published.
@@ -463,6 +282,24 @@ def push(
         f"{where} kept moving: {attempts} pushes of the records were rejected "
         f"({summary}); your records are intact in {NOTES_REF}; run majordomus push again."
     )
+
+
+def _refuse_unless_moved(
+    result: subprocess.CompletedProcess[str], flag: str | None, summary: str, where: str
+) -> None:
+    """Refuse a failed push that fetching and pushing again cannot mend: the remote
+    was not moved by another writer, it failed or refused the records."""
+    if flag != "!":
+        raise RemoteError(
+            f"cannot push records to {where}: "
+            f"{_reason(result.stderr, f'git push exited {result.returncode}')}; your "
+            f"records are intact in {NOTES_REF}."
+        )
+    if not _retryable(summary):
+        raise RemoteError(
+            f"{where} refused the records: {summary}; your records are intact in "
+            f"{NOTES_REF}; ask the remote's owner to accept {NOTES_REF}."
+        )
 
 
 def _merged_remote_value(

@@ -1,13 +1,13 @@
-"""Result values -> text and JSON. Every string from a note is escaped on the way out."""
+"""Records and tasks -> text and JSON: what task, checkpoint, handover, resume, history,
+show, check and adopt answer. Every string from a note is escaped on the way out."""
 
 from __future__ import annotations
 
 import datetime
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from majordomus.graph import Divergence
+from majordomus.divergence import Divergence
 from majordomus.jsontext import (
     ITEM,
     dumps,
@@ -18,53 +18,22 @@ from majordomus.jsontext import (
     rfc3339,
     with_members,
 )
-from majordomus.profile import Profile
-from majordomus.records import HANDOVER_FIELDS, REFUSED, skew_s
+from majordomus.plaintext import age, ago, counted, interval, one_line, safe
+from majordomus.records import HANDOVER_FIELDS, skew_s
 from majordomus.values import (
     AdoptResult,
-    Change,
     CheckpointResult,
     CheckResult,
-    FetchReport,
-    Finding,
     HandoverResult,
     HistoryEntry,
     HistoryResult,
-    InitReport,
     Located,
-    PushReport,
     RecordText,
     ResumeResult,
     ShowResult,
-    SyncResult,
     TaskCreated,
     TaskSummary,
 )
-
-
-def _escape_text(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def safe(text: str) -> str:
-    """Text from a note, fit for a terminal: the refused set shown as escapes."""
-    if text.isprintable():
-        return text  # the set is all control and format characters: none is printable
-    return REFUSED.sub(_escape_text, text)
-
-
-def one_line(text: str) -> str:
-    """Text from a note shown inside a line of ours (an author, a session, a title): `safe`,
-    with a line break shown as `\\n`, so that no note can start a line of its own."""
-    return safe(text).replace("\n", "\\n")
-
-
-def _field(key: str, text: str) -> str:
-    """A labelled field of a note; its further lines indented under the label."""
-    return f"{key}: " + safe(text).replace("\n", "\n    ")
 
 
 def record_json(loc: Located) -> dict[str, Any]:
@@ -74,38 +43,9 @@ def record_json(loc: Located) -> dict[str, Any]:
     return out
 
 
-def age(seconds: int | None) -> str:
-    """A short human age: 45s, 12m 03s, 3h 05m, 2d 04h."""
-    if seconds is None:
-        return "never"
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, secs = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h {minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours:02d}h"
-
-
-def ago(seconds: int | None, skew: int | None = None) -> str:
-    """An age as a sentence says it, or the flag for a record dated in the future."""
-    if skew is not None:
-        return f"in the future by {age(skew)} (clock skew?)"
-    return f"{age(seconds)} ago"
-
-
-def interval(seconds: int) -> str:
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [
-        f"{hours}h" if hours else "",
-        f"{minutes}m" if minutes else "",
-        f"{secs}s" if secs else "",
-    ]
-    return "".join(parts) or "0s"
+def _field(key: str, text: str) -> str:
+    """A labelled field of a note; its further lines indented under the label."""
+    return f"{key}: " + safe(text).replace("\n", "\n    ")
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
@@ -149,9 +89,6 @@ def record_block(loc: Located, suffix: str = "") -> str:
         if record.supersedes:
             lines.append(f"    superseded {', '.join(safe(s) for s in record.supersedes)}")
     return "\n".join(lines)
-
-
-# ---- per command -------------------------------------------------------------------------
 
 
 def task_created(result: TaskCreated, as_json: bool) -> str:
@@ -258,7 +195,7 @@ def resume_nothing_open(result: ResumeResult) -> str:
         )
     count = len(result.checkpoints_since)
     lines = [
-        f"{_count(count, 'checkpoint')} of {safe(result.task)} since its last handover or "
+        f"{counted(count, 'checkpoint')} of {safe(result.task)} since its last handover or "
         "resume, newest first:"
     ]
     lines += [record_block(loc) for loc in result.checkpoints_since]
@@ -308,10 +245,6 @@ def _history_suffix(entry: HistoryEntry) -> str:
 HISTORY_PART = 1000  # records rendered, and written, at a time
 
 
-def history(result: HistoryResult, as_json: bool) -> str:
-    return "".join(history_parts(result, as_json))
-
-
 def history_parts(result: HistoryResult, as_json: bool) -> Iterator[str]:
     """`history`'s text in parts, a thousand records each, to be written as they come:
     at 100,000 records neither the records as JSON values nor the whole text is ever
@@ -344,10 +277,7 @@ def history_parts(result: HistoryResult, as_json: bool) -> Iterator[str]:
             f"({result.hidden} more on commits not reachable from {result.rev[:12]}; "
             "--all shows them)"
         )
-    if result.invalid:
-        tail.append(
-            f"({result.invalid} invalid notes or records skipped; majordomus doctor lists them)"
-        )
+    tail += _skipped(result.invalid)
     if tail:
         yield ("\n" if entries else "") + "\n".join(tail)
 
@@ -401,10 +331,7 @@ def show(result: ShowResult, as_json: bool) -> str:
     blocks = [record_block(loc) for loc in result.records] or [
         f"no records on {result.commit[:12]}"
     ]
-    if result.invalid:
-        blocks.append(
-            f"({result.invalid} invalid notes or records skipped; majordomus doctor lists them)"
-        )
+    blocks += _skipped(result.invalid)
     return "\n".join(blocks)
 
 
@@ -465,296 +392,43 @@ def check(
     return "\n".join(check_line(r, colour) for r in results)
 
 
-def doctor(findings: Sequence[Finding], as_json: bool) -> str:
-    if as_json:
-        return dumps(
-            {
-                "healthy": all(f.healthy for f in findings),
-                "findings": [
-                    {"topic": f.topic, "healthy": f.healthy, "detail": f.detail} for f in findings
-                ],
-            }
-        )
-    return "\n".join(
-        f"{'ok  ' if f.healthy else 'FAIL'}  {f.topic:<9} {safe(f.detail)}" for f in findings
-    )
-
-
-def profile(prof: Profile, as_json: bool) -> str:
-    values: Mapping[str, str] = {
-        "profile": prof.name,
-        "interval": f"{interval(prof.interval_s)} ({prof.interval_s}s)",
-        "checkpoint_max": str(prof.checkpoint_max),
-        "handover_max": str(prof.handover_max),
-    }
-    if as_json:
-        return dumps(
-            {
-                "profile": prof.name,
-                "interval_s": prof.interval_s,
-                "checkpoint_max": prof.checkpoint_max,
-                "handover_max": prof.handover_max,
-                "sources": dict(prof.sources),
-            }
-        )
-    return "\n".join(
-        f"{key:<15} {value:<16} from {safe(prof.sources[key])}" for key, value in values.items()
-    )
-
-
-# ---- remote verbs and markdown ------------------------------------------------------------
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def init(report: InitReport, as_json: bool) -> str:
-    hook = report.hook
-    if as_json:
-        return dumps(
-            {
-                "remote": report.remote,
-                "settings": [
-                    {"key": s.key, "value": s.value, "state": s.state, "note": s.note or None}
-                    for s in report.settings
-                ],
-                "hook": {
-                    "path": hook.path,
-                    "state": hook.state,
-                    "reason": hook.reason or None,
-                    "line": hook.line or None,
-                },
-                "no_remote": report.no_remote or None,
-            }
-        )
-    width = max(len(s.key) for s in report.settings)
-    lines = [f"{s.key:<{width}}  {s.state:<9} {safe(s.value)}" for s in report.settings]
-    state = "NOT SET" if hook.state == "manual" else hook.state
-    lines.append(f"{'pre-push hook':<{width}}  {state:<9} {safe(hook.path)}")
-    lines += [f"note: {safe(s.note)}" for s in report.settings if s.note]
-    if report.no_remote:
-        lines.append(f"note: {safe(report.no_remote)}")
-    if hook.state == "manual":
-        lines.append(
-            f"note: {safe(hook.reason)}; so that git push publishes records, add this line to "
-            f"{safe(hook.path)}, before any exit:"
-        )
-        lines.append(f"    {safe(hook.line)}")
-    return "\n".join(lines)
-
-
-def _fetch_json(report: FetchReport) -> dict[str, Any]:
-    merge = report.merge
-    return {
-        "remote": report.remote,
-        "remote_commit": report.remote_commit,
-        "outcome": merge.outcome if merge else "none",
-        "notes_commit": merge.notes_commit if merge else None,
-        "records_added": merge.records_added if merge else 0,
-        "notes_united": merge.notes_united if merge else 0,
-        "notes_raw": merge.notes_raw if merge else 0,
-        "left_out": [
-            {"commit": commit, "blob": blob, "reason": why}
-            for commit, blob, why in (merge.left_out if merge else ())
-        ],
-    }
-
-
-def _fetch_lines(report: FetchReport) -> list[str]:
-    where = safe(report.remote)
-    merge = report.merge
-    if merge is None:
-        return [f"{where} has no records yet"]
-    if merge.outcome == "up-to-date":
-        return [f"{where}: every record it has is already here"]
-    how = {
-        "created": "first fetch",
-        "fast-forward": "fast-forward",
-        "merged": "merged",
-        "restored": "restored records removed here",
-    }
-    detail = how.get(merge.outcome, merge.outcome)
-    if merge.notes_united:
-        detail += f", {_count(merge.notes_united, 'note')} on both sides united"
-    lines = [f"{where}: {_count(merge.records_added, 'new record')} ({detail})"]
-    if merge.notes_raw:
-        lines.append(
-            f"{_count(merge.notes_raw, 'note')} on both sides could not be read; both texts "
-            "were kept as they are (majordomus doctor lists them)"
-        )
-    for commit, _, why in merge.left_out:  # `why` names the blob
-        lines.append(f"{where}'s note on {commit[:12]} left out, not published from here: {why}")
-    return lines
-
-
-def fetch(report: FetchReport, as_json: bool) -> str:
-    if as_json:
-        return dumps(_fetch_json(report))
-    return "\n".join(_fetch_lines(report))
-
-
-def _push_json(report: PushReport) -> dict[str, Any]:
-    return {
-        "remote": report.remote,
-        "outcome": report.outcome,
-        "notes_commit": report.notes_commit,
-        "attempts": report.attempts,
-        "fetched": [_fetch_json(f) for f in report.fetches],
-    }
-
-
-def push(report: PushReport, as_json: bool) -> str:
-    if as_json:
-        return dumps(_push_json(report))
-    where = safe(report.remote)
-    if report.outcome == "nothing":
-        return "no records here to publish yet"
-    if report.outcome == "skipped":
-        return "not publishing from inside majordomus's own push"
-    if report.outcome == "up-to-date":
-        line = f"{where} already has every record"
-    else:
-        line = f"published records to {where}"
-    if report.fetches:
-        added = sum(f.merge.records_added for f in report.fetches if f.merge)
-        line += (
-            f" ({where} had moved: merged {_count(added, 'new record')} from it, "
-            f"{_count(report.attempts, 'attempt')})"
-        )
-    return line
-
-
-def push_hook(report: PushReport) -> str | None:
-    """The one line the pre-push hook prints, or None when there is nothing worth saying."""
-    if report.outcome != "pushed":
-        return None
-    return f"majordomus: {push(report, as_json=False)}"
-
-
-def sync(result: SyncResult, as_json: bool) -> str:
-    if as_json:
-        return dumps({"fetch": _fetch_json(result.fetch), "push": _push_json(result.push)})
-    return "\n".join([*_fetch_lines(result.fetch), push(result.push, as_json=False)])
-
-
-def _md_code(text: str) -> str:
-    """Inline code that no backtick, newline or markup in `text` can break out of."""
-    flat = safe(text).replace("\n", " ")
-    longest = max((len(run) for run in re.findall("`+", flat)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{fence}{pad}{flat}{pad}{fence}"
-
-
-def _md_block(text: str) -> list[str]:
-    """A fenced block: text from a note is shown, never interpreted (no links, no HTML)."""
-    body = safe(text)
-    longest = max((len(run) for run in re.findall("~+", body)), default=0)
-    fence = "~" * max(3, longest + 1)
-    return [f"{fence}text", body, fence]
-
-
-def show_markdown(result: ShowResult) -> str:
-    """Records on one commit as Markdown: for a CI job summary or a pull-request comment."""
-    commit = f"`{result.commit[:12]}`"
-    if not result.records:
-        lines = [f"### majordomus: no records on {commit}"]
-    else:
-        lines = [f"### majordomus: {_count(len(result.records), 'record')} on {commit}"]
-    for loc in result.records:
-        record = loc.record
-        lines += ["", f"#### {record.kind} {_md_code(record.id)}", ""]
-        facts = [
-            f"task {_md_code(record.task)}",
-            f"by {_md_code(record.author)}",
-            rfc3339(record.at),
-        ]
-        if record.session:
-            facts.append(f"session {_md_code(record.session)}")
-        if record.head != loc.commit:
-            facts.append(f"written on `{record.head[:12]}`")
-        lines.append(" · ".join(facts))
-        if record.kind == "task":
-            lines += ["", *_md_block(record.text("title"))]
-        elif record.kind == "checkpoint":
-            lines += ["", *_md_block(record.text("body"))]
-        elif record.kind == "handover":
-            for key in HANDOVER_FIELDS:
-                lines += ["", f"**{key}**", "", *_md_block(record.text(key))]
-        elif record.kind == "resume":
-            counts = ""
-            if record.optional_int("ahead") is not None:
-                counts = (
-                    f", {record.optional_int('ahead')} ahead, "
-                    f"{record.optional_int('behind')} behind"
-                )
-            lines += [
-                "",
-                f"resumed {_md_code(record.text('handover'))}: "
-                f"{_md_code(record.text('label'))}{counts}",
-            ]
-    if result.invalid:
-        lines += [
-            "",
-            f"_{result.invalid} invalid notes or records skipped; `majordomus doctor` lists them._",
-        ]
-    return "\n".join(lines)
-
-
-def agent_change(change: Change, dry_run: bool, remove: bool) -> str:
-    """What `agent install` did or, with --dry-run, would do (the diff first)."""
-    lines = [change.diff.rstrip("\n")] if dry_run and change.diff else []
-    if not change.changed:
-        lines.append(f"{change.path}: already as asked; nothing to change")
-    elif dry_run:
-        lines.append(f"{change.path}: would be written (--dry-run: nothing was changed)")
-    elif remove:
-        lines.append(f"{change.path}: majordomus hooks removed")
-    else:
-        lines.append(f"{change.path}: hooks on {', '.join(change.events)}")
-    if change.excluded is not None:
-        verb = "would add" if dry_run else "added"
-        lines.append(f"{verb} {change.excluded} to .git/info/exclude (kept out of git)")
-    if not remove and change.changed:
-        lines.append(f"hook command: {change.command}")
-    return "\n".join(lines)
-
-
-# ---- adopt -------------------------------------------------------------------------------------
-
-
 def adopt(result: AdoptResult, as_json: bool) -> str:
     if as_json:
-        return dumps(
+        return dumps(_adopt_json(result))
+    return "\n".join([*_adopted_lines(result), *_outcome_lines(result)])
+
+
+def _adopt_json(result: AdoptResult) -> dict[str, Any]:
+    return {
+        "rev": result.rev,
+        "dry_run": result.dry_run,
+        "adopted": [
             {
-                "rev": result.rev,
-                "dry_run": result.dry_run,
-                "adopted": [
-                    {
-                        "commit": a.commit,
-                        "how": a.how,
-                        "from": list(a.sources),
-                        "records": [record_json(loc) for loc in a.records],
-                    }
-                    for a in result.adopted
-                ],
-                "ambiguous": [
-                    {"records": list(a.records), "candidates": list(a.candidates)}
-                    for a in result.ambiguous
-                ],
-                "orphaned": result.orphaned,
-                "considered": result.considered,
-                "compared": result.compared,
-                "invalid": result.invalid,
+                "commit": a.commit,
+                "how": a.how,
+                "from": list(a.sources),
+                "records": [record_json(loc) for loc in a.records],
             }
-        )
+            for a in result.adopted
+        ],
+        "ambiguous": [
+            {"records": list(a.records), "candidates": list(a.candidates)} for a in result.ambiguous
+        ],
+        "orphaned": result.orphaned,
+        "considered": result.considered,
+        "compared": result.compared,
+        "invalid": result.invalid,
+    }
+
+
+def _adopted_lines(result: AdoptResult) -> list[str]:
+    """Each record adopted (or, on a dry run, to be), under its commit; each ambiguity."""
     verb = "would adopt" if result.dry_run else "adopted"
     lines = []
     for a in result.adopted:
         sources = ", ".join(c[:12] for c in a.sources)
         lines.append(
-            f"{verb} {_count(len(a.records), 'record')} onto {a.commit[:12]} "
+            f"{verb} {counted(len(a.records), 'record')} onto {a.commit[:12]} "
             f"({a.how} merge of {sources})"
         )
         for loc in a.records:
@@ -771,15 +445,21 @@ def adopt(result: AdoptResult, as_json: bool) -> str:
             "so nothing was guessed; copy them by hand with git notes --ref=majordomus copy "
             "if you know where they belong"
         )
+    return lines
+
+
+def _outcome_lines(result: AdoptResult) -> list[str]:
+    """Why nothing was adopted, or that a dry run wrote nothing; invalid notes counted."""
+    lines = []
     if not result.orphaned:
         lines.append(
             f"nothing to adopt: every record is on a commit reachable from {result.rev[:12]}"
         )
     elif not result.adopted and not result.ambiguous:
         lines.append(
-            f"nothing to adopt: {_count(result.orphaned, 'record')} on commits not reachable "
+            f"nothing to adopt: {counted(result.orphaned, 'record')} on commits not reachable "
             f"from {result.rev[:12]}, none whose change landed in the "
-            f"{_count(result.compared, 'commit')} compared"
+            f"{counted(result.compared, 'commit')} compared"
         )
         older = result.orphaned - result.considered
         if older:
@@ -789,8 +469,11 @@ def adopt(result: AdoptResult, as_json: bool) -> str:
             )
     elif result.dry_run:
         lines.append("dry run: nothing was written")
-    if result.invalid:
-        lines.append(
-            f"({result.invalid} invalid notes or records skipped; majordomus doctor lists them)"
-        )
-    return "\n".join(lines)
+    return lines + _skipped(result.invalid)
+
+
+def _skipped(invalid: int) -> list[str]:
+    """The line counting the notes or records a read skipped as invalid, if it skipped any."""
+    if not invalid:
+        return []
+    return [f"({invalid} invalid notes or records skipped; majordomus doctor lists them)"]

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from majordomus import gitfiles
+from majordomus import gitfiles, gitobjects
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.records import REFUSED
 
@@ -46,7 +46,7 @@ class Repository:
         self.environ = environ
         self.refs = refs
         self._git_reads = 0
-        self._batch: gitfiles.Batch | None = None
+        self._batch: gitobjects.Batch | None = None
         self._identity: str | None = None
         self._asked: subprocess.Popen[str] | None = None  # git asked for the identity
         self._remotes: list[str] | None = None
@@ -57,7 +57,7 @@ class Repository:
         (once it is, it reads them quicker than a process git starts)."""
         return self.refs is not None and "repo" not in self.__dict__
 
-    def objects_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
+    def objects_by_git(self, ids: Sequence[str]) -> gitobjects.Objects | None:
         """A few objects read by git, while libgit2 is not loaded and the layout is plain;
         None: read them with libgit2 (also past GIT_READS processes or GIT_READ_OBJECTS
         objects: a command that reads more than a warm read does is better served by it)."""
@@ -68,26 +68,26 @@ class Repository:
         if self._git_reads >= GIT_READS or len(ids) > GIT_READ_OBJECTS:
             return None
         self._git_reads += 1
-        return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
+        return gitobjects.cat_file(str(self.gitdir), self.environ, ids)
 
-    def shown_by_git(self, ids: Sequence[str]) -> gitfiles.Objects | None:
+    def shown_by_git(self, ids: Sequence[str]) -> gitobjects.Objects | None:
         """Notes a command shows, read by git in a plain layout even once libgit2 is loaded:
         a few thousand notes read by libgit2 map most of the pack index into the process,
         git's process ends with the read. None: read them with libgit2."""
         if self.refs is None:
             return None
-        return gitfiles.cat_file(str(self.gitdir), self.environ, ids)
+        return gitobjects.cat_file(str(self.gitdir), self.environ, ids)
 
     def tree_notes_by_git(self, tree_id: str) -> str | None:
         """The notes of a notes tree listed by one git process in a plain layout, at any
-        time (`gitfiles.tree_notes`): quicker than libgit2's walk, object by object, of a
+        time (`gitobjects.tree_notes`): quicker than libgit2's walk, object by object, of a
         large one. None: walk it with libgit2."""
         if self.refs is None:
             return None
-        return gitfiles.tree_notes(str(self.gitdir), self.environ, tree_id)
+        return gitobjects.tree_notes(str(self.gitdir), self.environ, tree_id)
 
     @contextlib.contextmanager
-    def git_batch(self) -> Iterator[gitfiles.Batch | None]:
+    def git_batch(self) -> Iterator[gitobjects.Batch | None]:
         """One git process that reads objects one by one while the block lasts (what
         `objects_by_git` reads included); None when libgit2 is loaded, the layout is not
         plain or git cannot run."""
@@ -95,7 +95,7 @@ class Repository:
             yield None
             return
         try:
-            batch = gitfiles.Batch(str(self.gitdir), self.environ)
+            batch = gitobjects.Batch(str(self.gitdir), self.environ)
         except OSError:
             yield None
             return

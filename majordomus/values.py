@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar, overload
 
-from majordomus.graph import Divergence
+from majordomus.divergence import Divergence
 from majordomus.records import Record, Summary
 
 # ---- Notes as a read finds them, and what a write did ------------------------------------

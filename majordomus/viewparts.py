@@ -14,9 +14,9 @@ import marshal
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from majordomus.cache import PartMissing, ViewCache
 from majordomus.ledger import Ledger, handover_key, record_key, resolving
 from majordomus.records import Note, summarise
+from majordomus.viewcache import PartMissing, ViewCache
 
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
 View = tuple[tuple[Row, ...], tuple[str, ...]]  # a task's rows, its resolved handovers

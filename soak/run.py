@@ -37,21 +37,17 @@ from hypothesis import strategies as st
 
 from soak import hostile_remote
 from soak.teams import Tally, run_round
-from tests.reliability import properties, strategies
 from tests.reliability import test_hostile_input as hostile_input
-from tests.reliability.helpers import strict_json, terminal_problems
-from tests.reliability.hostile import ALLOWED, READS, Case, cases, plant, plant_remote_refs
-from tests.reliability.merging import NotesRepo, both_sides
-from tests.reliability.trials import (
-    concurrent_writers,
-    crash_round,
-    write_instants,
-)
+from tests.support import properties, strategies
 from tests.support.cli import run_cli, spawn
+from tests.support.contracts import strict_json, terminal_problems
 from tests.support.env import Clock, hermetic_environ, isolate_pygit2
 from tests.support.git import make_clone
+from tests.support.hostile_notes import ALLOWED, READS, Case, cases, plant, plant_remote_refs
 from tests.support.notes import note_blobs
+from tests.support.notes_merge import NotesRepo, both_sides
 from tests.support.repo import Repo
+from tests.support.trials import concurrent_writers, crash_round, write_instants
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

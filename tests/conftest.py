@@ -1,7 +1,7 @@
 """The suite's fixtures: a hermetic environment and a throwaway repository per test.
 
-What they stand on lives in `tests/support/` (shared with the soak campaign); the
-names below are re-exported because many test modules import them from here.
+What they stand on lives in `tests/support/` (shared with the soak campaign); tests
+import it from there, module by module.
 """
 
 from __future__ import annotations
@@ -15,21 +15,8 @@ from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from tests.support import forks
-from tests.support.cli import MAJORDOMUS, Result
-from tests.support.env import AUTHOR, EMAIL, NAME, START, Clock, hermetic_environ, isolate_pygit2
+from tests.support.env import Clock, hermetic_environ, isolate_pygit2
 from tests.support.repo import Repo
-
-__all__ = [
-    "AUTHOR",
-    "EMAIL",
-    "MAJORDOMUS",
-    "NAME",
-    "START",
-    "Clock",
-    "Repo",
-    "Result",
-    "hermetic_environ",
-]
 
 # Each pytest-xdist worker keeps its own example database: no two processes write one.
 settings.register_profile(

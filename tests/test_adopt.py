@@ -20,9 +20,9 @@ import pytest
 from majordomus.index import Index
 from majordomus.jobs import open_jobs
 from majordomus.records import parse_note
-from tests.conftest import START, Clock, Repo, hermetic_environ
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import lose_object
+from tests.support.repo import Repo, clone, seeded
 
 
 def git_at(repo: Repo, *args: str) -> str:
@@ -1049,7 +1049,7 @@ def test_adopt_reads_only_the_notes_rev_does_not_reach_and_answers_as_a_fresh_re
     out while REV is main. Its answers, from REV and from HEAD, are those it gives after
     `doctor --drop-cache`, and the orphans are what git's own listing says."""
     from majordomus.blobs import NoteBlobs
-    from majordomus.cache import blob_entry
+    from majordomus.readcache import blob_entry
 
     feature = Feature.copied(feature_template, tmp_path, environ, clock)
     squash = feature.squash_merge()
@@ -1084,7 +1084,7 @@ def test_adopt_reads_only_the_notes_rev_does_not_reach_and_answers_as_a_fresh_re
         summarised.append(value)
         return blob_entry(value)
 
-    monkeypatch.setattr("majordomus.cache.blob_entry", from_cache)
+    monkeypatch.setattr("majordomus.readcache.blob_entry", from_cache)
     listed = [line.split() for line in mate.git("notes", "--ref=majordomus", "list").splitlines()]
     answers = []
     for rev in ("main", "HEAD"):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import bare, clone
+from tests.support.env import Clock
+from tests.support.git import bare
+from tests.support.repo import Repo, clone
 
 
 def seeded_with_handover(

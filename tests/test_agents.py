@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from majordomus import agents
-from tests.conftest import MAJORDOMUS, Repo
+from tests.support.cli import MAJORDOMUS
+from tests.support.repo import Repo
 
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(make test)"]},

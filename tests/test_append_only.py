@@ -11,8 +11,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import Clock
+from tests.support.repo import Repo, clone, seeded
 
 NOTES = "refs/notes/majordomus"
 

@@ -13,22 +13,22 @@ import pytest
 import typer
 
 from majordomus import cli
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 PACKAGE = Path(__file__).resolve().parent.parent / "majordomus"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 # Which of its own modules each module may import: cli -> ops -> store/graph/... -> errors.
-# The store layer (location, gitfiles, notestree, blobs, readrefs, commitnotes, partialclone,
-# notesread, notesref, merge, behind `store`) is the only one that touches the repository:
-# through libgit2, or its files.
+# The store layer (location, gitfiles, notestree, blobs, notesread, notesref, merge, behind
+# `store`) is the only one that touches the repository: through libgit2, or its files.
 ALLOWED = {
     "__init__": set(),
     "__main__": {"front", "hooks", "interrupt"},
     "adopt": {"errors", "index", "jobs", "patches", "records", "values"},
     "agents": {"errors", "repository", "values"},
-    "blobs": {"gitfiles", "records"},
-    "cache": {"jsontext", "records"},
+    "blobs": {"gitobjects", "records"},
+    "cachefile": {"records"},
+    "chains": set(),
     "cli": {
         "commands",
         "errors",
@@ -37,31 +37,57 @@ ALLOWED = {
         "jsontext",
         "mcp_server",
         "ops",
+        "plaintext",
         "profile",
         "render",
+        "reports",
         "values",
     },
-    "commitnotes": {"blobs", "gitfiles", "notestree", "readrefs", "records", "repository"},
-    "commands": {"context", "errors", "jsontext", "ops", "records", "render", "values"},
-    "context": {
+    "commands": {
+        "context",
         "errors",
-        "graph",
+        "jsontext",
+        "markdowntext",
+        "ops",
+        "plaintext",
+        "records",
+        "render",
+        "reports",
+        "values",
+    },
+    "commitnotes": {"blobs", "gitobjects", "notestree", "readrefs", "records", "repository"},
+    "context": {
+        "divergence",
+        "errors",
         "index",
         "jobs",
         "ops",
+        "plaintext",
         "profile",
         "records",
-        "render",
         "values",
     },
+    "divergence": {"chains", "tally"},
+    "documentcache": {"cachefile", "jsontext", "noteforms", "records"},
     "errors": set(),
-    "front": {"cli", "commands", "errors", "interrupt", "render"},
+    "front": {"cli", "commands", "errors", "interrupt", "plaintext"},
     "gitfiles": set(),
-    "graph": set(),
-    "history": {"cache", "errors", "gitfiles", "graph", "repository"},
-    "hooks": {"agents", "context", "errors", "jobs", "ops", "render", "values"},
+    "gitobjects": {"gitfiles"},
+    "gitprocess": {"errors", "profile"},
+    "graph": {"chains", "divergence", "tally"},
+    "graphcache": {"cachefile"},
+    "history": {
+        "cachefile",
+        "errors",
+        "gitfiles",
+        "gitobjects",
+        "graph",
+        "graphcache",
+        "repository",
+    },
+    "hooks": {"agents", "context", "errors", "jobs", "ops", "plaintext", "values"},
     "index": {
-        "cache",
+        "cachefile",
         "commitnotes",
         "errors",
         "history",
@@ -70,6 +96,7 @@ ALLOWED = {
         "records",
         "repository",
         "values",
+        "viewcache",
         "viewparts",
     },
     "interrupt": set(),
@@ -77,15 +104,20 @@ ALLOWED = {
     "jsontext": {"records"},
     "ledger": set(),
     "location": {"errors", "gitfiles", "repository"},
+    "markdowntext": {"jsontext", "plaintext", "records", "values"},
     "mcp_server": set(),
     "merge": {"blobs", "notestree", "records"},
+    "noteforms": set(),
     "notesread": {
         "blobs",
-        "cache",
+        "cachefile",
+        "documentcache",
         "errors",
+        "noteforms",
         "notestree",
         "objectids",
         "partialclone",
+        "readcache",
         "readrefs",
         "records",
         "repository",
@@ -112,18 +144,24 @@ ALLOWED = {
         "values",
     },
     "partialclone": {"errors", "repository"},
-    "patches": {"cache", "errors", "history"},
+    "patchcache": {"cachefile"},
+    "patches": {"cachefile", "errors", "history", "patchcache"},
+    "plaintext": {"records"},
     "profile": {"errors", "records"},
+    "readcache": {"cachefile", "records"},
     "readrefs": {"errors", "gitfiles", "repository"},
     "records": {"errors"},
-    "remote": {"errors", "jobs", "profile", "repository", "values"},
-    "render": {"graph", "jsontext", "profile", "records", "values"},
-    "repository": {"errors", "gitfiles", "records"},
+    "remote": {"errors", "gitprocess", "jobs", "repository", "values"},
+    "render": {"divergence", "jsontext", "plaintext", "records", "values"},
+    "reports": {"jsontext", "plaintext", "profile", "values"},
+    "repository": {"errors", "gitfiles", "gitobjects", "records"},
     "secret": set(),
     "sharedread": {"objectids"},
     "summaries": {"blobs", "objectids", "records", "values"},
-    "values": {"graph", "records"},
-    "viewparts": {"cache", "ledger", "records"},
+    "tally": set(),
+    "values": {"divergence", "records"},
+    "viewcache": {"cachefile"},
+    "viewparts": {"ledger", "records", "viewcache"},
     "writer": {
         "blobs",
         "errors",
@@ -138,15 +176,24 @@ ALLOWED = {
     },
 }
 STORE_LAYER = {
-    "repository", "location", "gitfiles", "history", "notestree", "blobs", "readrefs",
-    "commitnotes", "partialclone", "notesread", "notesref", "merge", "writer",
+    "repository", "location", "gitfiles", "gitobjects", "history", "notestree", "blobs",
+    "readrefs", "commitnotes", "partialclone", "notesread", "notesref", "merge", "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,
     "typer": {"cli"},
     "click": set(),
-    "subprocess": {"repository", "history", "location", "gitfiles", "remote", "patches"},
+    "subprocess": {
+        "repository",
+        "history",
+        "location",
+        "gitfiles",
+        "gitobjects",
+        "gitprocess",
+        "remote",
+        "patches",
+    },
     "mcp": {"mcp_server"},
     "pydantic": set(),
 }
@@ -222,7 +269,16 @@ def test_every_command_has_help_and_is_documented(repo: Repo, argv: list[str]) -
 
 
 @pytest.mark.parametrize(
-    "module", ["majordomus.render", "majordomus.values", "majordomus.agents", "majordomus.hooks"]
+    "module",
+    [
+        "majordomus.markdowntext",
+        "majordomus.plaintext",
+        "majordomus.render",
+        "majordomus.reports",
+        "majordomus.values",
+        "majordomus.agents",
+        "majordomus.hooks",
+    ],
 )
 def test_values_the_renderer_and_the_hook_tables_import_without_git(module: str) -> None:
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('pygit2')))"

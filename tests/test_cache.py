@@ -17,29 +17,29 @@ import pygit2
 import pytest
 
 from majordomus import __version__
-from majordomus.cache import (
-    FILE_NAME,
+from majordomus.cachefile import (
     GRAPH_FILE_NAME,
     PATCH_FILE_NAME,
+    READ_FILE_NAME,
     RECORDS_FILE_NAME,
     VIEWS_FILE_NAME,
     VIEWS_FOLDER_NAME,
-    DocumentCache,
-    GraphCache,
-    ReadCache,
-    ViewCache,
 )
+from majordomus.documentcache import DocumentCache
+from majordomus.graphcache import GraphCache
 from majordomus.index import Views
 from majordomus.jobs import open_jobs
 from majordomus.jsontext import record_text
 from majordomus.ledger import _shard_of
 from majordomus.ops import Context, _write
+from majordomus.readcache import ReadCache
 from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
+from majordomus.viewcache import ViewCache
 from majordomus.viewparts import state_key
-from tests.conftest import AUTHOR, Clock, Repo
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import AUTHOR, Clock
+from tests.support.repo import Repo, clone, seeded
 
-CACHES = (FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
+CACHES = (READ_FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 
 
 def views_of(path: str, environ: Mapping[str, str]) -> Views:
@@ -291,7 +291,10 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
         "ok    notes     31 notes, 32 records, 0 invalid\n",
     )
     # doctor reads the notes again afterwards, which rebuilds only the notes cache.
-    assert sorted(p.name for p in git_dir.glob("majordomus-*")) == [FILE_NAME, "majordomus-task"]
+    assert sorted(p.name for p in git_dir.glob("majordomus-*")) == [
+        READ_FILE_NAME,
+        "majordomus-task",
+    ]
 
 
 def test_missing_is_never_cached(repo: Repo, tmp_path: Path) -> None:
@@ -393,7 +396,7 @@ def head_of(path: Path) -> tuple[Any, ...]:
     """A cache file's version and payload; of a framed one (the read cache, the document
     cache), its first frame."""
     data = path.read_bytes()
-    value = marshal.loads(data[8:] if path.name in (FILE_NAME, RECORDS_FILE_NAME) else data)
+    value = marshal.loads(data[8:] if path.name in (READ_FILE_NAME, RECORDS_FILE_NAME) else data)
     assert isinstance(value, tuple)
     return tuple(value)
 
@@ -419,12 +422,12 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     assert len(set(versions.values())) == len(CACHES), "each file names its own format"
     # Files another release wrote, whose entries would change every answer if read.
     another = {name: str(v).replace(__version__, "0.0.0-another") for name, v in versions.items()}
-    loaded = ReadCache(git_dir / FILE_NAME).load_frames()
+    loaded = ReadCache(git_dir / READ_FILE_NAME).load_frames()
     assert loaded is not None
     (trees, odd), frames = loaded
     poisoned = {blob: "poisoned" for frame in frames for blob in frame}
     assert poisoned
-    (git_dir / FILE_NAME).write_bytes(framed((another[FILE_NAME], trees, odd), poisoned))
+    (git_dir / READ_FILE_NAME).write_bytes(framed((another[READ_FILE_NAME], trees, odd), poisoned))
     _, key, meta, _, _ = marshal.loads((git_dir / VIEWS_FILE_NAME).read_bytes())
     (git_dir / VIEWS_FILE_NAME).write_bytes(
         marshal.dumps((another[VIEWS_FILE_NAME], key, meta, {}, {}))
@@ -442,7 +445,7 @@ def test_every_cache_file_is_versioned_by_the_release_and_its_format(repo: Repo)
     (git_dir / PATCH_FILE_NAME).write_bytes(marshal.dumps((another[PATCH_FILE_NAME], wrong)))
     assert repo.run("history", "HEAD~1", "--task", task, "--all", "--json").out == mine
     assert repo.run("history", "HEAD~1", "--json").out == every
-    assert head_of(git_dir / FILE_NAME)[0] == versions[FILE_NAME]
+    assert head_of(git_dir / READ_FILE_NAME)[0] == versions[READ_FILE_NAME]
     record = json.loads(repo.run("checkpoint", "after the poison", "--json").out)["record"]
     diff = repo.git("diff-tree", "-p", "--root", head)
     assert record["patch"] == repo.git("patch-id", "--stable", input=diff).split()[0]
@@ -493,7 +496,7 @@ def test_the_document_cache_gives_back_the_note_a_parse_gives(tmp_path: Path) ->
     dates inside hand-written keys) comes back from the document cache file, written and
     loaded again, exactly as parsing its bytes reads it; a note that is not TOML as a
     whole is not kept (it is salvaged by every read)."""
-    from tests.corpus import corpus
+    from tests.support.corpus import corpus
 
     path = tmp_path / RECORDS_FILE_NAME
     writing = DocumentCache(path)
@@ -961,13 +964,13 @@ def test_notes_put_wait_in_an_unnamed_file_or_else_in_memory(
     import io
     import tempfile
 
-    from majordomus.cache import _Forms
+    from majordomus.noteforms import NoteForms
 
     forms = [marshal.dumps((n, "x" * n)) for n in range(0, 3000, 700)]
     absent = tmp_path / "absent"
     monkeypatch.setattr(tempfile, "tempdir", str(absent))
     for folder, in_memory in ((tmp_path, False), (absent, True)):
-        put = _Forms.unnamed(folder)
+        put = NoteForms.unnamed(folder)
         assert isinstance(put.file, io.BytesIO) is in_memory
         for n, form in enumerate(forms):
             put.append(f"{n:040x}", form)
@@ -1006,7 +1009,7 @@ def kept(cache: DocumentCache) -> set[str]:
 def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:
     import hashlib
 
-    from majordomus.cache import _content_name
+    from majordomus.viewcache import _content_name
 
     for data in (b"", b"a view", bytes(range(256)) * 64):
         assert _content_name(data) == hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -1051,7 +1054,7 @@ def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
     wait, and each note once and as `get` reads it; a note it lacks, or one past the end
     of a file cut short, is not given (the caller reads its blob)."""
 
-    from majordomus import cache as cache_module
+    from majordomus import noteforms
 
     path = tmp_path / RECORDS_FILE_NAME
     writing = DocumentCache(path)
@@ -1069,7 +1072,7 @@ def test_the_document_cache_reads_many_notes_in_runs_of_its_file(
     got = dict(pairs)
     assert len(pairs) == len(got) and got == {**notes, waiting_blob: waiting}
     assert all(reading.get(blob) == parsed for blob, parsed in got.items())
-    monkeypatch.setattr(cache_module, "_RUN_GAP", 1 << 16)
+    monkeypatch.setattr(noteforms, "_RUN_GAP", 1 << 16)
     reads.clear()
     dict(reading.get_many([b for b in notes if b != f"{5:040x}"]))
     assert len(reads) == 2  # the notes before the large one, and those after it
@@ -1127,8 +1130,7 @@ def test_the_document_cache_lies_in_the_order_a_history_reads_it(
     a first read and by a read that finds the document cache gone: with runs of adjacent
     notes only, a part of the history is one or two reads of the file, not one per note;
     on a history with a merge and another branch checked out, the answer the same."""
-    from majordomus import cache as cache_module
-    from majordomus import render
+    from majordomus import noteforms, render
 
     repo.task()
     for n in range(24):
@@ -1161,7 +1163,7 @@ def test_the_document_cache_lies_in_the_order_a_history_reads_it(
         blob_of = dict(zip(blobs[1::2], blobs[::2], strict=True))
         offsets = [at[blob_of[r["commit"]]] >> 32 for r in records]
         assert offsets == sorted(offsets), drop
-        monkeypatch.setattr(cache_module, "_RUN_GAP", 1)
+        monkeypatch.setattr(noteforms, "_RUN_GAP", 1)
         monkeypatch.setattr(render, "HISTORY_PART", 7)
         reads = _counted_preads(monkeypatch)
         assert repo.run("history", "--json").out == whole
@@ -1227,7 +1229,7 @@ def test_texts_that_cannot_be_read_are_not_given_and_another_encoder_s_are_never
     texts, its record then encoded from the note, which still reads; a file written by
     code that makes another text of the sample record is another version: none of its
     notes or texts is read."""
-    from majordomus import cache as cache_module
+    from majordomus import documentcache
 
     path = tmp_path / RECORDS_FILE_NAME
     notes = dict(_checkpoint(n, f"note {n}") for n in range(3))
@@ -1245,7 +1247,7 @@ def test_texts_that_cannot_be_read_are_not_given_and_another_encoder_s_are_never
     texts = dict(reading.texts_many(notes))
     assert set(texts) == set(notes) - {spoilt}
     assert dict(reading.get_many(notes)) == notes  # the note itself still reads
-    monkeypatch.setattr(cache_module, "_sample_text", lambda: "00000000")
+    monkeypatch.setattr(documentcache, "_sample_text", lambda: "00000000")
     other = DocumentCache(path)
     assert dict(other.texts_many(notes)) == {} and dict(other.get_many(notes)) == {}
 
@@ -1260,7 +1262,7 @@ def test_history_of_every_task_is_read_from_the_views_and_answers_as_a_fresh_rea
     does not reach (ordered by commit id, whichever way they were found). With a copy of a
     record (an amend), read from a REV other than HEAD, every note is read instead. Every
     answer equals the one after `doctor --drop-cache`."""
-    from majordomus import cache as cache_module
+    from majordomus import readcache
 
     remote, alice = seeded(tmp_path, environ, clock)
     first = alice.task("first")
@@ -1304,10 +1306,10 @@ def test_history_of_every_task_is_read_from_the_views_and_answers_as_a_fresh_rea
             summarised.append(value)
             return blob_entry(value)
 
-        blob_entry = cache_module.blob_entry
-        monkeypatch.setattr(cache_module, "blob_entry", counted)
+        blob_entry = readcache.blob_entry
+        monkeypatch.setattr(readcache, "blob_entry", counted)
         out = bob.run(*argv).out
-        monkeypatch.setattr(cache_module, "blob_entry", blob_entry)
+        monkeypatch.setattr(readcache, "blob_entry", blob_entry)
         return out, len(summarised)
 
     for argv in commands:

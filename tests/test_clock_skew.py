@@ -7,7 +7,8 @@ import datetime
 import json
 from typing import Any
 
-from tests.conftest import AUTHOR, START, Repo
+from tests.support.env import AUTHOR, START
+from tests.support.repo import Repo
 
 HOUR = 3600
 

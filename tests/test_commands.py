@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import AUTHOR, Repo
+from tests.support.env import AUTHOR
+from tests.support.repo import Repo
 
 
 def as_json(repo: Repo, *argv: str, code: int = 0) -> Any:

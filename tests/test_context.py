@@ -9,11 +9,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import context, render
-from majordomus.graph import Divergence
+from majordomus import context, plaintext
+from majordomus.divergence import Divergence
 from majordomus.records import new_record
 from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, CheckResult, Located
-from tests.conftest import AUTHOR, START, Repo
+from tests.support.env import AUTHOR, START
+from tests.support.repo import Repo
 
 HEAD = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"
 TASK = "t-3f9ca4f1e2b0"
@@ -189,7 +190,8 @@ def test_any_budget_any_records_whole_or_pointer_never_cut(
             for key in fields:
                 prefix = "" if key == "body" else f"{key}: "
                 quoted = "\n".join(
-                    "> " + line for line in render.safe(prefix + loc.record.text(key)).split("\n")
+                    "> " + line
+                    for line in plaintext.safe(prefix + loc.record.text(key)).split("\n")
                 )
                 assert quoted in result.text
         else:

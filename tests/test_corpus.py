@@ -15,16 +15,12 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tests.corpus import NOTES, CorpusNote, corpus, corpus_files
-from tests.reliability.helpers import (
-    git,
-    hermetic_environ,
-    make_clone,
-    run_cli,
-    strict_json,
-    terminal_problems,
-)
-from tests.reliability.hostile import Planted, case_of, plant
+from tests.support.cli import run_cli
+from tests.support.contracts import strict_json, terminal_problems
+from tests.support.corpus import NOTES, CorpusNote, corpus, corpus_files
+from tests.support.env import hermetic_environ
+from tests.support.git import git, make_clone
+from tests.support.hostile_notes import Planted, case_of, plant
 
 CORPUS = corpus()
 

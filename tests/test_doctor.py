@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import AUTHOR, Repo
+from tests.support.env import AUTHOR
 from tests.support.git import lose_object
+from tests.support.repo import Repo
 
 
 def test_a_fresh_clone_needs_init_and_then_is_healthy(repo: Repo) -> None:

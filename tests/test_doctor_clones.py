@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import Clock
+from tests.support.repo import Repo, clone, seeded
 
 
 def served(tmp_path: Path, environ: dict[str, str], clock: Clock) -> tuple[str, Repo]:

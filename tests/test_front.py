@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from majordomus import cli, commands, front
 from majordomus.commands import Invocation, Terminal
-from tests.conftest import START, Clock, Repo, hermetic_environ
+from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import bare, git
 from tests.support.notes import stored_records
-from tests.support.repo import clone
+from tests.support.repo import Repo, clone
 
 
 def _declared(name: str) -> front.Grammar:

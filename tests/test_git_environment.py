@@ -8,8 +8,10 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.conftest import MAJORDOMUS, Clock, Repo
-from tests.remote_fixtures import bare, git
+from tests.support.cli import MAJORDOMUS
+from tests.support.env import Clock
+from tests.support.git import bare, git
+from tests.support.repo import Repo
 
 
 def git_in(cwd: Path, environ: Mapping[str, str], *args: str) -> str:

@@ -14,17 +14,17 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from majordomus import gitfiles
-from majordomus.cache import RECORDS_FILE_NAME
+from majordomus import gitfiles, gitobjects
+from majordomus.cachefile import RECORDS_FILE_NAME
 from majordomus.jobs import open_jobs
 from majordomus.location import open_repository
 from majordomus.readrefs import REMOTE_NOTES_SUFFIX
 from majordomus.repository import GIT_READ_OBJECTS, GIT_READS, NOTES_REF
-from tests.conftest import Clock, Repo, hermetic_environ
 from tests.support import forks
+from tests.support.env import Clock, hermetic_environ
 from tests.support.forks import Job
 from tests.support.git import bare
-from tests.support.repo import clone
+from tests.support.repo import Repo, clone
 
 
 def _libgit2(path: Path) -> tuple[str, str]:
@@ -140,7 +140,7 @@ def test_objects_read_by_git_are_the_objects_libgit2_reads(repo: Repo) -> None:
     blob = repo.git("rev-parse", f"{NOTES_REF}:{repo.head()}").strip()
     tree = repo.git("rev-parse", "HEAD^{tree}").strip()
     absent = "0123456789abcdef0123456789abcdef01234567"
-    read = gitfiles.cat_file(str(repo.path / ".git"), repo.environ, [blob, tree, absent, blob])
+    read = gitobjects.cat_file(str(repo.path / ".git"), repo.environ, [blob, tree, absent, blob])
     assert read == {
         blob: ("blob", pygit.odb.read(blob)[1]),
         tree: ("tree", pygit.odb.read(tree)[1]),
@@ -365,13 +365,13 @@ def test_a_working_directory_that_is_gone_is_said_in_one_line(
 def count_cat_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """From now on, how many objects each `git cat-file` process of this test reads."""
     calls: list[int] = []
-    cat_file = gitfiles.cat_file
+    cat_file = gitobjects.cat_file
 
     def counted(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> object:
         calls.append(len(ids))
         return cat_file(gitdir, environ, ids)
 
-    monkeypatch.setattr(gitfiles, "cat_file", counted)
+    monkeypatch.setattr(gitobjects, "cat_file", counted)
     return calls
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import golden_scenarios  # noqa: F401  (registers the scenarios)
-from tests.corpus import GOLDEN
-from tests.golden import SCENARIOS, golden_path, produce
+from tests.support import golden_refusals, golden_scenarios  # noqa: F401  (register the scenarios)
+from tests.support.corpus import GOLDEN
+from tests.support.golden import SCENARIOS, golden_path, produce
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.cache import GraphCache
-from majordomus.graph import CommitGraph, Divergence, labels_of, tally
-from tests.graph_support import MemorySource, random_dag, true_label
+from majordomus.divergence import Divergence, labels_of
+from majordomus.graph import CommitGraph
+from majordomus.graphcache import GraphCache
+from majordomus.tally import tally
+from tests.support.memory_graph import MemorySource, random_dag, true_label
 
 UNKNOWN = Divergence("unknown", None, None)
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from majordomus import graph as graph_module
-from majordomus.cache import GRAPH_FILE_NAME
+from majordomus import tally
+from majordomus.cachefile import GRAPH_FILE_NAME
+from majordomus.divergence import Divergence
 from majordomus.errors import RepositoryError
-from majordomus.graph import Divergence
 from majordomus.jobs import Jobs, open_jobs
-from tests.conftest import EMAIL, NAME, Clock, Repo
-from tests.support.repo import clone, seeded, worked
+from tests.support.env import EMAIL, NAME, Clock
+from tests.support.repo import Repo, clone, seeded, worked
 
 UNKNOWN = Divergence("unknown", None, None)
 
@@ -412,7 +412,7 @@ def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
 ) -> None:
     """Past WALK_KEEP lines a walk is never held: order and labels are read from git line
     by line (again in topological order when dates go back), and equal git's."""
-    monkeypatch.setattr(graph_module, "WALK_KEEP", 5)
+    monkeypatch.setattr(tally, "WALK_KEEP", 5)
     rng = random.Random(31)
     history, git = History(repo, rng), Git(repo)
     for i in range(40):
@@ -430,7 +430,7 @@ def test_a_walk_too_long_to_keep_is_read_line_by_line_with_gits_answers(
         repo.git("checkout", "-q", rng.choice(history.commits))
 
 
-@pytest.mark.parametrize("keep", [5, graph_module.WALK_KEEP], ids=["line-by-line", "kept"])
+@pytest.mark.parametrize("keep", [5, tally.WALK_KEEP], ids=["line-by-line", "kept"])
 @pytest.mark.parametrize("seed", [41, 43])
 def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them(
     repo: Repo, monkeypatch: pytest.MonkeyPatch, seed: int, keep: int
@@ -441,7 +441,7 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
     walk as before), branch switches, handovers off the history and a commit that is not
     here, every label equals git's, kept or fresh; with every handover on the history and
     the walk in order, one walk answers all."""
-    monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
+    monkeypatch.setattr(tally, "WALK_KEEP", keep)
     rng = random.Random(seed)
     history, git = History(repo, rng), Git(repo)
     absent = "0123456789abcdef" * 2 + "01234567"
@@ -477,14 +477,14 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
             assert graph.walks == 1
 
 
-@pytest.mark.parametrize("keep", [5, graph_module.WALK_KEEP], ids=["line-by-line", "kept"])
+@pytest.mark.parametrize("keep", [5, tally.WALK_KEEP], ids=["line-by-line", "kept"])
 def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
     repo: Repo, monkeypatch: pytest.MonkeyPatch, keep: int
 ) -> None:
     """`history` in a clone where nothing is kept starts the order's walk before it reads
     the notes (git runs in the background, into a temporary file): the order and labels
     read from it equal git's, in one walk; where something is kept, nothing is started."""
-    monkeypatch.setattr(graph_module, "WALK_KEEP", keep)
+    monkeypatch.setattr(tally, "WALK_KEEP", keep)
     rng = random.Random(51)
     history, git = History(repo, rng), Git(repo)
     for i in range(30):

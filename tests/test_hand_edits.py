@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import AUTHOR, Clock, Repo
-from tests.remote_fixtures import bare, clone, git
+from tests.support.env import AUTHOR, Clock
+from tests.support.git import bare, git
+from tests.support.repo import Repo, clone
 
 
 def as_json(repo: Repo, *argv: str, code: int = 0) -> Any:

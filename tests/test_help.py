@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from majordomus import cli, remote
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 
 def test_top_level_examples_are_kept_as_lines(repo: Repo) -> None:

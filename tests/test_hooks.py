@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MAJORDOMUS, Repo
+from tests.support.cli import MAJORDOMUS
+from tests.support.repo import Repo
 
 SESSION = {"session_id": "abc123", "transcript_path": "/tmp/t.jsonl"}
 # What each agent's schema allows a hook to print, per kind of answer.

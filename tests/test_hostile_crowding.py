@@ -13,20 +13,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.attacks import (
+from tests.support.agent_text import (
     AGENTS,
-    CLONES,
-    MALLORY,
-    Scene,
-    World,
     assert_every_agent,
     assert_plain_text,
     assert_reads_victim,
-    attacked,
-    record,
     session_start,
-    write_note,
 )
+from tests.support.attacks import CLONES, MALLORY, Scene, World, attacked, record, write_note
 from tests.support.env import AUTHOR, START
 from tests.support.notes import stored_records
 from tests.support.repo import Repo

@@ -14,24 +14,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.attacks import (
+from tests.support.agent_text import (
     AGENTS,
     AMBIGUOUS,
-    World,
     assert_agent_text,
     assert_every_agent,
     assert_json_text,
     assert_plain_text,
     assert_reads_victim,
-    attacked,
     context_text,
     mcp_results,
     prompt_line,
-    record,
     session_start,
     stop_reason,
-    write_note,
 )
+from tests.support.attacks import World, attacked, record, write_note
 from tests.support.notes import stored_records
 from tests.support.repo import Repo
 

@@ -15,18 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.attacks import (
-    World,
+from tests.support.agent_text import (
     assert_every_agent,
     assert_json_text,
     assert_plain_text,
     assert_reads_victim,
-    attacked,
     context_text,
     mcp_results,
-    record,
-    write_note,
 )
+from tests.support.attacks import World, attacked, record, write_note
 from tests.support.notes import stored_records
 from tests.support.repo import Repo
 

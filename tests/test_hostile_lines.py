@@ -14,26 +14,28 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.attacks import (
+from tests.support.agent_text import (
     AGENTS,
-    CLONES,
     DATA_NOTE,
-    MALLORY,
-    PAYLOAD,
-    Scene,
-    World,
     assert_agent_text,
     assert_every_agent,
     assert_json_text,
     assert_plain_text,
     assert_reads_victim,
-    attacked,
     context_text,
-    hostile,
     mcp_results,
     one_line,
-    record,
     session_start,
+)
+from tests.support.attacks import (
+    CLONES,
+    MALLORY,
+    PAYLOAD,
+    Scene,
+    World,
+    attacked,
+    hostile,
+    record,
     write_note,
 )
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import ref_ids
+from tests.support.env import Clock
 from tests.support.git import NOTES_REF
+from tests.support.notes import ref_ids
+from tests.support.repo import Repo
 from tests.support.trees import (
     TRACKING_REF,
     Scene,

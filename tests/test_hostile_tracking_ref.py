@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Clock
-from tests.remote_fixtures import ref_ids
 from tests.support.cli import Result
+from tests.support.env import Clock
 from tests.support.git import NOTES_REF
+from tests.support.notes import ref_ids
 from tests.support.trees import (
     TRACKING_REF,
     Scene,

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.conftest import Clock
-from tests.remote_fixtures import ref_ids
+from tests.support.env import Clock
+from tests.support.notes import ref_ids
 from tests.support.trees import (
     Scene,
     blob,

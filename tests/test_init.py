@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from majordomus.remote import HOOK_LINE, hook_script
-from tests.conftest import AUTHOR, Clock, Repo
-from tests.remote_fixtures import clone, ref_ids, seeded
+from tests.support.env import AUTHOR, Clock
+from tests.support.notes import ref_ids
+from tests.support.repo import Repo, clone, seeded
 
 SETTINGS = [
     ("notes.displayRef", "refs/notes/majordomus"),

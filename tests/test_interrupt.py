@@ -26,9 +26,10 @@ from typing import IO
 import pytest
 
 from majordomus import front
-from tests.conftest import MAJORDOMUS, Clock, Repo
-from tests.remote_fixtures import git_daemon, seeded
-from tests.support.cli import _own_job, start_text
+from tests.support.cli import MAJORDOMUS, _own_job, start_text
+from tests.support.env import Clock
+from tests.support.git import git_daemon
+from tests.support.repo import Repo, seeded
 
 WAIT_S = 30.0  # an upper bound for things that happen at once; never a window to hit
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from majordomus import graph
-from tests.conftest import Clock, Repo
+from majordomus import graph, tally
+from tests.support.env import Clock
+from tests.support.repo import Repo
 
 
 def peek(repo: Repo) -> tuple[str, int | None, int | None]:
@@ -151,15 +152,15 @@ def test_labels_read_line_by_line_and_counted_by_git_are_the_same(
         records = json.loads(result.out)["records"]
         return {(r["label"], r["ahead"], r["behind"]) for r in records if r["kind"] == "handover"}
 
-    for keep in (graph.WALK_KEEP, 0):  # kept, then read line by line
+    for keep in (tally.WALK_KEEP, 0):  # kept, then read line by line
         with monkeypatch.context() as patch:
-            patch.setattr(graph, "WALK_KEEP", keep)
+            patch.setattr(tally, "WALK_KEEP", keep)
             for rev, label in expected.items():
                 repo.drop_caches()
                 assert labels(rev) == {label}, (keep, rev, "afresh")
                 assert labels(rev) == {label}, (keep, rev, "from the caches")
     with monkeypatch.context() as patch:  # no walk adds up: git counts each label
-        patch.setattr(graph, "WALK_KEEP", 0)
+        patch.setattr(tally, "WALK_KEEP", 0)
         patch.setattr(graph.CommitGraph, "_streamed_labels", lambda self, rev, handovers: None)
         for rev, label in expected.items():
             repo.drop_caches()

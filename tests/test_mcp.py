@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from majordomus import front
-from tests.conftest import MAJORDOMUS, Repo
+from tests.support.cli import MAJORDOMUS
+from tests.support.repo import Repo
 
 if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
     # not by every worker that collects this module

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import random
 
-from majordomus.cache import FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME, ReadCache
+from majordomus.cachefile import READ_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from majordomus.objectids import BlobIds, run
-from tests.conftest import Repo
+from majordomus.readcache import ReadCache
+from tests.support.repo import Repo
 
 
 def test_blob_ids_held_as_one_string_answer_as_a_set_does() -> None:
@@ -34,14 +35,14 @@ def test_a_read_cache_cut_short_is_read_afresh(repo: Repo) -> None:
     git_dir = repo.path / ".git"
     (git_dir / VIEWS_FILE_NAME).unlink(missing_ok=True)
     expected = repo.run("history", "--all", "--json").out
-    loaded = ReadCache(git_dir / FILE_NAME).load_frames()
+    loaded = ReadCache(git_dir / READ_FILE_NAME).load_frames()
     assert loaded is not None
     (trees, odd), frames = loaded
     assert trees and odd == {} and sum(len(frame) for frame in frames) == 13  # one per commit
-    data = (git_dir / FILE_NAME).read_bytes()
+    data = (git_dir / READ_FILE_NAME).read_bytes()
     for cut in (len(data) - 1, len(data) // 2, 9):
-        (git_dir / FILE_NAME).write_bytes(data[:cut])
-        assert ReadCache(git_dir / FILE_NAME).blobs == {}  # a frame cut short: none of it
+        (git_dir / READ_FILE_NAME).write_bytes(data[:cut])
+        assert ReadCache(git_dir / READ_FILE_NAME).blobs == {}  # a frame cut short: none of it
         (git_dir / VIEWS_FILE_NAME).unlink(missing_ok=True)  # so that the notes are read
         for part in (git_dir / VIEWS_FOLDER_NAME).iterdir():
             part.unlink()

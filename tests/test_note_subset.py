@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus.records import _written_document, dump_tables, load_document
-from tests.corpus import corpus
+from tests.support.corpus import corpus
 
 KEYS = st.sampled_from(["v", "id", "task", "head", "at", "body", "supersedes", "x-1", "A_b"])
 TEXT = st.text(st.characters(codec="utf-8"), max_size=30)

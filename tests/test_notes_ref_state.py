@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Repo
 from tests.support.cli import Result
+from tests.support.repo import Repo
 
 NOTES_REF = "refs/notes/majordomus"
 REMOTE_REF = "refs/notes/remotes/origin/majordomus"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 
 def test_check_all_json_is_a_list_of_checks_even_for_one_task(repo: Repo) -> None:

@@ -13,11 +13,11 @@ from typing import NamedTuple
 
 import pytest
 
-from majordomus.cache import FILE_NAME as CACHE_FILE_NAME
-from majordomus.cache import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
-from tests.conftest import Clock, Repo, hermetic_environ
-from tests.remote_fixtures import clone, git, seeded
-from tests.support.git import lose_object
+from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE_NAME
+from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
+from tests.support.env import Clock, hermetic_environ
+from tests.support.git import git, lose_object
+from tests.support.repo import Repo, clone, seeded
 
 NOTES = "refs/notes/majordomus"
 TRACKING = "refs/notes/remotes/origin/majordomus"

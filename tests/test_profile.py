@@ -8,7 +8,7 @@ import pytest
 
 from majordomus.errors import RefusedError
 from majordomus.profile import parse_config, parse_duration, resolve
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 REPO_TOML = """\
 profile = "incident"

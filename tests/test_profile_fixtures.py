@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Repo
-from tests.corpus import PROFILES
+from tests.support.corpus import PROFILES
+from tests.support.repo import Repo
 
 CASES: list[dict[str, Any]] = tomllib.loads((PROFILES / "manifest.toml").read_text("utf-8"))["case"]
 

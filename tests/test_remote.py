@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import clone, git_daemon, history_ids, ref_ids, seeded
 from tests.support import forks
+from tests.support.env import Clock
 from tests.support.forks import MAJORDOMUS_MAIN, Job
+from tests.support.git import git_daemon
+from tests.support.notes import ref_ids
+from tests.support.repo import Repo, clone, history_ids, seeded
 
 
 def write(repo: Repo, title: str, body: str) -> set[str]:

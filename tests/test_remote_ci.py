@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import AUTHOR, Clock, Repo
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import AUTHOR, Clock
+from tests.support.repo import Repo, clone, seeded
 
 
 def handover(repo: Repo, objective: str = "stop the queue dropping acks") -> dict[str, str]:

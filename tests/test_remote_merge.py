@@ -14,7 +14,7 @@ from majordomus.merge import Merger
 from majordomus.records import dump_note, parse_note
 from majordomus.values import MergeReport
 from majordomus.writer import Writer
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 THEIRS = "refs/notes/theirs"
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 SERVER_LIFETIME_S = 20.0  # the mute server stops by itself, whatever the test does
 
@@ -119,9 +119,9 @@ def test_where_the_kernel_does_not_count_reads_git_is_asked_to_talk(
 ) -> None:
     # Off Linux the watch sees only git's output: git runs with --progress, and a remote
     # that answers still does its work; one that never answers is still given up on.
-    from majordomus import remote
+    from majordomus import gitprocess
 
-    monkeypatch.setattr(remote, "_watches_reads", lambda: False)
+    monkeypatch.setattr(gitprocess, "_watches_reads", lambda: False)
     team = worked.path.parent / "team.git"
     worked.git("init", "-q", "--bare", str(team))
     assert worked.run("push", str(team)).code == 0

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus import jsontext, render
-from majordomus.cache import DocumentCache
+from majordomus.documentcache import DocumentCache
 from majordomus.jsontext import dumps, finite, json_default
+from majordomus.plaintext import safe
 from majordomus.records import REFUSED
-from majordomus.render import _indent, safe
-from tests.conftest import Repo
+from majordomus.render import _indent
 from tests.support.env import Clock
-from tests.support.repo import clone, seeded, worked
+from tests.support.repo import Repo, clone, seeded, worked
 
 LEAVES = st.one_of(
     st.none(),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Clock, Repo
+from tests.support.env import Clock
+from tests.support.repo import Repo
 
 
 def test_not_a_repository(tmp_path: Path, environ: dict[str, str], clock: Clock) -> None:

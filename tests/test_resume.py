@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Repo
+from tests.support.repo import Repo
 
 
 def as_json(repo: Repo, *argv: str, code: int = 0) -> Any:

@@ -14,8 +14,8 @@ from typing import NamedTuple
 import pytest
 
 from majordomus.secret import find_secret
-from tests.conftest import Repo
 from tests.support.notes import stored_records
+from tests.support.repo import Repo
 
 # Built by concatenation so that this file itself holds no token-shaped string.
 SAMPLES = {

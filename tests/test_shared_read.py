@@ -21,13 +21,15 @@ from typing import Any
 
 import pytest
 
-from majordomus.cache import FILES as CACHE_FILES
-from majordomus.cache import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME, DocumentCache
-from tests.corpus import corpus
-from tests.reliability.helpers import git, hermetic_environ, make_clone
-from tests.reliability.hostile import case_of, plant
+from majordomus.cachefile import FILES as CACHE_FILES
+from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME
+from majordomus.documentcache import DocumentCache
+from tests.support.corpus import corpus
+from tests.support.env import hermetic_environ
 from tests.support.forks import Done, Job
 from tests.support.forks import run as run_forked
+from tests.support.git import git, make_clone
+from tests.support.hostile_notes import case_of, plant
 
 # Run in the child Python: the threshold lowered so that the corpus is "many notes", four
 # CPUs whatever the machine has, each fork counted; `dying` helpers exit at once.

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pygit2
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import bare, clone
-from tests.support.env import EMAIL, NAME
-from tests.support.git import NOTES_REF
+from tests.support.env import EMAIL, NAME, Clock
+from tests.support.git import NOTES_REF, bare
+from tests.support.repo import Repo, clone
 
 
 def alice_and_bob(tmp_path: Path, environ: dict[str, str]) -> tuple[Repo, Repo, str, str]:

@@ -17,13 +17,13 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from majordomus import gitfiles, notestree
+from majordomus import gitobjects, notestree
 from majordomus.repository import NOTES_REF
-from tests.conftest import Clock, Repo
 from tests.support import forks
+from tests.support.env import Clock
 from tests.support.forks import Job
 from tests.support.git import bare
-from tests.support.repo import clone
+from tests.support.repo import Repo, clone
 
 # Commands in one fresh process: each one's answer, and whether libgit2 was loaded by then.
 PROBE = """
@@ -368,7 +368,7 @@ def test_what_is_not_read_by_git_is_left_to_libgit2(repo: Repo, tmp_path: Path) 
 
 
 def test_the_notes_found_are_those_notestree_finds(repo: Repo) -> None:
-    """gitfiles.attached_notes against notestree.find (libgit2), tree by tree."""
+    """gitobjects.attached_notes against notestree.find (libgit2), tree by tree."""
     repo.task()
     assert repo.run("checkpoint", "a note").code == 0
     head = repo.head()
@@ -377,7 +377,7 @@ def test_the_notes_found_are_those_notestree_finds(repo: Repo) -> None:
     hand_made = _set_notes_tree(repo, _fanned_copies(repo, head, present))
     pg = repo.pygit
     gitdir = str(repo.path / ".git")
-    batch = gitfiles.Batch(gitdir, repo.environ)
+    batch = gitobjects.Batch(gitdir, repo.environ)
     try:
         for target in (hand_made, f"{hand_made}~1"):
             target_id = repo.git("rev-parse", target).strip()
@@ -386,9 +386,9 @@ def test_the_notes_found_are_those_notestree_finds(repo: Repo) -> None:
                 found = list(notestree.find_kinds(pg, root, commit))
                 expected = [str(oid) for oid, kind in found if kind == "note"]
                 odd = [(kind, str(oid)) for oid, kind in found if kind != "note"]
-                assert gitfiles.attached_notes(batch, [target_id], commit) == (expected, odd)
+                assert gitobjects.attached_notes(batch, [target_id], commit) == (expected, odd)
         both = [repo.git("rev-parse", t).strip() for t in (f"{hand_made}~1", hand_made)]
-        assert gitfiles.attached_notes(batch, both, head) == (
+        assert gitobjects.attached_notes(batch, both, head) == (
             list(
                 dict.fromkeys(
                     str(oid)
@@ -398,10 +398,10 @@ def test_the_notes_found_are_those_notestree_finds(repo: Repo) -> None:
             ),
             [],
         )
-        with pytest.raises(gitfiles.UnsureError):  # a tree is no notes commit
-            gitfiles.attached_notes(batch, [str(root.id)], head)
-        with pytest.raises(gitfiles.UnsureError):  # nor is an object that is not here
-            gitfiles.attached_notes(batch, ["0123456789abcdef0123456789abcdef01234567"], head)
+        with pytest.raises(gitobjects.UnsureError):  # a tree is no notes commit
+            gitobjects.attached_notes(batch, [str(root.id)], head)
+        with pytest.raises(gitobjects.UnsureError):  # nor is an object that is not here
+            gitobjects.attached_notes(batch, ["0123456789abcdef0123456789abcdef01234567"], head)
     finally:
         batch.close()
 
@@ -419,7 +419,7 @@ def test_cat_file_batch_check_cannot_tell_a_gitlink_from_an_absent_note(repo: Re
     checked = repo.git("cat-file", "--batch-check", input=asked).splitlines()
     assert checked == [f"{notes}:{head} missing", f"{notes}:{head[:2]}/{head[2:]} missing"]
     assert repo.git("ls-tree", notes) == f"160000 commit {absent}\t{head}\n"
-    assert gitfiles.tree_entries(repo.pygit.odb.read(tree)[1]) == {head: ("commit", absent)}
+    assert gitobjects.tree_entries(repo.pygit.odb.read(tree)[1]) == {head: ("commit", absent)}
 
 
 def test_a_replaced_note_is_read_as_libgit2_reads_it(repo: Repo, tmp_path: Path) -> None:

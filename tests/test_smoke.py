@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import AUTHOR, Repo
+from tests.support.env import AUTHOR
+from tests.support.repo import Repo
 
 
 def test_loop(repo: Repo) -> None:

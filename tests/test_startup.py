@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MAJORDOMUS, Repo
-from tests.support.repo import clone
+from tests.support.cli import MAJORDOMUS
+from tests.support.repo import Repo, clone
 
 PROBE = """
 import io, sys
@@ -54,11 +54,12 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 # accelerators left out): typer is not among them. A change here costs or saves start-up
 # time on every CI run: each entry says why it is paid for.
 OURS_FOR_SHOW = {
-    "__init__", "blobs", "cache", "commands", "commitnotes", "errors", "front", "gitfiles",
-    "graph", "index", "history", "interrupt", "jobs", "jsontext", "ledger", "location",
-    "notesread", "notesref", "notestree", "objectids", "ops", "partialclone", "profile",
-    "readrefs", "records", "render", "remote", "repository", "summaries", "values",
-    "viewparts", "writer",
+    "__init__", "blobs", "cachefile", "chains", "commands", "commitnotes", "divergence",
+    "documentcache", "errors", "front", "gitfiles", "gitobjects", "graph", "graphcache",
+    "history", "index", "interrupt", "jobs", "jsontext", "ledger", "location", "noteforms",
+    "notesread", "notesref", "notestree", "objectids", "ops", "partialclone", "plaintext",
+    "profile", "readcache", "readrefs", "records", "remote", "render", "repository",
+    "summaries", "tally", "values", "viewcache", "viewparts", "writer",
 }  # fmt: skip
 OTHERS_FOR_SHOW = {
     "datetime",  # records: when a record was written

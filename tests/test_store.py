@@ -13,13 +13,14 @@ from majordomus import notestree
 from majordomus.jobs import open_jobs
 from majordomus.records import MissingObjectError, parse_note
 from majordomus.repository import NOTES_REF
-from tests.conftest import AUTHOR, Repo
-from tests.reliability.helpers import store_problems
 from tests.support import forks
+from tests.support.contracts import store_problems
+from tests.support.env import AUTHOR
 from tests.support.forks import MAJORDOMUS_MAIN, Job
 from tests.support.git import lock_files
 from tests.support.locks import AgedLock
 from tests.support.notes import stored_records
+from tests.support.repo import Repo
 
 
 def note_paths(repo: Repo) -> list[str]:

@@ -1,4 +1,4 @@
-"""A notes tree listed by one `git ls-tree -r` (`gitfiles.tree_notes`) gives the notes
+"""A notes tree listed by one `git ls-tree -r` (`gitobjects.tree_notes`) gives the notes
 libgit2's walk gives (`notestree.walk`), in its order, for every shape a tree can take:
 git's own fan-out, notes held twice, gitlinks, trees and blobs where notes should be,
 names git would never write (out of order, twice, with tabs and spaces spelling a record),
@@ -13,15 +13,15 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from majordomus import gitfiles, notestree, render
+from majordomus import gitobjects, notestree, render
 from majordomus import index as index_module
 from majordomus.records import MissingObjectError
 from majordomus.repository import NOTES_REF
-from tests.conftest import Clock, Repo
-from tests.corpus import corpus
-from tests.reliability.hostile import case_of, plant
+from tests.support.corpus import corpus
+from tests.support.env import Clock
 from tests.support.git import bare
-from tests.support.repo import clone
+from tests.support.hostile_notes import case_of, plant
+from tests.support.repo import Repo, clone
 
 Entry = tuple[bytes, bytes, str]  # mode, name, object id
 
@@ -55,7 +55,7 @@ def _tree(repo: Repo, tree: str) -> pygit2.Tree:
 
 
 def listed(repo: Repo, tree: str) -> str | None:
-    return gitfiles.tree_notes(str(repo.path / ".git"), repo.environ, tree)
+    return gitobjects.tree_notes(str(repo.path / ".git"), repo.environ, tree)
 
 
 def test_a_tree_of_every_shape_is_listed_as_libgit2_walks_it(repo: Repo) -> None:

@@ -10,8 +10,8 @@ import signal
 import time
 
 from majordomus import front
-from tests.conftest import MAJORDOMUS, Repo
-from tests.support.cli import start
+from tests.support.cli import MAJORDOMUS, start
+from tests.support.repo import Repo
 
 
 def watch_in_process(repo: Repo, *argv: str, tty: bool = False) -> tuple[int, str]:

@@ -6,8 +6,8 @@ import os
 import random
 from pathlib import Path
 
-from tests.reliability.helpers import hermetic_environ
-from tests.reliability.trials import concurrent_writers
+from tests.support.env import hermetic_environ
+from tests.support.trials import concurrent_writers
 
 
 def test_concurrent_writers_across_work_trees_lose_nothing(tmp_path: Path) -> None:

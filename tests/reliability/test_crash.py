@@ -7,17 +7,14 @@ import os
 import random
 from pathlib import Path
 
-from tests.conftest import Repo
-from tests.reliability.helpers import (
-    NOTES_REF,
-    hermetic_environ,
-    make_clone,
-    run_cli,
-    store_problems,
-    stored_records,
-)
-from tests.reliability.trials import crash_round
+from tests.support.cli import run_cli
+from tests.support.contracts import store_problems
+from tests.support.env import hermetic_environ
+from tests.support.git import NOTES_REF, make_clone
 from tests.support.locks import AgedLock
+from tests.support.notes import stored_records
+from tests.support.repo import Repo
+from tests.support.trials import crash_round
 
 
 def test_writers_killed_at_random_instants_leave_a_sound_store(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from tests.reliability import properties
-from tests.reliability.strategies import raw_notes, raw_profiles
+from tests.support import properties
+from tests.support.strategies import raw_notes, raw_profiles
 
 FUZZ = settings(
     max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True

@@ -15,14 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from majordomus.records import normalise_text
-from tests.conftest import Repo
-from tests.reliability.helpers import (
-    git,
-    spawn,
-    stored_records,
-    terminal_problems,
-    wait_measured,
-)
+from tests.support.cli import spawn, wait_measured
+from tests.support.contracts import terminal_problems
+from tests.support.git import git
+from tests.support.notes import stored_records
+from tests.support.repo import Repo
 
 # Bodies made of TOML's own syntax: each must come back exactly as given.
 VERBATIM = [

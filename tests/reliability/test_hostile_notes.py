@@ -10,19 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import (
-    NOTES_REF,
-    commit,
-    git,
-    hermetic_environ,
-    make_clone,
-    note_blobs,
-    run_cli,
-    spawn,
-    strict_json,
-    terminal_problems,
-)
-from tests.reliability.hostile import (
+from tests.support.cli import run_cli, spawn
+from tests.support.contracts import strict_json, terminal_problems
+from tests.support.env import hermetic_environ
+from tests.support.git import NOTES_REF, commit, git, make_clone
+from tests.support.hostile_notes import (
     ALLOWED,
     READS,
     Planted,
@@ -31,6 +23,7 @@ from tests.reliability.hostile import (
     plant_remote_refs,
     record,
 )
+from tests.support.notes import note_blobs
 
 
 class Hostile:

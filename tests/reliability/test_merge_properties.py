@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from majordomus.records import Note, Record, parse_note, union
-from tests.conftest import Repo
-from tests.reliability import properties
-from tests.reliability.merging import NotesRepo, both_sides
-from tests.reliability.strategies import note_families, notes, records
+from tests.support import properties
+from tests.support.notes_merge import NotesRepo, both_sides
+from tests.support.repo import Repo
+from tests.support.strategies import note_families, notes, records
 
 FAST = settings(
     max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), print_blob=True

@@ -13,7 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tests.support.env import hermetic_environ
 from tests.support.git import NOTES_REF, git
+
+# Reading a repository needs no identity and no configuration of anyone's.
+_READER_ENVIRON = hermetic_environ(Path("/nonexistent/majordomus-test-home"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,10 +93,11 @@ def stored_records(path: Path, environ: Mapping[str, str], ref: str = NOTES_REF)
     return found
 
 
-def ref_ids(path: Path, environ: Mapping[str, str], ref: str = NOTES_REF) -> set[str]:
-    """Every record id in the notes `ref` of the repository at `path`."""
+def ref_ids(path: Path, ref: str = NOTES_REF) -> set[str]:
+    """Every record id in the notes `ref` of the repository at `path` (git dir or work tree),
+    as this reader finds them."""
     return {
         ident
-        for record in stored_records(path, environ, ref)
+        for record in stored_records(path, _READER_ENVIRON, ref)
         if isinstance(ident := record.table.get("id"), str)
     }

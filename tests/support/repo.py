@@ -7,6 +7,7 @@ sleeping, or as a real process where a test needs one (concurrency, kills, termi
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -14,14 +15,12 @@ from pathlib import Path
 
 import pygit2
 
-from majordomus.cache import FILES as CACHE_FILES
-from majordomus.cache import VIEWS_FOLDER_NAME
+from majordomus.cachefile import FILES as CACHE_FILES
+from majordomus.cachefile import VIEWS_FOLDER_NAME
 from tests.support import cli
 from tests.support.env import EMAIL, NAME, Clock
 from tests.support.git import NOTES_REF, bare
 from tests.support.git import git as run_git
-
-Result = cli.Result
 
 
 class Repo:
@@ -87,7 +86,7 @@ class Repo:
         stdin: bytes = b"",
         environ: Mapping[str, str] | None = None,
         tty: bool = False,
-    ) -> Result:
+    ) -> cli.Result:
         """majordomus in-process, in this repository, with its clock and no sleeping."""
         return cli.run_cli(
             self.path,
@@ -135,3 +134,10 @@ def worked(repo: Repo, bodies: Sequence[str]) -> None:
         assert repo.run("checkpoint", body).code == 0
     assert repo.run("handover", "-o", "find it", "-s", "half", "-n", "bisect").code == 0
     repo.commit("after")
+
+
+def history_ids(repo: Repo) -> list[str]:
+    """Record ids as every read command sees them (local and remote-tracking refs united)."""
+    result = repo.run("history", "--all", "--json")
+    assert result.code == 0, result.err
+    return sorted(record["id"] for record in json.loads(result.out)["records"])

@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tests.conftest import Clock, Repo
-from tests.remote_fixtures import clone, seeded
+from tests.support.env import Clock
 from tests.support.git import NOTES_REF
+from tests.support.repo import Repo, clone, seeded
 
 TRACKING_REF = "refs/notes/remotes/origin/majordomus"
 SESSION_START = json.dumps({"hook_event_name": "SessionStart", "source": "startup"}).encode()

@@ -1,58 +1,24 @@
-"""What the reliability trials check: the durability contract of the notes ref and what
-a terminal may receive; built on `tests/support/` (hermetic clones, real processes, and a
-reader of the notes ref that does not trust majordomus to check majordomus).
+"""What the reliability trials check: the durability contract of the notes ref, what a
+terminal may receive, and JSON as a strict reader takes it; built on `tests/support/`
+(hermetic clones, and a reader of the notes ref that does not trust majordomus to check
+majordomus).
 
-Shared by the fast tests in this package and the long campaign in `soak/run.py`.
+Shared by the fast tests in tests/reliability/ and the long campaign in `soak/run.py`.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
 import subprocess
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from majordomus.records import KINDS, parse_note
-from tests.support.cli import MAJORDOMUS, Finished, run_cli, spawn, wait_measured
-from tests.support.cli import Result as Run
-from tests.support.env import hermetic_environ, isolate_pygit2
-from tests.support.git import (
-    NOTES_REF,
-    add_worktrees,
-    commit,
-    common_dir,
-    git,
-    lock_files,
-    make_clone,
-)
-from tests.support.notes import Stored, note_blobs, stored_records
-
-__all__ = [
-    "MAJORDOMUS",
-    "NOTES_REF",
-    "Finished",
-    "Run",
-    "Stored",
-    "add_worktrees",
-    "commit",
-    "common_dir",
-    "git",
-    "hermetic_environ",
-    "isolate_pygit2",
-    "lock_files",
-    "make_clone",
-    "note_blobs",
-    "run_cli",
-    "spawn",
-    "stored_records",
-    "wait_measured",
-]
-
-KILL_SETTLE_S = 5.0  # a killed process is reaped within this
+from tests.support.git import NOTES_REF, git
+from tests.support.notes import note_blobs
 
 # What must never reach a terminal from a note: C0 controls but newline and tab,
 # DEL, C1 controls, bidi overrides and isolates.
@@ -120,27 +86,6 @@ def terminal_problems(text: str | bytes) -> list[str]:
         except UnicodeDecodeError as error:
             return [f"output is not UTF-8: {error}"]
     return [f"raw U+{ord(m.group()):04X} at {m.start()}" for m in _UNSAFE_CHARS.finditer(text)]
-
-
-def as_json_record(stored: Stored) -> dict[str, Any]:
-    """A stored table the way `--json` shows a record: `at` in RFC 3339, `kind` and `commit`."""
-    out: dict[str, Any] = {"kind": stored.kind}
-    for key, value in stored.table.items():
-        if isinstance(value, datetime.datetime) and key == "at":
-            out[key] = value.astimezone(datetime.UTC).isoformat().removesuffix("+00:00") + "Z"
-        else:
-            out[key] = value
-    out["commit"] = stored.target
-    return out
-
-
-def sessions(records: Sequence[Stored], prefix: str) -> list[str]:
-    """The `session` of each record written by one trial (its sessions share a prefix)."""
-    return sorted(
-        str(r.table["session"])
-        for r in records
-        if str(r.table.get("session", "")).startswith(prefix)
-    )
 
 
 def strict_json(text: str) -> Any:

@@ -28,7 +28,7 @@ from majordomus.records import (
     union,
 )
 from majordomus.values import Located
-from tests.reliability.helpers import strict_json, terminal_problems
+from tests.support.contracts import strict_json, terminal_problems
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 NOW = datetime.datetime(2026, 11, 30, 3, 0, 0, tzinfo=datetime.UTC)

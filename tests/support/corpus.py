@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2] / "fixtures"
 NOTES = ROOT / "notes"
 PROFILES = ROOT / "profiles"
 GOLDEN = ROOT / "golden"

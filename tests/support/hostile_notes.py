@@ -14,8 +14,8 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tests.corpus import CORPUS_TASK, CorpusNote, corpus
-from tests.reliability.helpers import NOTES_REF, git
+from tests.support.corpus import CORPUS_TASK, CorpusNote, corpus
+from tests.support.git import NOTES_REF, git
 
 HEAD40 = "0" * 40
 AT = "2026-11-30T03:00:00Z"

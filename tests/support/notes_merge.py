@@ -1,4 +1,4 @@
-"""Two notes commits that fork from a common one, merged by majordomus' jobs: what the
+"""Two notes commits that fork from a common one, merged by majordomus' writer: what the
 merge property tests (and the soak) feed with generated notes on both sides."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from majordomus.jobs import open_jobs
 from majordomus.records import dump_note
 from majordomus.repository import NOTES_REF
-from tests.reliability.strategies import notes, raw_notes
 from tests.support.repo import Repo
+from tests.support.strategies import notes, raw_notes
 
 
 class NotesRepo:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import datetime
 import json
 import random
 import signal
@@ -18,20 +19,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.reliability.helpers import (
+from tests.support.cli import run_cli, spawn
+from tests.support.contracts import store_problems
+from tests.support.git import (
     NOTES_REF,
-    Stored,
     add_worktrees,
-    as_json_record,
     commit,
     common_dir,
     lock_files,
     make_clone,
-    run_cli,
-    spawn,
-    store_problems,
-    stored_records,
 )
+from tests.support.notes import Stored, stored_records
 
 PROCESS_TIMEOUT_S = 120.0
 # Kinds a concurrent writer runs, with their weights.
@@ -125,6 +123,18 @@ def _nothing_open(printed: Any) -> bool:
 
 def _session(record: Stored) -> str:
     return str(record.table.get("session", ""))
+
+
+def as_json_record(stored: Stored) -> dict[str, Any]:
+    """A stored table the way `--json` shows a record: `at` in RFC 3339, `kind` and `commit`."""
+    out: dict[str, Any] = {"kind": stored.kind}
+    for key, value in stored.table.items():
+        if isinstance(value, datetime.datetime) and key == "at":
+            out[key] = value.astimezone(datetime.UTC).isoformat().removesuffix("+00:00") + "Z"
+        else:
+            out[key] = value
+    out["commit"] = stored.target
+    return out
 
 
 def _compare(expected: Mapping[str, dict[str, Any]], mine: list[Stored]) -> list[str]:

@@ -7,8 +7,9 @@ Commit ids are fixed by the clock and identity; the ids majordomus draws at
 random (tasks, records) are replaced, in order of first appearance, by fixed
 ids of the same shape, and temporary paths by placeholders.
 
-`python -m tests.golden` (`make golden`) rewrites fixtures/golden/; the test
-in tests/test_golden.py compares every transcript whole and shows a diff.
+The scenarios are in `golden_scenarios` and `golden_refusals`; `python -m
+tests.support.golden` (`make golden`) rewrites fixtures/golden/; the test in
+tests/test_golden.py compares every transcript whole and shows a diff.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tests.corpus import GOLDEN
+from tests.support.corpus import GOLDEN
 from tests.support.env import Clock, hermetic_environ
 from tests.support.repo import Repo
 
@@ -170,9 +171,9 @@ def golden_path(name: str) -> Path:
 
 
 def main() -> int:
-    # Imported by name: run as `python -m tests.golden`, this module is __main__, and the
-    # scenarios register themselves with tests.golden.
-    from tests import golden, golden_scenarios  # noqa: F401, PLW0406
+    # Imported by name: run as `python -m tests.support.golden`, this module is __main__,
+    # and the scenarios register themselves with tests.support.golden.
+    from tests.support import golden, golden_refusals, golden_scenarios  # noqa: F401, PLW0406
     from tests.support.env import isolate_pygit2
 
     isolate_pygit2(Path(tempfile.mkdtemp(prefix="majordomus-golden-config-")))

@@ -22,7 +22,7 @@ from majordomus.records import (
     normalise_text,
     note_from_document,
 )
-from tests.corpus import PROFILES, corpus
+from tests.support.corpus import PROFILES, corpus
 
 BIDI = "".join(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 HEX = "0123456789abcdef"
