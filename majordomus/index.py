@@ -12,28 +12,16 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import TYPE_CHECKING
 
 from majordomus.cachefile import VIEWS_FILE_NAME
-from majordomus.commitnotes import CommitNotes
 from majordomus.errors import RepositoryError
-from majordomus.ledger import Ledger, record_key, resolving
 from majordomus.records import Note, Record, Shown, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, Located, NoteSet, WriteReport
 from majordomus.viewcache import PartMissing, ViewCache
-from majordomus.viewparts import (
-    Changes,
-    Meta,
-    Row,
-    View,
-    carried_over,
-    changes_of,
-    pack,
-    state_key,
-    task_part,
-    unpack,
-)
+from majordomus.viewparts import Meta, Row, View, pack, state_key, task_part, unpack
 
 if TYPE_CHECKING:
     from majordomus.history import History
+    from majordomus.ledger import Changed
     from majordomus.notesread import NotesReader
 
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
@@ -294,7 +282,6 @@ class Views:
         self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
         self._unwritten: dict[str, View] = {}
-        self._commit_notes = CommitNotes(reader.repository, reader.refs, reader.blobs)
         self._cache = ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
         self._targets = reader.refs.ref_targets()
         self._key = state_key(self._targets)
@@ -342,22 +329,22 @@ class Views:
     def _carried_over(self) -> Meta | None:
         """The cached views brought to the current state by re-reading only the notes that
         changed since (another writer, `git notes`, a fetch): what a full read would build,
-        or None when that cannot be told cheaply (copies of a record, a missing object, a
-        resume that resolves another task's handover).
-
-        Only the tasks the changed notes hold records of, before or after, are unpacked
-        and written again, with the shards of the ledger their keys fall in: every other
-        part stays as it was, byte for byte."""
+        or None when that cannot be told cheaply; every part the changed notes do not
+        touch stays as it was, byte for byte (see `ledger.carried_over`)."""
         cache = self._cache
         if not cache.key or "@" in cache.key or not cache.meta:
             return None
         before = dict(item.partition("=")[::2] for item in cache.key.split(";"))
         if state_key(before) != cache.key or before.keys() != self._targets.keys():
             return None
-        changes = self._changes(before)
-        if changes is None:
+        changed = self._changed_notes(before)
+        if changed is None:
             return None
-        carried = carried_over(cache, changes, self._unwritten if self._writing else None)
+        # Here: a command the views answer as they are never loads the ledger.
+        from majordomus.ledger import carried_over
+
+        unwritten = self._unwritten if self._writing else None
+        carried = carried_over(cache, changed, self._reader.note, unwritten)
         if carried is None:
             return None
         meta, parts = carried
@@ -367,12 +354,14 @@ class Views:
             cache.put(self._key, meta, parts.items(), base=True)
         return meta
 
-    def _changes(self, before: Mapping[str, str]) -> Changes | None:
-        """What the notes that changed since the state `before` (each ref's target) change
-        in the cached views, from a comparison of the notes trees and those notes read;
-        None when the trees cannot be compared, too many notes changed, or an object on
-        the way is missing."""
-        notes = self._commit_notes
+    def _changed_notes(self, before: Mapping[str, str]) -> Changed | None:
+        """The meta of the cached views, the commits whose notes changed since the state
+        `before` (each ref's target), and each one's notes before and now, found without
+        a walk; None when the trees cannot be compared or too many notes changed."""
+        from majordomus.commitnotes import CommitNotes  # here: as the ledger (above)
+
+        reader = self._reader
+        notes = CommitNotes(reader.repository, reader.refs, reader.blobs)
         changed: set[str] = set()
         for name, target in self._targets.items():
             if before[name] != target:
@@ -390,7 +379,7 @@ class Views:
             ]
         except (RepositoryError, ValueError, TypeError):
             return None
-        return changes_of(changed, both, self._reader.note, (invalid, task_ids))
+        return (invalid, task_ids), changed, both
 
     @property
     def task_ids(self) -> tuple[str, ...]:
@@ -459,13 +448,13 @@ class Views:
         if self._cache.key != self._key:
             return  # rebuilt for this HEAD since (a lost part, and copies): not carried
         targets = {**self._targets, NOTES_REF: report.notes_commit}
+        from majordomus.ledger import Ledger, resolving  # as in `_carried_over`
+
         summary = tuple(summary_of(record, position))
         ledger = Ledger(self._cache.part)
         try:
             rows, resolved = self._view(record.task)
-            ledger.add(record_key(summary))
-            for handover in resolving(summary):
-                ledger.resolve(handover, +1)
+            ledger.record(summary)
         except (PartMissing, ValueError, TypeError, EOFError):
             return
         rows = (*rows, (summary, record.head, (blob,)))
@@ -483,6 +472,8 @@ class Views:
 def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
     """Every part of the views of a full read: each task's view, each shard of the ledger;
     made one at a time, so that only one task's rows are ever held beside the index."""
+    from majordomus.ledger import Ledger  # as in `Views._carried_over`
+
     resolved = index.resolved_handovers()
     for task in dict.fromkeys(item.summary.task for item in index.records):
         items = index.of_task(task)
@@ -491,7 +482,4 @@ def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
         mine = {item.summary.id for item in items if item.summary.kind == "handover"}
         yield task_part(task), pack(task_rows, mine & resolved)
     summaries = [item.summary for item in index.records]
-    yield from Ledger.built(
-        (record_key(summary) for summary in summaries),
-        (h for summary in summaries for h in resolving(summary)),
-    ).items()
+    yield from Ledger.built(summaries).items()

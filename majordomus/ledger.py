@@ -1,5 +1,6 @@
-"""The ledger the per-task views are carried over by: every record's key and every handover
-id a resume resolves, kept in shards by key.
+"""The ledger the per-task views are carried over by (every record's key and every handover
+id a resume resolves, kept in shards by key), and the views' parts carried over to a new
+state of the notes refs from the notes that changed.
 """
 
 from __future__ import annotations
@@ -7,10 +8,18 @@ from __future__ import annotations
 import collections
 import marshal
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from majordomus.records import Note, summarise
+from majordomus.viewcache import PartMissing, ViewCache
+from majordomus.viewparts import Meta, Row, View, pack, task_part, unpack
+
 LEDGER_SHARDS = 64
+Notes = tuple[tuple[str, ...], int]  # a commit's readable note blobs, and how many are not
+# The views' meta, the commits whose notes changed, and their notes (in order) before and now
+# (None: an object is missing).
+Changed = tuple[Meta, set[str], list[tuple[Notes | None, Notes | None]]]
 
 
 def record_key(summary: tuple[Any, ...]) -> str:
@@ -81,14 +90,21 @@ class Ledger:
     def changed_parts(self) -> dict[str, bytes | None]:
         return {name: _shard_bytes(*self._shards[name]) for name in self._changed}
 
+    def record(self, summary: tuple[Any, ...]) -> None:
+        """A record (its summary as a tuple) added: its key, and the handovers it resolves."""
+        self.add(record_key(summary))
+        for handover in resolving(summary):
+            self.resolve(handover, +1)
+
     @staticmethod
-    def built(keys: Iterable[str], resolved: Iterable[str]) -> dict[str, bytes | None]:
+    def built(summaries: Sequence[tuple[Any, ...]]) -> dict[str, bytes | None]:
+        """Every shard of the ledger of these records (their summaries)."""
         # Keys by shard number first (one set per shard, not one per key made and dropped).
         numbered: dict[int, set[str]] = collections.defaultdict(set)
-        for key in keys:
+        for key in (record_key(summary) for summary in summaries):
             numbered[_shard_number(key)].add(key)
         shards = {_shard_name(n): (k, collections.Counter[str]()) for n, k in numbered.items()}
-        for handover in resolved:
+        for handover in (h for summary in summaries for h in resolving(summary)):
             name = _shard_of(handover_key(handover))
             if name not in shards:
                 shards[name] = (set(), collections.Counter())
@@ -100,3 +116,126 @@ def _shard_bytes(keys: set[str], resolved: collections.Counter[str]) -> bytes | 
     if not keys and not +resolved:
         return None
     return marshal.dumps((tuple(sorted(keys)), tuple(sorted((+resolved).elements()))))
+
+
+def _changed(
+    commits: set[str],
+    notes: Sequence[tuple[Notes | None, Notes | None]],
+    note: Callable[[Sequence[str]], Note],
+    invalid: int,
+) -> tuple[list[tuple[Any, ...]], list[Row], int] | None:
+    """The summaries of the notes of these commits before, the rows of their notes now, and
+    the `invalid` count of the views carried over to now (see `carried_over`)."""
+    gone: list[tuple[Any, ...]] = []
+    rows: list[Row] = []
+    for commit, (old, new) in zip(sorted(commits), notes, strict=True):
+        if old is None or new is None:
+            return None
+        invalid += new[1] - old[1]
+        if old[0]:
+            held = note(old[0])
+            invalid -= held.invalid
+            gone += [tuple(summary) for summary in summarise(held)]
+        if new[0]:
+            held = note(new[0])
+            invalid += held.invalid
+            rows += [(tuple(summary), commit, new[0]) for summary in summarise(held)]
+    return gone, rows, invalid
+
+
+def carried_over(
+    cache: ViewCache,
+    changed_notes: Changed,
+    note: Callable[[Sequence[str]], Note],
+    unwritten: dict[str, View] | None,
+) -> tuple[Meta, dict[str, bytes | None]] | None:
+    """The meta and the parts of the views `cache` holds carried over to the notes that
+    changed (each read by `note`): only the tasks those hold records of, before or after,
+    are unpacked, and the shards of the ledger their keys fall in; None when that cannot
+    be told cheaply (copies of a record, a missing object, a resume that resolves another
+    task's handover). With `unwritten`, the tasks' views are kept there, not packed (a
+    write is about to carry them further)."""
+    meta, commits, notes = changed_notes
+    changed = _changed(commits, notes, note, meta[0])
+    if changed is None:
+        return None
+    gone, new_rows, invalid = changed
+    try:
+        moving = _ledger_moved(cache, gone, new_rows)
+        if moving is None:
+            return None
+        ledger, moved, gone_keys = moving
+        touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
+        views = {task: unpack(cache.part(task_part(task))) for task in touched}
+        rows = {
+            task: [r for r in view[0] if r[1] not in commits]
+            + [r for r in new_rows if r[0][2] == task]
+            for task, view in views.items()
+        }
+        mine = {r[0][1] for rs in rows.values() for r in rs if r[0][0] == "handover"}
+        if any(ledger.has(handover_key(h)) for h in moved if h not in mine):
+            return None  # a resume of another task's handover: that view changes too
+        # A handover's resolution changes only when a change resolves it or stops
+        # resolving it, or when the handover itself is new.
+        recheck = moved | {
+            r[0][1] for r in new_rows if r[0][0] == "handover" and record_key(r[0]) not in gone_keys
+        }
+        parts = ledger.changed_parts()
+        _put_views(parts, rows, views, ledger, recheck, unwritten)
+    except (PartMissing, ValueError, TypeError, EOFError):
+        return None
+    emptied = {task for task, task_rows in rows.items() if not task_rows}
+    ids = tuple(t for t in meta[1] if t not in emptied)
+    ids += tuple(sorted(t for t in rows if t not in emptied and t not in ids))
+    return (invalid, ids), parts
+
+
+def _ledger_moved(
+    cache: ViewCache, gone: list[tuple[Any, ...]], new_rows: list[Row]
+) -> tuple[Ledger, set[str], set[str]] | None:
+    """The ledger with the keys the changes take away and add, the handovers whose
+    resolution they move, and the keys they take away; None when a record is twice among
+    them, or one they add is there already (copies)."""
+    # Only what the changes add or take away touches the ledger: a note that grew by
+    # one record (`git notes append`) still holds all the others.
+    gone_keys = {record_key(summary) for summary in gone}
+    new_keys = {record_key(row[0]) for row in new_rows}
+    if len(new_keys) < len(new_rows):
+        return None  # a record twice among the changes: copies
+    resolutions = collections.Counter(h for row in new_rows for h in resolving(row[0]))
+    resolutions.subtract(h for summary in gone for h in resolving(summary))
+    moved = {h for h, count in resolutions.items() if count}
+    ledger = Ledger(cache.part)
+    for key in gone_keys - new_keys:
+        ledger.discard(key)
+    for key in new_keys - gone_keys:
+        if ledger.has(key):
+            return None  # a copy: which one a read lists depends on the graph
+        ledger.add(key)
+    for handover in moved:
+        ledger.resolve(handover, resolutions[handover])
+    return ledger, moved, gone_keys
+
+
+def _put_views(
+    parts: dict[str, bytes | None],
+    rows: Mapping[str, list[Row]],
+    views: Mapping[str, View],
+    ledger: Ledger,
+    recheck: Collection[str],
+    unwritten: dict[str, View] | None,
+) -> None:
+    """Each touched task's view with its `rows`, into `parts` (None: a task with none left)
+    or `unwritten`; a handover's resolution read from the ledger if it is to be checked
+    again, else as the task's view had it."""
+    for task, task_rows in sorted(rows.items()):
+        if not task_rows:
+            parts[task_part(task)] = None
+            continue
+        was = set(views[task][1])
+        handovers = {row[0][1] for row in task_rows if row[0][0] == "handover"}
+        resolved = {h for h in handovers if (ledger.is_resolved(h) if h in recheck else h in was)}
+        if unwritten is not None:
+            unwritten[task] = (tuple(task_rows), tuple(sorted(resolved)))
+        else:
+            parts[task_part(task)] = pack(task_rows, resolved)

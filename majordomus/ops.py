@@ -15,7 +15,6 @@ from typing import IO, Any, NamedTuple
 
 from majordomus import profile as profiles
 from majordomus import remote
-from majordomus.commitnotes import CommitNotes
 from majordomus.errors import RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.jobs import Jobs, open_jobs
@@ -605,6 +604,8 @@ def show(ctx: Context, rev: str | None = None) -> ShowResult:
             ) from None
         commit, missing = candidates[0], True
     else:
+        from majordomus.commitnotes import CommitNotes  # here: only show reads one commit's
+
         # One note, not every note, when all of it is here.
         one = CommitNotes(jobs.repository, jobs.reader.refs, jobs.reader.blobs).notes_on(commit)
         if one is not None:

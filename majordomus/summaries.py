@@ -93,10 +93,10 @@ def united(
     return NotesOn(note_ids, summarise(note), note.invalid)
 
 
-def parsed_entry(blobs: NoteBlobs, blob: str, *, keep: bool = True) -> Summarised | str | None:
-    """What the read cache keeps of a note blob; None when the blob is not here. `keep`:
-    `blobs` keeps the parse for a second look (see `NoteBlobs.parse`)."""
-    return entry_of(blobs.parse(blob, keep=keep))
+def parsed_entry(blobs: NoteBlobs, blob: str) -> Summarised | str | None:
+    """What the read cache keeps of a note blob, parsed (the parse kept for a second look,
+    see `NoteBlobs.parse`); None when the blob is not here."""
+    return _note_entry(blobs.parse(blob))
 
 
 def newest(on: NotesOn) -> float:
@@ -107,13 +107,14 @@ def newest(on: NotesOn) -> float:
     return max((summary.at for summary in summaries), default=float("-inf"))
 
 
-def entry_of(parsed: Note | NoteError) -> Summarised | str | None:
+def _note_entry(parsed: Note | NoteError) -> Summarised | str | None:
+    """What the read cache keeps of a parse; None for a blob that is not here."""
     if isinstance(parsed, MissingObjectError):
         return None
     if isinstance(parsed, NoteError):
         return str(parsed)
-    united = union([parsed])  # summarised as `note` presents it: records de-duplicated by id
-    return summarise(united), united.invalid
+    note = union([parsed])  # summarised as `note` presents it: records de-duplicated by id
+    return summarise(note), note.invalid
 
 
 def parsed(
@@ -126,7 +127,7 @@ def parsed(
         batch = share[start : start + FRAME_ENTRIES]
         blobs.prefetch(batch)
         for blob in batch:
-            parsed = blobs.parse(blob, keep=False)
-            entry = entry_of(parsed)
+            note = blobs.parse(blob, keep=False)
+            entry = _note_entry(note)
             if entry is not None:
-                yield blob, entry, parsed
+                yield blob, entry, note

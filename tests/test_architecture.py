@@ -102,7 +102,7 @@ ALLOWED = {
     "interrupt": set(),
     "jobs": {"history", "location", "notesread", "repository", "writer"},
     "jsontext": {"records"},
-    "ledger": set(),
+    "ledger": {"records", "viewcache", "viewparts"},
     "location": {"errors", "gitfiles", "repository"},
     "markdowntext": {"jsontext", "plaintext", "records", "values"},
     "mcp_server": set(),
@@ -161,7 +161,7 @@ ALLOWED = {
     "tally": set(),
     "values": {"divergence", "records"},
     "viewcache": {"cachefile"},
-    "viewparts": {"ledger", "records", "viewcache"},
+    "viewparts": set(),
     "writer": {
         "blobs",
         "errors",

@@ -56,7 +56,7 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 OURS_FOR_SHOW = {
     "__init__", "blobs", "cachefile", "chains", "commands", "commitnotes", "divergence",
     "documentcache", "errors", "front", "gitfiles", "gitobjects", "graph", "graphcache",
-    "history", "index", "interrupt", "jobs", "jsontext", "ledger", "location", "noteforms",
+    "history", "index", "interrupt", "jobs", "jsontext", "location", "noteforms",
     "notesread", "notesref", "notestree", "objectids", "ops", "partialclone", "plaintext",
     "profile", "readcache", "readrefs", "records", "remote", "render", "repository",
     "summaries", "tally", "values", "viewcache", "viewparts", "writer",
