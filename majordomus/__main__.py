@@ -1,9 +1,10 @@
-"""Entry point for `python -m majordomus` and the console script."""
+"""Entry point for `python -m majordomus` and the console script, and `run`: a command line
+to its exit code, the one place errors become exit codes."""
 
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import IO, NoReturn
 
 # The first thing done: from here on Ctrl-C or SIGTERM waits for `main` to answer it (one
 # line, exit 130), even when it comes before `main` runs (the console script still has
@@ -19,6 +20,11 @@ except KeyboardInterrupt:  # Python's own, while the handler was being put in pl
     if sys.argv[1:2] != ["hook"]:  # an agent reads any exit but 0 as a verdict
         sys.stderr.write("majordomus: interrupted; nothing was stored.\n")
     raise SystemExit(0 if sys.argv[1:2] == ["hook"] else 130) from None
+
+import contextlib
+import datetime
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 
 def main() -> int:
@@ -37,8 +43,6 @@ def main() -> int:
             code = answer_hook(sys.argv[1:])
             if code is not None:
                 return code
-        from majordomus.front import run
-
         code = run(sys.argv[1:])
         # A hook's odd arguments (a flag it does not know) are still no verdict for the agent.
         return 0 if hook else code
@@ -52,6 +56,75 @@ def main() -> int:
         return _interrupted(hook)
     finally:
         interrupt.settle()
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+    now: Callable[[], datetime.datetime] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    is_tty: bool | None = None,
+) -> int:
+    """The command line `argv` (the program name left out) run to its exit code: read
+    plainly (`front`) when it is written so, else by typer (`cli`)."""
+    from majordomus import front
+    from majordomus.errors import MajordomusError
+    from majordomus.invocation import Invocation, Terminal
+
+    env = dict(os.environ if environ is None else environ)
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    tty = _is_tty(out) if is_tty is None else is_tty
+    terminal = Terminal(
+        stdin=stdin if stdin is not None else sys.stdin.buffer,
+        stdout=out,
+        stderr=err,
+        is_tty=tty,
+        colour=tty and "NO_COLOR" not in env and env.get("TERM") != "dumb",
+    )
+    invocation = Invocation(
+        terminal=terminal,
+        environ=env,
+        now=now or (lambda: datetime.datetime.now(datetime.UTC)),
+        sleep=sleep,
+        command_line=run,
+    )
+    found = front.plain(argv)
+    if found is None:
+        from majordomus import cli  # typer, and every command
+
+        command = cli.command_for(argv)
+    interrupt.reset()
+    try:
+        if found is None:
+            return cli.dispatch(command, argv, invocation)
+        return front.dispatch(found, invocation)
+    except MajordomusError as error:
+        from majordomus import plaintext
+
+        # Messages can quote notes (task ids, say): escaped like every other output.
+        err.write(f"majordomus: {plaintext.safe(error.message)}\n")
+        return int(error.code)
+    except KeyboardInterrupt:  # interrupt.Interrupted included
+        interrupt.heard()
+        err.write(f"majordomus: {interrupt.message()}\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    finally:
+        with contextlib.suppress(Exception):
+            out.flush()
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _interrupted(hook: bool) -> int:

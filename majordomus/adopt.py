@@ -20,23 +20,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import patches
-from majordomus.errors import RefusedError
+from majordomus.errors import ExitCode, RefusedError
 from majordomus.index import Index, Views, newest_copy
-from majordomus.jobs import Jobs
+from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import Record
+from majordomus.tasks import Jobs, open_here
 from majordomus.values import (
     DEFAULT_DAYS,
     Adoption,
     AdoptResult,
     Ambiguity,
+    AttachedRecord,
     Listed,
-    Located,
     NotesOn,
     StaleLock,
 )
+
+if TYPE_CHECKING:
+    from majordomus import render
+else:
+    render = OnFirstUse("majordomus.render")
 
 SLACK_S = 86400  # clocks of the writer and of the host may disagree by this much
 
@@ -48,13 +54,10 @@ class _Orphan(NamedTuple):
 
 
 def adopt(
-    jobs: Jobs,
-    rev: str | None,
-    *,
-    dry_run: bool = False,
-    days: int = DEFAULT_DAYS,
-    sleep: Callable[[float], None],
+    inputs: Inputs, rev: str | None = None, dry_run: bool = False, days: int = DEFAULT_DAYS
 ) -> AdoptResult:
+    """Copy records a squash or rebase merge orphaned onto the commit where they landed."""
+    jobs = open_here(inputs)
     if days < 1:
         raise RefusedError(f"--days must be 1 or more, not {days}.")
     commit = jobs.history.resolve(rev)
@@ -63,21 +66,8 @@ def adopt(
     views = Views(jobs.reader, jobs.history)
     invalid = views.invalid
     notes = _unreached(jobs, commit)
-    # A record is orphaned when REV reaches none of its copies: when the copy a read from
-    # REV lists (a reachable one when there is one) is on a commit REV does not reach. It
-    # is listed, as every read lists it then, by its copy on the newest commit.
-    copies: dict[tuple[str, str], list[Listed]] = {}
-    for annotated_commit, annotated in notes.items():
-        for summary in annotated.summaries:
-            key = (summary.kind, summary.id)
-            copies.setdefault(key, []).append(Listed(summary, annotated_commit))
-    tasks = {listed[0].summary.task for listed in copies.values()}
-    reached = {
-        (item.summary.kind, item.summary.id)
-        for item in views.listed(sorted(tasks), commit)
-        if item.commit not in notes
-    }
-    orphaned = [newest_copy(c, jobs.history) for key, c in copies.items() if key not in reached]
+    copies = _copies(notes)
+    orphaned = _orphaned(jobs, views, commit, notes, copies)
     horizon = (jobs.history.commit_time(commit) or 0) - days * 86400
     recent = [item for item in orphaned if item.summary.at >= horizon]
     if not recent:
@@ -93,22 +83,12 @@ def adopt(
         )
         for item in recent
     ]
-    since = int(min(item.summary.at for item in recent)) - SLACK_S
-    existing = sorted(jobs.history.commits_here({c for orphan in orphans for c in orphan.commits}))
-    cut = jobs.history.shallow_boundary()  # their diffs cannot be known: never compared
-    # Two chains of git processes, run side by side: the branches of the orphaned
-    # commits and their whole changes; the commits of REV compared and every change.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        branches = pool.submit(_branch_changes, jobs, commit, existing)
-        listed = jobs.repository.git("rev-list", "--no-merges", f"--max-age={since}", commit).stdout
-        window = [c for c in listed.split() if c not in cut]
-        ids = patches.ids_of_commits(jobs.history, [*window, *existing])
-        whole = branches.result()
+    window, existing, ids, whole = _compared(jobs, commit, orphans)
     candidates = _candidates(orphans, window, existing, ids, whole)
     adopted, ambiguous = _decide(orphans, candidates)
     locks: tuple[StaleLock, ...] = ()
     if adopted and not dry_run:
-        locks = _write(jobs, adopted, sleep)
+        locks = _write(jobs, adopted, inputs.sleep)
     return AdoptResult(
         commit,
         dry_run,
@@ -121,6 +101,69 @@ def adopt(
         days,
         invalid,
     )
+
+
+def _copies(notes: Mapping[str, NotesOn]) -> dict[tuple[str, str], list[Listed]]:
+    """Each record of these notes (by kind and id), and its copies on them."""
+    copies: dict[tuple[str, str], list[Listed]] = {}
+    for annotated_commit, annotated in notes.items():
+        for summary in annotated.summaries:
+            key = (summary.kind, summary.id)
+            copies.setdefault(key, []).append(Listed(summary, annotated_commit))
+    return copies
+
+
+def _orphaned(
+    jobs: Jobs,
+    views: Views,
+    rev: str,
+    notes: Mapping[str, NotesOn],
+    copies: Mapping[tuple[str, str], list[Listed]],
+) -> list[Listed]:
+    """The records on the notes REV does not reach that it reaches no copy of.
+
+    A record is orphaned when REV reaches none of its copies: when the copy a read from
+    REV lists (a reachable one when there is one) is on a commit REV does not reach. It
+    is listed, as every read lists it then, by its copy on the newest commit."""
+    tasks = {listed[0].summary.task for listed in copies.values()}
+    reached = {
+        (item.summary.kind, item.summary.id)
+        for item in views.listed(sorted(tasks), rev)
+        if item.commit not in notes
+    }
+    return [newest_copy(c, jobs.history) for key, c in copies.items() if key not in reached]
+
+
+def _compared(
+    jobs: Jobs, rev: str, orphans: Sequence[_Orphan]
+) -> tuple[list[str], list[str], dict[str, str], dict[str, _Branch]]:
+    """The commits of REV compared, the orphaned commits that still exist, the patch id of
+    each, and the branches of those that exist with their whole changes."""
+    since = int(min(orphan.listed.summary.at for orphan in orphans)) - SLACK_S
+    existing = sorted(jobs.history.commits_here({c for orphan in orphans for c in orphan.commits}))
+    cut = jobs.history.shallow_boundary()  # their diffs cannot be known: never compared
+    # Two chains of git processes, run side by side: the branches of the orphaned
+    # commits and their whole changes; the commits of REV compared and every change.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        branches = pool.submit(_branch_changes, jobs, rev, existing)
+        listed = jobs.repository.git("rev-list", "--no-merges", f"--max-age={since}", rev).stdout
+        window = [c for c in listed.split() if c not in cut]
+        ids = patches.ids_of_commits(jobs.history, [*window, *existing])
+        whole = branches.result()
+    return window, existing, ids, whole
+
+
+def adopt_command(
+    invocation: Invocation,
+    rev: str | None = None,
+    dry_run: bool = False,
+    days: int = DEFAULT_DAYS,
+    as_json: bool = False,
+) -> int:
+    result = adopt(invocation.inputs(), rev, dry_run, days)
+    invocation.locks(result.stale_locks)
+    invocation.out(render.adopt(result, as_json))
+    return ExitCode.OK
 
 
 def _unreached(jobs: Jobs, rev: str) -> Mapping[str, NotesOn]:
@@ -260,7 +303,7 @@ def _decide(
     for (target, how), members in sorted(groups.items()):
         members.sort(key=lambda o: (o.record.at, o.listed.summary.position))
         sources = _unique(c for o in members for c in o.commits)
-        located = tuple(Located(o.record, target, i) for i, o in enumerate(members))
+        located = tuple(AttachedRecord(o.record, target, i) for i, o in enumerate(members))
         adopted.append(Adoption(target, how, sources, located))
     ambiguous = [Ambiguity(tuple(ids), targets) for targets, ids in sorted(unsure.items())]
     return adopted, ambiguous

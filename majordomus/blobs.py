@@ -10,14 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from majordomus.gitobjects import Objects
-from majordomus.records import (
-    NOTE_MAX_BYTES,
-    MissingObjectError,
-    Note,
-    NoteError,
-    parse_note,
-    union,
-)
+from majordomus.notes import Note, parse_note, union
+from majordomus.notetoml import NOTE_MAX_BYTES, MissingObjectError, NoteError
 
 if TYPE_CHECKING:
     import pygit2

@@ -1,5 +1,5 @@
 """The command line as typer reads it: every command's options, help and refusals (typer's
-own refusals become exit codes here; majordomus' errors in `front.run`)."""
+own refusals become exit codes here; majordomus' errors in `__main__.run`)."""
 
 from __future__ import annotations
 
@@ -7,32 +7,37 @@ import contextlib
 import copy
 import errno
 import functools
-import gc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from majordomus import __version__, commands, interrupt
-from majordomus.commands import Invocation, OnFirstUse
-from majordomus.errors import ExitCode, MajordomusError, RefusedError
+from majordomus import __version__, interrupt
+from majordomus.errors import ExitCode, RefusedError
+from majordomus.invocation import Invocation, OnFirstUse
 from majordomus.profile import BUILT_IN
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
     CONTEXT_MIN_CHARS,
     DEFAULT_DAYS,
-    CheckResult,
 )
 
 if TYPE_CHECKING:
-    from majordomus import jsontext, ops, plaintext, render, reports
+    from majordomus import adopt as adoption
+    from majordomus import agentsetup, diagnosis, freshness, hooks, plaintext, read, sharing, write
+    from majordomus import context as contexts
 else:
-    jsontext = OnFirstUse("majordomus.jsontext")
-    ops = OnFirstUse("majordomus.ops")
+    adoption = OnFirstUse("majordomus.adopt")
+    agentsetup = OnFirstUse("majordomus.agentsetup")
+    contexts = OnFirstUse("majordomus.context")
+    diagnosis = OnFirstUse("majordomus.diagnosis")
+    freshness = OnFirstUse("majordomus.freshness")
+    hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
-    render = OnFirstUse("majordomus.render")
-    reports = OnFirstUse("majordomus.reports")
+    read = OnFirstUse("majordomus.read")
+    sharing = OnFirstUse("majordomus.sharing")
+    write = OnFirstUse("majordomus.write")
 
 
 def _invocation(ctx: typer.Context) -> Invocation:
@@ -41,16 +46,13 @@ def _invocation(ctx: typer.Context) -> Invocation:
     return invocation
 
 
-def _exit(code: ExitCode | int) -> typer.Exit:
-    return typer.Exit(int(code))
-
-
 def _run(ctx: typer.Context, command: Callable[..., int]) -> None:
-    """A command of `commands`, given what typer read (its parameters are the command's
-    own, by name: see tests/test_front.py), and its exit code the way typer exits."""
+    """A verb module's command function, given what typer read (its parameters are the
+    function's own, by name: see tests/test_front.py), and its exit code the way typer
+    exits."""
     code = command(_invocation(ctx), **ctx.params)
     if code:
-        raise _exit(code)
+        raise typer.Exit(int(code))
 
 
 HELP = """\
@@ -160,18 +162,13 @@ def task_new(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a task, record it on HEAD and make it current; prints its id."""
-    invocation = _invocation(ctx)
-    result = ops.task_new(invocation.context(), title, session_name, allow_secret)
-    invocation.locks(result.stale_locks)
-    invocation.out(render.task_created(result, as_json))
+    _run(ctx, write.task_new_command)
 
 
 @task_app.command("list")
 def task_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Tasks with title, last activity, checkpoint age and open handover (* = current)."""
-    invocation = _invocation(ctx)
-    tasks = ops.task_list(invocation.context())
-    invocation.out(render.task_list(tasks, invocation.now(), as_json))
+    _run(ctx, write.task_list_command)
 
 
 @task_app.command("use")
@@ -180,8 +177,7 @@ def task_use(
     task: Annotated[str, typer.Argument(help="Task id or a unique prefix of 4+ hex digits.")],
 ) -> None:
     """Make a task current in this work tree."""
-    invocation = _invocation(ctx)
-    invocation.out(ops.task_use(invocation.context(), task))
+    _run(ctx, write.task_use_command)
 
 
 # ---- writing -----------------------------------------------------------------------------
@@ -203,7 +199,7 @@ def checkpoint(
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    _run(ctx, commands.checkpoint)
+    _run(ctx, write.checkpoint_command)
 
 
 @app.command()
@@ -237,7 +233,7 @@ def handover(
     Each field is capped by the profile's handover_max. Warns (does not refuse)
     when the work tree has uncommitted changes.
     """
-    _run(ctx, commands.handover)
+    _run(ctx, write.handover_command)
 
 
 @app.command()
@@ -253,7 +249,7 @@ def resume(
     Records a resume on HEAD that resolves it (and supersedes older open
     handovers of the task). Exit 1 when nothing is open.
     """
-    _run(ctx, commands.resume)
+    _run(ctx, write.resume_command)
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -276,7 +272,7 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label."""
-    _run(ctx, commands.history)
+    _run(ctx, read.history_command)
 
 
 @app.command()
@@ -294,7 +290,7 @@ def show(
     ] = False,
 ) -> None:
     """The records attached to one commit: what CI reads."""
-    _run(ctx, commands.show)
+    _run(ctx, read.show_command)
 
 
 @app.command()
@@ -305,7 +301,7 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
-    _run(ctx, commands.check)
+    _run(ctx, freshness.check_command)
 
 
 @app.command()
@@ -327,27 +323,7 @@ def watch(
     On a terminal the line is redrawn in place; otherwise a line is printed each
     time the status, the last checkpoint or the open handover changes.
     """
-    invocation = _invocation(ctx)
-    terminal = invocation.terminal
-    gc.enable()  # a long-running command: let the collector work
-    # A terminal that cannot move the cursor (TERM=dumb) gets plain lines.
-    live = terminal.is_tty and invocation.environ.get("TERM") != "dumb"
-
-    def emit(result: CheckResult, changed: bool) -> None:
-        line = render.check_line(result, terminal.colour)
-        if live:
-            terminal.stdout.write("\r\x1b[2K" + line)
-        elif changed:
-            terminal.stdout.write(line + "\n")
-        terminal.stdout.flush()
-
-    try:
-        ops.watch(invocation.context(), emit, task, every, count, seconds)
-    except KeyboardInterrupt as stop:
-        if isinstance(stop, interrupt.Interrupted) and not stop.by_ctrl_c:
-            raise  # SIGTERM: an interruption like any other
-    if live:
-        terminal.stdout.write("\n")
+    _run(ctx, freshness.watch_command)
 
 
 @app.command()
@@ -366,18 +342,13 @@ def doctor(
 
     Exit 0 healthy, 1 not; a shallow or partial clone is information, not a fault.
     """
-    invocation = _invocation(ctx)
-    findings = ops.doctor(invocation.context(), drop_cache)
-    invocation.out(reports.doctor(findings, as_json))
-    if not all(finding.healthy for finding in findings):
-        raise _exit(ExitCode.NEGATIVE)
+    _run(ctx, diagnosis.doctor_command)
 
 
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The effective profile and where each value came from."""
-    invocation = _invocation(ctx)
-    invocation.out(reports.profile(ops.profile_info(invocation.context()), as_json))
+    _run(ctx, diagnosis.profile_command)
 
 
 # ---- records between clones ---------------------------------------------------------------
@@ -416,8 +387,7 @@ def init(
     a pre-push hook so git push publishes records. An existing hook, or a
     core.hooksPath, is left alone: init prints the line to add.
     """
-    invocation = _invocation(ctx)
-    invocation.out(reports.init(ops.init(invocation.context(), remote), as_json))
+    _run(ctx, sharing.init_command)
 
 
 @app.command()
@@ -429,7 +399,7 @@ def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False
     no records yet is not an error. Uses your own git, credentials and ssh
     set-up. Exit 4 when the fetch fails.
     """
-    _run(ctx, commands.fetch)
+    _run(ctx, sharing.fetch_command)
 
 
 @app.command()
@@ -452,28 +422,13 @@ def push(
     tried again (a bounded number of times). Exit 4 when it cannot be
     published; your records stay intact.
     """
-    invocation = _invocation(ctx)
-    if not hook:
-        invocation.out(reports.push(ops.push(invocation.context(), remote), as_json))
-        return
-    # As the pre-push hook, a failure must never stop the user's own push: the
-    # error becomes a warning here, and records wait for the next push.
-    try:
-        result = ops.push(invocation.context(), remote, hook=True)
-    except MajordomusError as error:
-        why = error.message.rstrip(".")
-        invocation.warn(f"records were not published ({why}); the push goes on.")
-        return
-    line = reports.push_hook(result)
-    if line is not None:
-        invocation.terminal.stderr.write(line + "\n")
+    _run(ctx, sharing.push_command)
 
 
 @app.command()
 def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
     """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
-    invocation = _invocation(ctx)
-    invocation.out(reports.sync(ops.sync(invocation.context(), remote), as_json))
+    _run(ctx, sharing.sync_command)
 
 
 # ---- coding agents ----------------------------------------------------------------------
@@ -507,7 +462,7 @@ def context(
     A record is included whole or replaced by a pointer line, never cut. Outside a
     repository or with no task: a short line, exit 0.
     """
-    _run(ctx, commands.context)
+    _run(ctx, contexts.context_command)
 
 
 @app.command()
@@ -531,22 +486,7 @@ def hook(
     Invocation start: the context block. Prompt submit: a one-line reminder when the
     task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
     """
-    import sys
-
-    from majordomus import hooks
-
-    invocation = _invocation(ctx)
-    hooks.run(
-        agent,
-        event,
-        stdin=invocation.terminal.stdin,
-        stdout=invocation.terminal.stdout,
-        cwd=invocation.cwd,
-        environ=invocation.environ,
-        now=invocation.now,
-        enforce=enforce,
-        program=hooks.program(sys.argv[0], sys.executable),
-    )
+    _run(ctx, hooks.hook_command)
 
 
 @agent_app.command("install")
@@ -578,11 +518,7 @@ def agent_install(
     Keeps every other key and hook; one majordomus entry per event however often it
     runs; an invalid settings file is refused and left untouched (exit 2).
     """
-    invocation = _invocation(ctx)
-    change = ops.agent_install(invocation.context(), agent, scope, enforce, dry_run, remove)
-    for warning in change.warnings:
-        invocation.warn(warning)
-    invocation.out(reports.agent_change(change, dry_run, remove))
+    _run(ctx, agentsetup.agent_install_command)
 
 
 @app.command()
@@ -596,7 +532,7 @@ def mcp(ctx: typer.Context) -> None:
         raise RefusedError(
             "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
         ) from None
-    assert invocation.command_line is not None  # `front.run` hands itself down
+    assert invocation.command_line is not None  # `__main__.run` hands itself down
     mcp_server.serve(invocation.cwd, invocation.environ, invocation.command_line)
 
 
@@ -631,10 +567,7 @@ def adopt(
     head (where they were written); commit says where they are read now. Safe
     to run again: what is adopted is reachable, so nothing is done twice.
     """
-    invocation = _invocation(ctx)
-    result = ops.adopt(invocation.context(), rev, dry_run, days)
-    invocation.locks(result.stale_locks)
-    invocation.out(render.adopt(result, as_json))
+    _run(ctx, adoption.adopt_command)
 
 
 # ---- the one place errors become exit codes ------------------------------------------------
@@ -691,7 +624,7 @@ def _command_named(name: str | None) -> Any:
 
 def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
     """`argv` read by typer (`command`: `command_for(argv)`) and run: typer's own refusals
-    become exit codes here; majordomus' errors go on to `front.run`, which answers them."""
+    become exit codes here; majordomus' errors go on to `__main__.run`, which answers them."""
     terminal = invocation.terminal
     try:
         with (
@@ -705,7 +638,7 @@ def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
         return int(done.exit_code)
     except SystemExit as stop:
         # typer's answer to a reader that left (EPIPE: `majordomus history | head`) is
-        # exit 1, here a negative answer: the reader had what it wanted, as `front.run`
+        # exit 1, here a negative answer: the reader had what it wanted, as `__main__.run`
         # answers a closed pipe for every command.
         gone = stop.__context__
         if isinstance(gone, OSError) and gone.errno == errno.EPIPE:

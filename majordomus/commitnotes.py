@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from majordomus import gitobjects, notestree
-from majordomus.records import MissingObjectError, NoteError
+from majordomus.notetoml import MissingObjectError, NoteError
 
 if TYPE_CHECKING:
     from majordomus.blobs import NoteBlobs

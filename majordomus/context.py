@@ -1,4 +1,5 @@
-"""The `context` block: what a new session (an agent's or a person's) needs first, bounded.
+"""The `context` block: what a new session (an agent's or a person's) needs first, bounded;
+`build` makes it, `context_command` prints it.
 
 A record is included whole or replaced by a pointer line, never cut; text from notes
 is quoted line by line and marked as data written by people or agents.
@@ -10,23 +11,27 @@ import datetime
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from majordomus import ops, plaintext
+from majordomus import plaintext
 from majordomus.divergence import Divergence
-from majordomus.errors import RefusedError, RepositoryError
+from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index, Views
+from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS
+from majordomus.tasks import Jobs, NoTaskError, check_task, current_task, load_profile, open_here
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
     CONTEXT_MIN_CHARS,
+    AttachedRecord,
     CheckResult,
     Listed,
-    Located,
 )
 
 if TYPE_CHECKING:
-    from majordomus.jobs import Jobs
+    from majordomus import jsontext
     from majordomus.profile import Profile
+else:
+    jsontext = OnFirstUse("majordomus.jsontext")
 
 QUOTE = "> "
 OTHERS_MAX = 20  # other open handovers read to be named; more are counted
@@ -50,20 +55,20 @@ class Session(NamedTuple):
     checkpoints: list[Listed]  # the task's checkpoints newest first, when asked for
 
 
-def session(ctx: ops.Context, task: str | None = None, checkpoints: int = 0) -> Session:
+def session(inputs: Inputs, task: str | None = None, checkpoints: int = 0) -> Session:
     """Open the repository and choose the task as `resume` does; raises like `resume` when
     no task can be chosen (NoTaskError, AmbiguousTaskError). Every note the check shows,
     and those of the newest `checkpoints` checkpoints, are read in one go; with
     `checkpoints`, the task's checkpoints come with it, newest first."""
-    jobs = ops.open_here(ctx)
+    jobs = open_here(inputs)
     head = jobs.history.head()
-    prof = ops.load_profile(ctx, jobs)
+    prof = load_profile(inputs, jobs)
     views = Views(jobs.reader, jobs.history)
-    task_id, implied = ops.current_task(ctx, jobs, views, task, imply=True)
+    task_id, implied = current_task(inputs, jobs, views, task, imply=True)
     index = views.index(task_id)
-    now = ctx.now()
+    now = inputs.now()
     found = index.newest_first(index.of_kind("checkpoint", task_id)) if checkpoints else []
-    check = ops.check_task(index, task_id, prof, now, also=found[:checkpoints])
+    check = check_task(index, task_id, prof, now, also=found[:checkpoints])
     return Session(jobs, head, prof, index, task_id, implied, check, found)
 
 
@@ -75,12 +80,12 @@ class Status(NamedTuple):
     implied: bool
     check: CheckResult
     checkpoint_max: int
-    handover: Located | None
+    handover: AttachedRecord | None
     divergence: Divergence | None
     older_open: int
-    checkpoints: tuple[Located, ...]  # newest first
+    checkpoints: tuple[AttachedRecord, ...]  # newest first
     more_checkpoints: int  # older ones not even read
-    others: tuple[Located, ...] = ()  # the other open handovers, newest first, as read
+    others: tuple[AttachedRecord, ...] = ()  # the other open handovers, newest first, as read
 
 
 class ContextResult(NamedTuple):
@@ -102,9 +107,9 @@ def check_budget(max_chars: int) -> None:
         )
 
 
-def status(ctx: ops.Context, task: str | None = None, checkpoints: int = 20) -> Status:
+def status(inputs: Inputs, task: str | None = None, checkpoints: int = 20) -> Status:
     """Read what the block shows. Raises like `resume` when no task can be chosen."""
-    opened = session(ctx, task, checkpoints)  # every note the block shows, read in one go
+    opened = session(inputs, task, checkpoints)  # every note the block shows, read in one go
     jobs, index, task_id = opened.jobs, opened.task_index, opened.task
     pending = index.open_handovers(task_id)
     found = opened.checkpoints
@@ -148,7 +153,7 @@ def _label(div: Divergence) -> str:
     return f"{div.label}, {div.ahead} ahead, {div.behind} behind"
 
 
-def handover_lines(loc: Located, div: Divergence, now: datetime.datetime) -> list[str]:
+def handover_lines(loc: AttachedRecord, div: Divergence, now: datetime.datetime) -> list[str]:
     record = loc.record
     lines = [
         f"Open handover {record.id} on {loc.commit[:12]} ({_label(div)}), {_ago(now, record.at)}:",
@@ -159,7 +164,7 @@ def handover_lines(loc: Located, div: Divergence, now: datetime.datetime) -> lis
     return lines
 
 
-def other_handover_lines(loc: Located, now: datetime.datetime) -> list[str]:
+def other_handover_lines(loc: AttachedRecord, now: datetime.datetime) -> list[str]:
     """Another open handover of the task, named: never replaced without a word."""
     return [
         f"- {loc.record.id} on {loc.commit[:12]}, {_ago(now, loc.record.at)}:",
@@ -167,7 +172,7 @@ def other_handover_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
-def other_pointer_line(loc: Located, now: datetime.datetime, program: str) -> str:
+def other_pointer_line(loc: AttachedRecord, now: datetime.datetime, program: str) -> str:
     """Another open handover named without its author, when the author does not fit: a
     teammate's author of 2000 characters must not crowd the others out of the block."""
     return (
@@ -176,7 +181,7 @@ def other_pointer_line(loc: Located, now: datetime.datetime, program: str) -> st
     )
 
 
-def checkpoint_lines(loc: Located, now: datetime.datetime) -> list[str]:
+def checkpoint_lines(loc: AttachedRecord, now: datetime.datetime) -> list[str]:
     record = loc.record
     return [
         f"- {record.id} on {loc.commit[:12]}, {_ago(now, record.at)}:",
@@ -184,7 +189,7 @@ def checkpoint_lines(loc: Located, now: datetime.datetime) -> list[str]:
     ]
 
 
-def pointer_line(loc: Located, program: str = "majordomus") -> str:
+def pointer_line(loc: AttachedRecord, program: str = "majordomus") -> str:
     return (
         f"- {loc.record.kind} {loc.record.id} left out to stay within the budget: "
         f"{program} show {loc.commit[:12]}"
@@ -277,7 +282,7 @@ def _place_records(
     # whenever it may be needed.
     summary_reserve = [_left_out_line(999999, st, program)]
     others_reserve = [_not_shown_line(999999, st, program)]
-    records: list[tuple[Located, list[str]]] = []
+    records: list[tuple[AttachedRecord, list[str]]] = []
     if st.handover is not None and st.divergence is not None:
         records.append((st.handover, handover_lines(st.handover, st.divergence, now)))
     records += [(loc, checkpoint_lines(loc, now)) for loc in st.checkpoints]
@@ -355,7 +360,7 @@ def _place_others(
 
 
 def build(
-    ctx: ops.Context,
+    inputs: Inputs,
     max_chars: int = CONTEXT_DEFAULT_CHARS,
     task: str | None = None,
     program: str = "majordomus",
@@ -365,10 +370,10 @@ def build(
     none current: refused (exit 2)."""
     check_budget(max_chars)
     try:
-        st = status(ctx, task)
+        st = status(inputs, task)
     except RepositoryError as error:
         return ContextResult(None, _short(f"majordomus: {error.message}", max_chars), (), 0)
-    except ops.NoTaskError:
+    except NoTaskError:
         return ContextResult(
             None,
             _short(
@@ -379,9 +384,33 @@ def build(
             (),
             0,
         )
-    return block(st, ctx.now(), max_chars, program)
+    return block(st, inputs.now(), max_chars, program)
 
 
 def _short(text: str, max_chars: int) -> str:
     """A message of ours (never note text) within the budget."""
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def context_command(
+    invocation: Invocation,
+    max_chars: int = CONTEXT_DEFAULT_CHARS,
+    task: str | None = None,
+    as_json: bool = False,
+) -> int:
+    result = build(invocation.inputs(), max_chars, task)
+    if as_json:
+        invocation.out(
+            jsontext.dumps(
+                {
+                    "task": result.task,
+                    "text": result.text,
+                    "chars": result.chars,
+                    "included": list(result.included),
+                    "omitted": result.omitted,
+                }
+            )
+        )
+    else:
+        invocation.out(result.text)
+    return ExitCode.OK

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from majordomus.cachefile import LENGTH, CacheFile, framed
 from majordomus.jsontext import record_text
 from majordomus.noteforms import NoteForms
-from majordomus.records import Entry, Note, union, validated_record
+from majordomus.notes import Entry, Note, union
+from majordomus.records import validated_record
 
 if TYPE_CHECKING:
     import array

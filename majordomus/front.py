@@ -1,7 +1,7 @@
-"""The front of the command line, without typer: `run`, the one place errors become exit
-codes, and the commands a session, an agent and CI run most (checkpoint, handover,
-resume, history, show, check, fetch, context) read here when written the plain way;
-every other command line goes on to typer (`cli`).
+"""The commands a session, an agent and CI run most (checkpoint, handover, resume, history,
+show, check, fetch, context), read without typer when written the plain way (`plain`)
+and run by their verb module's command function (`dispatch`); every other command line
+goes on to typer (`cli`).
 
 Loading typer and building a command's parser cost 20-30 ms, about as much as a
 checkpoint itself or a warm read's whole work.
@@ -9,22 +9,20 @@ checkpoint itself or a warm read's whole work.
 
 from __future__ import annotations
 
-import contextlib
-import datetime
-import os
-import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, NamedTuple
+from types import ModuleType
+from typing import TYPE_CHECKING, NamedTuple
 
-from majordomus import commands, interrupt
-from majordomus.commands import Invocation, OnFirstUse, Terminal
-from majordomus.errors import MajordomusError
+from majordomus.invocation import Invocation, OnFirstUse
 
 if TYPE_CHECKING:
-    from majordomus import plaintext
+    from majordomus import context, freshness, read, sharing, write
 else:
-    plaintext = OnFirstUse("majordomus.plaintext")
+    context = OnFirstUse("majordomus.context")
+    freshness = OnFirstUse("majordomus.freshness")
+    read = OnFirstUse("majordomus.read")
+    sharing = OnFirstUse("majordomus.sharing")
+    write = OnFirstUse("majordomus.write")
 
 
 class Grammar(NamedTuple):
@@ -69,10 +67,21 @@ GRAMMARS = {
     "context": Grammar(None, _TASK, _JSON),
 }
 _GLOBALS = frozenset({"-C", "--profile"})  # before the command, each with its value
+# The module of each command of GRAMMARS: its `<command>_command` runs it.
+MODULES: Mapping[str, ModuleType] = {
+    "checkpoint": write,
+    "handover": write,
+    "resume": write,
+    "history": read,
+    "show": read,
+    "check": freshness,
+    "fetch": sharing,
+    "context": context,
+}
 
 
-class Plain(NamedTuple):
-    """A command line as `plain` reads it."""
+class PlainCommand(NamedTuple):
+    """A command line written the plain way, as `plain` reads it."""
 
     command: str
     directories: tuple[str, ...]  # -C, in order
@@ -80,7 +89,7 @@ class Plain(NamedTuple):
     params: dict[str, str | bool]  # the command's parameters given, by name
 
 
-def plain(argv: Sequence[str]) -> Plain | None:
+def plain(argv: Sequence[str]) -> PlainCommand | None:
     """`argv` when it is one of the commands of GRAMMARS written the plain way, read as
     typer reads it: the global options (`-C PATH`, `--profile NAME`) before the command,
     then its argument and its own options in any order, each option spelt in full and
@@ -124,7 +133,7 @@ def plain(argv: Sequence[str]) -> Plain | None:
             return None
         else:
             params[grammar.argument] = token
-    return Plain(command, directories, profile, params)
+    return PlainCommand(command, directories, profile, params)
 
 
 def _is_text(token: str) -> bool:
@@ -143,64 +152,7 @@ def _is_value(token: str | None) -> bool:
     return token is not None and (token == "-" or _is_text(token))
 
 
-def run(
-    argv: Sequence[str],
-    *,
-    environ: Mapping[str, str] | None = None,
-    stdin: IO[bytes] | None = None,
-    stdout: IO[str] | None = None,
-    stderr: IO[str] | None = None,
-    now: Callable[[], datetime.datetime] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    is_tty: bool | None = None,
-) -> int:
-    """The command line `argv` (the program name left out) run to its exit code."""
-    env = dict(os.environ if environ is None else environ)
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
-    tty = _is_tty(out) if is_tty is None else is_tty
-    terminal = Terminal(
-        stdin=stdin if stdin is not None else sys.stdin.buffer,
-        stdout=out,
-        stderr=err,
-        is_tty=tty,
-        colour=tty and "NO_COLOR" not in env and env.get("TERM") != "dumb",
-    )
-    invocation = Invocation(
-        terminal=terminal,
-        environ=env,
-        now=now or (lambda: datetime.datetime.now(datetime.UTC)),
-        sleep=sleep,
-        command_line=run,
-    )
-    found = plain(argv)
-    if found is None:
-        from majordomus import cli  # typer, and every command
-
-        command = cli.command_for(argv)
-    interrupt.reset()
-    try:
-        if found is None:
-            return cli.dispatch(command, argv, invocation)
-        body: Callable[..., int] = getattr(commands, found.command)
-        return int(body(invocation.located(found.directories, found.profile), **found.params))
-    except MajordomusError as error:
-        # Messages can quote notes (task ids, say): escaped like every other output.
-        err.write(f"majordomus: {plaintext.safe(error.message)}\n")
-        return int(error.code)
-    except KeyboardInterrupt:  # interrupt.Interrupted included
-        interrupt.heard()
-        err.write(f"majordomus: {interrupt.message()}\n")
-        return 130
-    except BrokenPipeError:
-        return 0
-    finally:
-        with contextlib.suppress(Exception):
-            out.flush()
-
-
-def _is_tty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+def dispatch(found: PlainCommand, invocation: Invocation) -> int:
+    """The command `found` names, run with what it was given: its exit code."""
+    body: Callable[..., int] = getattr(MODULES[found.command], f"{found.command}_command")
+    return int(body(invocation.located(found.directories, found.profile), **found.params))

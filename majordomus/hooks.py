@@ -17,8 +17,8 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from majordomus.agents import AGENTS, EVENTS
 
 if TYPE_CHECKING:
-    from majordomus.jobs import Jobs
-    from majordomus.ops import Context
+    from majordomus.invocation import Inputs, Invocation
+    from majordomus.tasks import Jobs
     from majordomus.values import CheckResult
 
 INPUT_MAX_BYTES = 1024 * 1024  # hook inputs are small; anything larger is not one
@@ -103,15 +103,17 @@ def answer(
     if isinstance(where, str) and where and cwd == "." and os.path.isdir(where):
         cwd = where
     # Imported here: a hook that has nothing to do (an event we do not answer) stays cheap.
-    from majordomus import context, ops
+    from majordomus import context
     from majordomus.errors import MajordomusError
+    from majordomus.invocation import Inputs
+    from majordomus.tasks import AmbiguousTaskError
 
-    ctx = ops.Context(cwd=cwd, environ=environ, now=now)
+    inputs = Inputs(cwd=cwd, environ=environ, now=now)
     events = EVENTS[agent]
     if name == events.session_start:
         try:
-            result = context.build(ctx, HOOK_CONTEXT_CHARS, program=program)
-        except ops.AmbiguousTaskError as error:
+            result = context.build(inputs, HOOK_CONTEXT_CHARS, program=program)
+        except AmbiguousTaskError as error:
             refusal = error.sentence(error.candidates, program)
             return _context_answer(agent, name, f"majordomus: {refusal}")
         if result.task is None:
@@ -119,7 +121,7 @@ def answer(
         return _context_answer(agent, name, result.text)
     if name == events.prompt:
         try:
-            line = _stale_line(ctx, program)
+            line = _stale_line(inputs, program)
         except MajordomusError:
             return _silent(agent, name)
         return _context_answer(agent, name, line) if line else _silent(agent, name)
@@ -127,31 +129,31 @@ def answer(
         if not enforce or payload.get("stop_hook_active") is True:
             return _silent(agent, name)
         try:
-            reason = _stop_reason(ctx, program)
+            reason = _stop_reason(inputs, program)
         except MajordomusError:
             return _silent(agent, name)
         return _block(agent, reason) if reason else _silent(agent, name)
     return _silent(agent, name)  # PreCompact / PreCompress / SessionEnd: never block
 
 
-def _stale(ctx: Context) -> tuple[Jobs, CheckResult, str] | None:
+def _stale(inputs: Inputs) -> tuple[Jobs, CheckResult, str] | None:
     """The jobs, the check of the session's task and the flag that names it in a command
     (`--task T` when the task was implied, not current), when that task is stale."""
     from majordomus import context
     from majordomus.errors import RefusedError
 
     try:
-        opened = context.session(ctx)
+        opened = context.session(inputs)
     except RefusedError:  # no task, or several to choose from: nothing to remind of
         return None
     flag = f" --task {opened.task}" if opened.implied else ""
     return (opened.jobs, opened.check, flag) if opened.check.stale else None
 
 
-def _stale_line(ctx: Context, program: str) -> str | None:
+def _stale_line(inputs: Inputs, program: str) -> str | None:
     from majordomus import plaintext
 
-    found = _stale(ctx)
+    found = _stale(inputs)
     if found is None:
         return None
     _, result, flag = found
@@ -162,11 +164,11 @@ def _stale_line(ctx: Context, program: str) -> str | None:
     )
 
 
-def _stop_reason(ctx: Context, program: str) -> str | None:
+def _stop_reason(inputs: Inputs, program: str) -> str | None:
     """Block once per stale episode: an episode ends when a checkpoint makes the task fresh."""
     from majordomus import plaintext
 
-    found = _stale(ctx)
+    found = _stale(inputs)
     if found is None:
         return None
     jobs, result, flag = found
@@ -221,6 +223,25 @@ def run(
         stdout.write(text)
         stdout.flush()
     return 0
+
+
+def hook_command(
+    invocation: Invocation, agent: str, event: str | None = None, enforce: bool = False
+) -> int:
+    """`run` for the hook command line typer reads (`main` reads the plain one)."""
+    import sys
+
+    return run(
+        agent,
+        event,
+        stdin=invocation.terminal.stdin,
+        stdout=invocation.terminal.stdout,
+        cwd=invocation.cwd,
+        environ=invocation.environ,
+        now=invocation.now,
+        enforce=enforce,
+        program=program(sys.argv[0], sys.executable),
+    )
 
 
 def main(argv: list[str]) -> int | None:

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
-from majordomus.records import Note, Record, Shown, Summary, summary_of
+from majordomus.notes import Note, Shown
+from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
-from majordomus.values import Listed, Located, NoteSet, WriteReport
+from majordomus.values import AttachedRecord, Listed, NoteSet, WriteReport
 from majordomus.viewcache import PartMissing, ViewCache
 from majordomus.viewparts import Meta, Row, View, pack, state_key, task_part, unpack
 
@@ -131,7 +132,7 @@ class Index:
             return min(reachable, key=lambda c: self.graph_order[c.commit])
         return newest_copy(copies, self._history)
 
-    def locate(self, listed: Listed) -> Located:
+    def locate(self, listed: Listed) -> AttachedRecord:
         """The whole record, parsed from its note."""
         blobs = self._blobs_of(listed)
         note = self._notes.get(blobs)
@@ -139,7 +140,7 @@ class Index:
             note = self._reader.note(blobs)
             self._notes[blobs] = note
         position = listed.summary.position
-        return Located(note.records[position], listed.commit, position)
+        return AttachedRecord(note.records[position], listed.commit, position)
 
     def preload(self, items: Sequence[Listed]) -> None:
         """Before showing many records whole: parse their notes in one go (the notes the

@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from majordomus.records import Note, summarise
+from majordomus.notes import Note, summarise
 from majordomus.viewcache import PartMissing, ViewCache
 from majordomus.viewparts import Meta, Row, View, pack, task_part, unpack
 

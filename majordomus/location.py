@@ -17,13 +17,15 @@ from majordomus.repository import Repository, unopenable
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 
 
-class _Located(NamedTuple):
+class _GitDirs(NamedTuple):
+    """Where git finds a repository: its git dir, its work tree (None: bare), its common dir."""
+
     gitdir: str
     workdir: str | None
     common: str  # where git reads the shared refs: GIT_COMMON_DIR, if it names one
 
 
-def _located_by_environment(path: str, environ: Mapping[str, str]) -> _Located | None:
+def _located_by_environment(path: str, environ: Mapping[str, str]) -> _GitDirs | None:
     """The git dir, work tree and common dir, as git finds them when its environment names them.
 
     libgit2 ignores GIT_DIR and GIT_WORK_TREE, so git itself is asked, from `path`
@@ -67,7 +69,7 @@ def _located_by_environment(path: str, environ: Mapping[str, str]) -> _Located |
         )
     bare = lines[2] == "true"
     workdir = None if bare or len(lines) < 4 else lines[3]
-    return _Located(lines[0], workdir, os.path.join(path, lines[1]))
+    return _GitDirs(lines[0], workdir, os.path.join(path, lines[1]))
 
 
 def _common_dir(gitdir: Path) -> Path:

@@ -20,17 +20,8 @@ import pygit2
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs, UnfitNoteError, not_a_blob, oversized
-from majordomus.records import (
-    NOTE_MAX_BYTES,
-    Entry,
-    MissingObjectError,
-    Note,
-    NoteError,
-    dump_note,
-    dump_tables,
-    parse_note,
-    union,
-)
+from majordomus.notes import Entry, Note, dump_note, dump_tables, parse_note, union
+from majordomus.notetoml import NOTE_MAX_BYTES, MissingObjectError, NoteError
 
 Copies = Callable[[pygit2.Tree | None], dict[str, list[str]]]
 Differing = dict[str, tuple[list[str], list[str]]]  # object -> (its blobs in one, in other)

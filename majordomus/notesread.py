@@ -21,11 +21,12 @@ from majordomus.cachefile import VIEWS_FOLDER_NAME, framed, frames_of
 from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
 from majordomus.noteforms import unnamed_file
+from majordomus.notes import Note, Shown, every_note
+from majordomus.notetoml import MissingObjectError
 from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
 from majordomus.readcache import BlobEntry, ReadCache, blob_entry, plain_entry
 from majordomus.readrefs import ReadRefs
-from majordomus.records import MissingObjectError, Note, Shown, every_note
 from majordomus.summaries import (
     FRAME_ENTRIES,
     Found,

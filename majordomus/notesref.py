@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from majordomus import interrupt
 from majordomus.errors import RepositoryError
 from majordomus.notestree import tree
-from majordomus.records import MissingObjectError
+from majordomus.notetoml import MissingObjectError
 from majordomus.repository import NOTES_REF, not_a_commit
 from majordomus.values import StaleLock, Swap
 

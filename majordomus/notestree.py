@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from majordomus.records import MissingObjectError
+from majordomus.notetoml import MissingObjectError
 
 if TYPE_CHECKING:
     import pygit2

@@ -22,12 +22,12 @@ from majordomus.plaintext import age, ago, counted, interval, one_line, safe
 from majordomus.records import HANDOVER_FIELDS, skew_s
 from majordomus.values import (
     AdoptResult,
+    AttachedRecord,
     CheckpointResult,
     CheckResult,
     HandoverResult,
     HistoryEntry,
     HistoryResult,
-    Located,
     RecordText,
     ResumeResult,
     ShowResult,
@@ -36,7 +36,7 @@ from majordomus.values import (
 )
 
 
-def record_json(loc: Located) -> dict[str, Any]:
+def record_json(loc: AttachedRecord) -> dict[str, Any]:
     """Every stored field, `at` as RFC 3339, plus `kind` and `commit`."""
     out = record_members(loc.record)
     out["commit"] = loc.commit
@@ -58,7 +58,7 @@ def _label(div: Divergence) -> str:
     return f"{div.label}, {div.ahead} ahead, {div.behind} behind"
 
 
-def record_block(loc: Located, suffix: str = "") -> str:
+def record_block(loc: AttachedRecord, suffix: str = "") -> str:
     """A record as `git log` would show a commit: a header line, then its text indented."""
     record = loc.record
     header = (
@@ -312,7 +312,7 @@ def _labels(entry: HistoryEntry) -> dict[str, Any]:
     }
 
 
-def _record_of(entry: HistoryEntry) -> Located:
+def _record_of(entry: HistoryEntry) -> AttachedRecord:
     if isinstance(entry.located, RecordText):  # a history read for JSON shown as text
         raise TypeError("a record kept as JSON text cannot be shown as text")
     return entry.located

@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from majordomus.blobs import NoteBlobs
+from majordomus.notes import Note, summarise, union
+from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.objectids import pairs
-from majordomus.records import MissingObjectError, Note, NoteError, Summary, summarise, union
+from majordomus.records import Summary
 from majordomus.values import NotesOn, UnreadableNote
 
 Summarised = tuple[tuple[Summary, ...], int]  # a note's summaries, its invalid records

@@ -89,8 +89,8 @@ class MergeReport(NamedTuple):
 # ---- Records as a read lists them --------------------------------------------------------
 
 
-class Located(NamedTuple):
-    """A record and the commit its note is attached to now."""
+class AttachedRecord(NamedTuple):
+    """A record, the commit its note is attached to now, and its place in that note."""
 
     record: Record
     commit: str
@@ -121,7 +121,7 @@ class Listed(NamedTuple):
 
 
 class TaskCreated(NamedTuple):
-    record: Located
+    record: AttachedRecord
     stale_locks: tuple[StaleLock, ...]
 
 
@@ -130,33 +130,33 @@ class TaskSummary(NamedTuple):
     title: str | None
     last_at: datetime.datetime
     checkpoint_age_s: int | None
-    open_handover: Located | None
+    open_handover: AttachedRecord | None
     current: bool
     skew_s: int | None = None  # a newer checkpoint is dated this far in the future
 
 
 class CheckpointResult(NamedTuple):
-    record: Located
+    record: AttachedRecord
     previous_age_s: int | None
     stale_locks: tuple[StaleLock, ...]
     previous_skew_s: int | None = None  # the previous one is dated this far after this one
 
 
 class HandoverResult(NamedTuple):
-    record: Located
+    record: AttachedRecord
     dirty: bool
     stale_locks: tuple[StaleLock, ...]
 
 
 class ResumeResult(NamedTuple):
     task: str
-    handover: Located | None
+    handover: AttachedRecord | None
     divergence: Divergence | None
-    recorded: Located | None
+    recorded: AttachedRecord | None
     open_handovers: int
-    older: tuple[Located, ...]  # the other open handovers, superseded with it, newest first
+    older: tuple[AttachedRecord, ...]  # the other open handovers, superseded with it, newest first
     stale_locks: tuple[StaleLock, ...]
-    checkpoints_since: tuple[Located, ...] = ()  # when nothing is open, newest first
+    checkpoints_since: tuple[AttachedRecord, ...] = ()  # when nothing is open, newest first
     implied: bool = False  # the task was taken from the one open handover reachable from HEAD
 
     @property
@@ -165,7 +165,7 @@ class ResumeResult(NamedTuple):
 
 
 class HistoryEntry(NamedTuple):
-    located: Located | RecordText  # RecordText only in a history read to be shown as JSON
+    located: AttachedRecord | RecordText  # RecordText only in a history read to be shown as JSON
     reachable: bool
     divergence: Divergence | None  # handovers only
     resolved: bool | None  # handovers only
@@ -219,7 +219,7 @@ class HistoryResult(NamedTuple):
 
 class ShowResult(NamedTuple):
     commit: str
-    records: tuple[Located, ...]
+    records: tuple[AttachedRecord, ...]
     invalid: int
     missing: bool = False  # no such commit in this clone: what the notes hold for the id
 
@@ -229,11 +229,11 @@ class CheckResult(NamedTuple):
     title: str | None
     profile: str
     interval_s: int
-    last_checkpoint: Located | None
+    last_checkpoint: AttachedRecord | None
     age_s: int
     stale: bool
-    open_handover: Located | None
-    skewed: Located | None = None  # a newer checkpoint dated in the future, not counted
+    open_handover: AttachedRecord | None
+    skewed: AttachedRecord | None = None  # a newer checkpoint dated in the future, not counted
     skew_s: int | None = None  # how far in the future it is dated
     undated: bool = False  # every record of the task is dated in the future: age unknown
 
@@ -310,7 +310,7 @@ class Adoption(NamedTuple):
     commit: str  # where the change landed
     how: str  # "squash" or "rebase"
     sources: tuple[str, ...]  # the orphaned commits the records sat on
-    records: tuple[Located, ...]  # as they read on `commit` afterwards
+    records: tuple[AttachedRecord, ...]  # as they read on `commit` afterwards
 
 
 class Ambiguity(NamedTuple):

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 from majordomus import interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.errors import RepositoryError
+from majordomus.notes import appended, parse_note, union
 from majordomus.notesref import STALE_LOCK_S, NotesRef
-from majordomus.records import MissingObjectError, NoteError, Record, appended, parse_note, union
+from majordomus.notetoml import MissingObjectError, NoteError
+from majordomus.records import Record
 from majordomus.values import MergeReport, StaleLock, Swap, WriteReport
 
 if TYPE_CHECKING:

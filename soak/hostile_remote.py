@@ -564,7 +564,7 @@ class Trial:
         return Result(done.returncode, out, err)
 
     def in_process(self, cwd: Path, *argv: str) -> Result | None:
-        """A probe through `front.run`: what escapes it is a traceback."""
+        """A probe through `__main__.run`: what escapes it is a traceback."""
         try:
             result = run_cli(cwd, self.environ, *argv)
         except Exception:

@@ -329,7 +329,7 @@ def fuzzers(c: Campaign) -> list[Row]:
     return [
         _property_row(
             c,
-            "fuzz: records.parse_note",
+            "fuzz: notes.parse_note",
             [
                 (
                     "only NoteError escapes; what parses renders with nothing unsafe, as strict "

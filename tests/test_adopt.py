@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from majordomus.index import Index
-from majordomus.jobs import open_jobs
-from majordomus.records import parse_note
+from majordomus.notes import parse_note
+from majordomus.tasks import open_jobs
 from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import lose_object
 from tests.support.repo import Repo, clone, seeded
@@ -960,7 +960,7 @@ def test_patch_ids_of_thousands_of_commits_do_not_wait_on_full_pipes(repo: Repo)
     import threading
 
     from majordomus import patches
-    from majordomus.jobs import open_jobs
+    from majordomus.tasks import open_jobs
 
     lines = []
     for i in range(4000):

@@ -28,14 +28,17 @@ from majordomus.cachefile import (
 from majordomus.documentcache import DocumentCache
 from majordomus.graphcache import GraphCache
 from majordomus.index import Views
-from majordomus.jobs import open_jobs
+from majordomus.invocation import Inputs
 from majordomus.jsontext import record_text
 from majordomus.ledger import _shard_of
-from majordomus.ops import Context, _write
+from majordomus.notes import Note, append_note, dump_note, parse_note
+from majordomus.notetoml import NoteError
 from majordomus.readcache import ReadCache
-from majordomus.records import Note, NoteError, append_note, dump_note, new_record, parse_note
+from majordomus.records import new_record
+from majordomus.tasks import open_jobs
 from majordomus.viewcache import ViewCache
 from majordomus.viewparts import state_key
+from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock
 from tests.support.repo import Repo, clone, seeded
 
@@ -385,8 +388,8 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
     )
     foreign.writer.append(repo.head(), [record], "another writer")
     before = views_key(repo)
-    ctx = Context(str(repo.path), repo.environ, now=repo.clock)
-    _write(ctx, jobs, "checkpoint", task, {"body": "ours"}, None, views)
+    inputs = Inputs(str(repo.path), repo.environ, now=repo.clock)
+    _write(inputs, jobs, "checkpoint", task, {"body": "ours"}, None, views)
     assert views_key(repo) == before  # built on another state: left for a rebuild
     history = json.loads(repo.run("history", "--task", task, "--json").out)
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from majordomus import context, plaintext
 from majordomus.divergence import Divergence
 from majordomus.records import new_record
-from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, CheckResult, Located
+from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, AttachedRecord, CheckResult
 from tests.support.env import AUTHOR, START
 from tests.support.repo import Repo
 
@@ -121,13 +121,13 @@ texts = st.text(
 ).filter(lambda t: t.strip() != "")
 
 
-def located(kind: str, n: int, fields: dict[str, str], author: str = AUTHOR) -> Located:
+def located(kind: str, n: int, fields: dict[str, str], author: str = AUTHOR) -> AttachedRecord:
     at = START + datetime.timedelta(seconds=n)
     record = new_record(
         kind, record_id=f"{kind[0]}-{n:016x}", task=TASK, head=HEAD, at=at, author=author,
         session=None, fields=fields,
     )  # fmt: skip
-    return Located(record, HEAD, 0)
+    return AttachedRecord(record, HEAD, 0)
 
 
 # Text a teammate may write, from an alphabet none of majordomus' own words use (so that

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import cli, commands, front
-from majordomus.commands import Invocation, Terminal
+from majordomus import cli, front
+from majordomus.invocation import Invocation, Terminal
 from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import bare, git
 from tests.support.notes import stored_records
 from tests.support.repo import Repo, clone
+
+
+def _body(name: str) -> Any:
+    """The command function that runs the command `name` (its verb module's)."""
+    return getattr(front.MODULES[name], f"{name}_command")
 
 
 def _declared(name: str) -> front.Grammar:
@@ -62,7 +68,7 @@ def test_typer_s_command_and_its_body_take_the_same_parameters(name: str) -> Non
         assert params[0].name == first
         return [(param.name, param.default) for param in params[1:]]
 
-    assert taken(getattr(cli, name), "ctx") == taken(getattr(commands, name), "invocation")
+    assert taken(getattr(cli, name), "ctx") == taken(_body(name), "invocation")
 
 
 def test_a_number_an_option_without_its_value_and_no_command_are_typer_s_to_read() -> None:
@@ -89,11 +95,10 @@ _ODD = [
 
 @functools.cache
 def _defaults() -> dict[str, dict[str, Any]]:
-    """Each plain command's parameters left out, as `commands` declares them."""
+    """Each plain command's parameters left out, as its command function declares them."""
     return {
         name: {
-            key: param.default
-            for key, param in inspect.signature(getattr(commands, name)).parameters.items()
+            key: param.default for key, param in inspect.signature(_body(name)).parameters.items()
         }
         for name in front.GRAMMARS
     }
@@ -114,7 +119,8 @@ def _read_by_typer(argv: Sequence[str], monkeypatch: pytest.MonkeyPatch) -> dict
 
     defaults = _defaults()  # of the commands themselves, before they are replaced
     for name in front.GRAMMARS:
-        monkeypatch.setattr(commands, name, recorder(name))
+        module = sys.modules[_body(name).__module__]
+        monkeypatch.setattr(module, f"{name}_command", recorder(name))
     err = io.StringIO()
     terminal = Terminal(io.BytesIO(), io.StringIO(), err, is_tty=False, colour=False)
     invocation = Invocation(terminal, {}, lambda: START, lambda _: None)

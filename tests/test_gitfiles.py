@@ -16,10 +16,10 @@ import pytest
 
 from majordomus import gitfiles, gitobjects
 from majordomus.cachefile import RECORDS_FILE_NAME
-from majordomus.jobs import open_jobs
 from majordomus.location import open_repository
 from majordomus.readrefs import REMOTE_NOTES_SUFFIX
 from majordomus.repository import GIT_READ_OBJECTS, GIT_READS, NOTES_REF
+from majordomus.tasks import open_jobs
 from tests.support import forks
 from tests.support.env import Clock, hermetic_environ
 from tests.support.forks import Job
@@ -181,7 +181,7 @@ def test_commits_and_their_times_read_by_git_are_libgit2s(repo: Repo) -> None:
 # A command in a fresh process: its answer and whether it loaded libgit2.
 PROBE = """
 import datetime, io, json, sys
-from majordomus.front import run
+from majordomus.__main__ import run
 out, err = io.StringIO(), io.StringIO()
 now = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)  # ages equal on both paths
 code = run(sys.argv[1:], stdout=out, stderr=err, now=lambda: now)

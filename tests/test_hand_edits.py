@@ -190,7 +190,7 @@ def test_a_write_onto_a_note_of_many_records_parses_it_once_and_what_it_writes_o
     once and parses it once as it is and once as written (not twice and four times), after
     a line a person appended with git too; the person's bytes stay, and every record reads
     back."""
-    from majordomus import records
+    from majordomus import notes
     from majordomus.blobs import NoteBlobs
 
     repo.task()
@@ -198,14 +198,14 @@ def test_a_write_onto_a_note_of_many_records_parses_it_once_and_what_it_writes_o
     repo.git("notes", "--ref=majordomus", "append", "-m", "a line by hand", "HEAD")
     before = note_bytes(repo)
     parses: list[int] = []
-    parse_note = records.parse_note
+    parse_note = notes.parse_note
 
     def counted(data: bytes) -> Any:
         if data.count(b"[[checkpoint]]") >= 30:
             parses.append(len(data))
         return parse_note(data)
 
-    for module in ("records", "blobs", "writer"):
+    for module in ("notes", "blobs", "writer"):
         monkeypatch.setattr(f"majordomus.{module}.parse_note", counted)
     reads: list[int] = []
     data = NoteBlobs.data

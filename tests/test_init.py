@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from majordomus.remote import HOOK_LINE, hook_script
+from majordomus.clonesetup import HOOK_LINE, hook_script
 from tests.support.env import AUTHOR, Clock
 from tests.support.notes import ref_ids
 from tests.support.repo import Repo, clone, seeded

@@ -409,16 +409,18 @@ class _InterruptedRead(io.BytesIO):
 
 @pytest.mark.parametrize("joined", [False, True], ids=["read plainly", "read by typer"])
 def test_ctrl_c_in_process_is_not_a_silent_exit(repo: Repo, joined: bool) -> None:
-    """Without majordomus' handler (in-process), Python raises KeyboardInterrupt, which
-    typer turns into a bare Exit(130) (a joined `--task=` is typer's to read) and a plain
-    checkpoint meets as it comes: still one line, still the truth."""
+    """Python's own KeyboardInterrupt (one raised where majordomus' handler is not in
+    place), which typer turns into a bare Exit(130) (a joined `--task=` is typer's to
+    read) and a plain checkpoint meets as it comes: still one line, still the truth."""
+    from majordomus.__main__ import run  # (why here: tests/support/cli.py, run_cli)
+
     task = repo.task()
     before = checkpoints_on_head(repo)
     err = io.StringIO()
     options = [f"--task={task}"] if joined else ["--task", task]
     argv = ["-C", str(repo.path), "checkpoint", *options, "-F", "-"]
     assert (front.plain(argv) is None) == joined
-    code = front.run(
+    code = run(
         argv,
         environ=repo.environ,
         stdin=_InterruptedRead(),
@@ -482,7 +484,7 @@ TERM_LINE = "majordomus: interrupted; nothing was stored.\n"
 
 _CUT_SHORT = """
 import os, signal, sys
-import majordomus.front
+import majordomus.__main__ as entry
 
 def run(argv):
     try:
@@ -492,9 +494,8 @@ def run(argv):
         pass  # ...and code cut short swallows it (as C code inside an import can),
     raise TypeError("expected a message argument")  # then fails in its own way
 
-majordomus.front.run = run
-from majordomus.__main__ import main
-sys.exit(main())
+entry.run = run
+sys.exit(entry.main())
 """
 
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from majordomus import front
 from tests.support.cli import MAJORDOMUS
 from tests.support.repo import Repo
 
@@ -30,14 +29,19 @@ TOOLS = {
 def in_process(
     repo: Repo,
     body: Callable[[Client], Awaitable[None]],
-    command_line: Callable[..., int] = front.run,
+    command_line: Callable[..., int] | None = None,
 ) -> None:
+    """`body` with an MCP client of the server in-process, its tools running their command
+    lines through `command_line` (`__main__.run` unless given)."""
     from mcp import Client
 
     from majordomus import mcp_server
+    from majordomus.__main__ import run  # (why here: tests/support/cli.py, run_cli)
+
+    runner = command_line or run
 
     async def main() -> None:
-        async with Client(mcp_server.server(str(repo.path), repo.environ, command_line)) as client:
+        async with Client(mcp_server.server(str(repo.path), repo.environ, runner)) as client:
             await body(client)
 
     asyncio.run(main())
@@ -264,9 +268,11 @@ def test_every_tool_passes_values_joined_to_their_option_or_after_a_double_dash(
     the tool's own words and `--option=VALUE`, so no parser can take a value for an option."""
     seen: list[list[str]] = []
 
+    from majordomus.__main__ import run
+
     def recording(argv: list[str], **streams: Any) -> int:
         seen.append(list(argv))
-        return front.run(argv, **streams)
+        return run(argv, **streams)
 
     calls: dict[str, dict[str, Any]] = {
         "context": {"max_chars": -5},

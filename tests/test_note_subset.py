@@ -10,7 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.records import _written_document, dump_tables, load_document
+from majordomus.notes import dump_tables
+from majordomus.notetoml import _written_document, load_document
 from tests.support.corpus import corpus
 
 KEYS = st.sampled_from(["v", "id", "task", "head", "at", "body", "supersedes", "x-1", "A_b"])

@@ -298,8 +298,8 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
     # that needs a note it cannot read stops in one sentence naming the fix, ref untouched
     # (it used to call the missing note unreadable and say to inspect it).
     from majordomus.errors import RepositoryError
-    from majordomus.jobs import open_jobs
     from majordomus.records import new_record
+    from majordomus.tasks import open_jobs
 
     remote, _alice, bob = after_git_fetch(tmp_path, environ, clock, template, flt)
     bob.git("update-ref", NOTES, TRACKING)

@@ -8,17 +8,10 @@ import unicodedata
 import pytest
 
 from majordomus.errors import RefusedError
-from majordomus.records import (
-    NoteError,
-    Record,
-    append_note,
-    clean_text,
-    dump_note,
-    is_refused_char,
-    new_record,
-    parse_note,
-    union,
-)
+from majordomus.fieldtext import clean_text
+from majordomus.notes import append_note, dump_note, parse_note, union
+from majordomus.notetoml import NoteError
+from majordomus.records import Record, is_refused_char, new_record
 
 AT = datetime.datetime(2026, 11, 30, 3, 12, 9, tzinfo=datetime.UTC)
 HEAD = "8c31f0e2d4b7a9c1e0f3b5d7a2c4e6f8091a2b3c"

@@ -9,9 +9,9 @@ import subprocess
 import pygit2
 
 from majordomus import notestree
-from majordomus.jobs import open_jobs
 from majordomus.merge import Merger
-from majordomus.records import dump_note, parse_note
+from majordomus.notes import dump_note, parse_note
+from majordomus.tasks import open_jobs
 from majordomus.values import MergeReport
 from majordomus.writer import Writer
 from tests.support.repo import Repo

@@ -253,7 +253,8 @@ def test_the_mcp_tools_refuse_what_the_commands_refuse(repo: Repo) -> None:
     from mcp import Client
     from mcp.types import TextContent
 
-    from majordomus import front, mcp_server
+    from majordomus import mcp_server
+    from majordomus.__main__ import run
 
     repo.task()
     before = repo.notes_ref()
@@ -271,7 +272,7 @@ def test_the_mcp_tools_refuse_what_the_commands_refuse(repo: Repo) -> None:
     ]
 
     async def call(tool: str, arguments: dict[str, str], environ: dict[str, str]) -> str:
-        async with Client(mcp_server.server(str(repo.path), environ, front.run)) as client:
+        async with Client(mcp_server.server(str(repo.path), environ, run)) as client:
             result = await client.call_tool(tool, arguments)
         assert result.is_error is True
         (block,) = result.content

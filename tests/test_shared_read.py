@@ -36,7 +36,7 @@ from tests.support.hostile_notes import case_of, plant
 SCRIPT = """
 import os, sys
 import majordomus.notesread as notesread
-from majordomus import front
+from majordomus.__main__ import run
 mode, argv = sys.argv[1], sys.argv[2:]
 forks = []
 parses = []  # the notes this process parsed (a helper's count stays in the helper)
@@ -61,7 +61,7 @@ else:
         def refused():
             raise BlockingIOError(11, "Resource temporarily unavailable")
         os.fork = refused
-code = front.run(argv)
+code = run(argv)
 sys.stdout.flush()
 sys.stderr.write(f"parses={len(parses)}\\n")
 sys.stderr.write(f"forks={len(forks)}\\n")

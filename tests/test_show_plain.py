@@ -28,7 +28,7 @@ from tests.support.repo import Repo, clone
 # Commands in one fresh process: each one's answer, and whether libgit2 was loaded by then.
 PROBE = """
 import io, json, sys
-from majordomus.front import run
+from majordomus.__main__ import run
 answers = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()

@@ -15,7 +15,7 @@ import pytest
 
 from majordomus import gitobjects, notestree, render
 from majordomus import index as index_module
-from majordomus.records import MissingObjectError
+from majordomus.notetoml import MissingObjectError
 from majordomus.repository import NOTES_REF
 from tests.support.corpus import corpus
 from tests.support.env import Clock

@@ -9,14 +9,15 @@ import select
 import signal
 import time
 
-from majordomus import front
 from tests.support.cli import MAJORDOMUS, start
 from tests.support.repo import Repo
 
 
 def watch_in_process(repo: Repo, *argv: str, tty: bool = False) -> tuple[int, str]:
+    from majordomus.__main__ import run  # (why here: tests/support/cli.py, run_cli)
+
     out = io.StringIO()
-    code = front.run(
+    code = run(
         ["-C", str(repo.path), "watch", *argv],
         environ=repo.environ,
         stdout=out,
@@ -50,9 +51,11 @@ def test_live_line_on_a_terminal(repo: Repo) -> None:
 
 
 def test_no_colour_when_asked(repo: Repo) -> None:
+    from majordomus.__main__ import run
+
     repo.task()
     out = io.StringIO()
-    front.run(
+    run(
         ["-C", str(repo.path), "watch", "--count", "1"],
         environ={**repo.environ, "NO_COLOR": "1"},
         stdout=out,
@@ -133,9 +136,11 @@ def test_bad_every_is_refused(repo: Repo) -> None:
 
 
 def test_a_dumb_terminal_gets_plain_lines(repo: Repo) -> None:
+    from majordomus.__main__ import run
+
     task = repo.task()
     out = io.StringIO()
-    code = front.run(
+    code = run(
         ["-C", str(repo.path), "watch", "--every", "600", "--count", "4"],
         environ={**repo.environ, "TERM": "dumb"},
         stdout=out,

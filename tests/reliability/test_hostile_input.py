@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from majordomus.records import normalise_text
+from majordomus.fieldtext import normalise_text
 from tests.support.cli import spawn, wait_measured
 from tests.support.contracts import terminal_problems
 from tests.support.git import git

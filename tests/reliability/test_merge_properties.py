@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from majordomus.records import Note, Record, parse_note, union
+from majordomus.notes import Note, parse_note, union
+from majordomus.records import Record
 from tests.support import properties
 from tests.support.notes_merge import NotesRepo, both_sides
 from tests.support.repo import Repo

@@ -200,11 +200,11 @@ def mcp_results(repo: Repo, calls: Sequence[tuple[str, dict[str, Any]]]) -> list
 
 
 def _clocked(repo: Repo) -> Callable[..., int]:
-    """`front.run` with the repository's clock (the server runs the command line in-process)."""
-    from majordomus import front
+    """`run` with the repository's clock (the server runs the command line in-process)."""
+    from majordomus.__main__ import run
 
     def command_line(argv: list[str], **kwargs: Any) -> int:
-        return front.run(argv, now=repo.clock, **kwargs)
+        return run(argv, now=repo.clock, **kwargs)
 
     return command_line
 

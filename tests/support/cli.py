@@ -1,4 +1,4 @@
-"""majordomus in-process (`front.run`, the fast path) or as a real process.
+"""majordomus in-process (`__main__.run`, the fast path) or as a real process.
 
 A real process starts in its own session (a terminal's foreground job of its own: a
 signal the test sends to the group reaches it and its children, never the test run)
@@ -19,8 +19,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-
-from majordomus import front
 
 MAJORDOMUS = [sys.executable, "-m", "majordomus"]
 
@@ -44,10 +42,16 @@ def run_cli(
     tty: bool = False,
 ) -> Result:
     """majordomus in-process in `cwd`; the real clock and real sleeps unless given."""
+    # Imported here: the entry module readies majordomus' Ctrl-C handler as it is imported,
+    # held for a `main` to answer, and pytest's own process (conftest imports this module,
+    # and runs no command) must keep its Ctrl-C. (`run` starts each command with nothing
+    # held.)
+    from majordomus.__main__ import run
+
     out, err = io.StringIO(), io.StringIO()
     if isinstance(now, datetime.datetime):
         now = _fixed(now)
-    code = front.run(
+    code = run(
         ["-C", str(cwd), *argv],
         environ=dict(environ),
         stdin=io.BytesIO(stdin),

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from majordomus.records import KINDS, parse_note
+from majordomus.notes import parse_note
+from majordomus.records import KINDS
 from tests.support.git import NOTES_REF, git
 from tests.support.notes import note_blobs
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pygit2
 from hypothesis import strategies as st
 
-from majordomus.jobs import open_jobs
-from majordomus.records import dump_note
+from majordomus.notes import dump_note
 from majordomus.repository import NOTES_REF
+from majordomus.tasks import open_jobs
 from tests.support.repo import Repo
 from tests.support.strategies import notes, raw_notes
 

@@ -11,23 +11,13 @@ import base64
 import datetime
 from collections.abc import Sequence
 
-from majordomus import jsontext, ops, render
+from majordomus import jsontext, render, write
 from majordomus.errors import RefusedError
+from majordomus.notes import Entry, Note, append_note, dump_note, dump_tables, parse_note, union
+from majordomus.notetoml import NOTE_MAX_BYTES, NoteError
 from majordomus.profile import parse_config, resolve
-from majordomus.records import (
-    KINDS,
-    NOTE_MAX_BYTES,
-    Entry,
-    Note,
-    NoteError,
-    Record,
-    append_note,
-    dump_note,
-    dump_tables,
-    parse_note,
-    union,
-)
-from majordomus.values import Located
+from majordomus.records import KINDS, Record
+from majordomus.values import AttachedRecord
 from tests.support.contracts import strict_json, terminal_problems
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -146,7 +136,7 @@ def read_note(data: bytes) -> None:
     united = union([note, note])
     assert keys(united) == keys(note)
     for position, record in enumerate(united.records):
-        located = Located(record, COMMIT, position)
+        located = AttachedRecord(record, COMMIT, position)
         text = render.record_block(located)
         as_json = jsontext.dumps(render.record_json(located))
         strict_json(as_json)
@@ -171,7 +161,7 @@ def read_profile(data: bytes) -> None:
 def read_handover_file(data: bytes) -> None:
     """A `handover -F` file from anywhere: three fields, or RefusedError, nothing else."""
     try:
-        fields = ops.parse_handover_file(data.decode("utf-8", "replace"), "standard input")
+        fields = write.parse_handover_file(data.decode("utf-8", "replace"), "standard input")
     except RefusedError:
         return
     assert sorted(fields) == ["next", "objective", "state"]

@@ -1,7 +1,7 @@
 """`Repo`: a throwaway git repository and the means to drive majordomus in it.
 
 Commits are made with pygit2 in-process (about ten times faster than git); majordomus
-runs in-process through `front.run` with the repository's environment, its clock and no
+runs in-process through `__main__.run` with the repository's environment, its clock and no
 sleeping, or as a real process where a test needs one (concurrency, kills, terminals).
 """
 

@@ -12,16 +12,9 @@ from typing import Any
 import tomli_w
 from hypothesis import strategies as st
 
-from majordomus.records import (
-    KINDS,
-    LABELS,
-    Entry,
-    Note,
-    Record,
-    new_record,
-    normalise_text,
-    note_from_document,
-)
+from majordomus.fieldtext import normalise_text
+from majordomus.notes import Entry, Note, note_from_document
+from majordomus.records import KINDS, LABELS, Record, new_record
 from tests.support.corpus import PROFILES, corpus
 
 BIDI = "".join(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))

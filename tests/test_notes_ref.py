@@ -10,9 +10,10 @@ import pygit2
 import pytest
 
 from majordomus import notestree
-from majordomus.jobs import open_jobs
-from majordomus.records import MissingObjectError, parse_note
+from majordomus.notes import parse_note
+from majordomus.notetoml import MissingObjectError
 from majordomus.repository import NOTES_REF
+from majordomus.tasks import open_jobs
 from tests.support import forks
 from tests.support.contracts import store_problems
 from tests.support.env import AUTHOR

@@ -1,0 +1,231 @@
+"""The verbs that look at the set-up: `doctor` (configuration, identity, lock files, invalid
+notes, a shallow or partial clone, the agents' hooks) and `profile` (the effective
+profile); each a function that returns what it found, and the command that prints it
+(`<verb>_command`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from majordomus import profile as profiles
+from majordomus import remote
+from majordomus.errors import ExitCode, RefusedError, RepositoryError
+from majordomus.invocation import Inputs, Invocation, OnFirstUse
+from majordomus.tasks import Jobs, load_profile, missing_note_objects, open_here
+from majordomus.values import Finding, NoteSet
+
+if TYPE_CHECKING:
+    from majordomus import reports
+else:
+    reports = OnFirstUse("majordomus.reports")
+
+
+def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
+    from majordomus import agents  # two commands use it: not loaded by the others
+
+    jobs = open_here(inputs)
+    findings = _setup_findings(inputs, jobs, drop_cache)
+    # Before the read, which fetches what a partial clone lacks: what is missing now.
+    clone = _clone_findings(jobs)
+    agent = [
+        Finding("agent", found.healthy, found.detail)
+        for found in agents.findings(jobs.repository.workdir, inputs.environ)
+    ]
+    try:
+        noteset = jobs.reader.read_notes()
+    except RepositoryError as error:  # e.g. note objects a partial clone cannot fetch now
+        findings.append(Finding("notes", False, error.message.rstrip(".")))
+        return [*findings, *agent, *clone]
+    findings += _invalid_findings(jobs, noteset)
+    findings.extend(agent)
+    records = sum(len(a.summaries) for a in noteset.commits.values())
+    with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
+    findings.append(
+        Finding(
+            "notes",
+            noteset.invalid == 0,
+            f"{len(with_notes)} notes, {records} records, {noteset.invalid} invalid",
+        )
+    )
+    findings.extend(clone)
+    return findings
+
+
+def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Finding]:
+    """The read caches (dropped first with `drop_cache`), the profile, the identity, what
+    `init` sets up, and the lock files."""
+    findings: list[Finding] = []
+    if drop_cache:
+        dropped = jobs.reader.drop_cache()
+        findings.append(
+            Finding("cache", True, "read caches dropped" if dropped else "no read caches to drop")
+        )
+    try:
+        prof = load_profile(inputs, jobs)
+        findings.append(Finding("profile", True, f"{prof.name} ({_profile_line(prof)})"))
+    except RefusedError as error:
+        findings.append(Finding("profile", False, error.message))
+    try:
+        findings.append(Finding("identity", True, jobs.repository.identity()))
+    except RepositoryError as error:
+        findings.append(Finding("identity", False, error.message))
+    findings.extend(_config_findings(jobs))
+    locks = [
+        Finding(
+            "lock",
+            False,
+            f"{lock.path} is {lock.age_s} s old; if no git or majordomus "
+            f"process is running, remove it (rm '{lock.path}').",
+        )
+        for lock in jobs.writer.stale_locks(older_than_s=0)
+    ]
+    findings.extend(locks or [Finding("locks", True, "no lock files")])
+    return findings
+
+
+def _invalid_findings(jobs: Jobs, noteset: NoteSet) -> list[Finding]:
+    """The notes refs left out of the read, and each note that holds what is not a record."""
+    skipped = jobs.reader.refs.skipped_refs()
+    findings = [Finding("notes", False, why.rstrip(".")) for why in skipped]
+    for bad in noteset.unreadable:
+        where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
+        findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))
+    for commit, annotated in sorted(noteset.commits.items()):
+        if annotated.invalid:
+            try:
+                parts = len(jobs.reader.note(annotated.blobs).unreadable)
+            except RepositoryError as error:  # its object lost since it was summarised
+                findings.append(Finding("invalid", False, error.message.rstrip(".")))
+                continue
+            what = (
+                [f"{annotated.invalid - parts} invalid record(s)"]
+                if annotated.invalid > parts
+                else []
+            )
+            if parts:
+                what.append(
+                    f"{parts} part{'s' if parts > 1 else ''} that "
+                    f"{'are' if parts > 1 else 'is'} not TOML (written by hand?)"
+                )
+            findings.append(
+                Finding(
+                    "invalid",
+                    False,
+                    f"note on {commit[:12]}: {' and '.join(what)} skipped "
+                    f"(see git notes --ref=majordomus show {commit[:12]})",
+                )
+            )
+    return findings
+
+
+def _clone_findings(jobs: Jobs) -> list[Finding]:
+    """A shallow or partial clone, and what it limits. Informational: such a clone is
+    what CI makes on purpose, and every answer it gives is exact or says it cannot be."""
+    findings = []
+    if jobs.history.is_shallow():
+        cut = len(jobs.history.shallow_boundary())
+        findings.append(
+            Finding(
+                "clone",
+                True,
+                f"shallow clone (history cut at {cut} commit{'s' if cut != 1 else ''} listed "
+                "in .git/shallow): a label that depends on history past the cut is unknown, "
+                "never guessed, and records on commits past it are not reachable from here; "
+                "git fetch --unshallow gives exact answers",
+            )
+        )
+    promisors: dict[str, str] = {}
+    pattern = r"^remote\..*\.(promisor|partialclonefilter)$"
+    listed = jobs.repository.git("config", "--get-regexp", pattern, check=False).stdout
+    for line in listed.splitlines():
+        key, _, value = line.partition(" ")
+        name, _, setting = key.removeprefix("remote.").rpartition(".")
+        if setting == "partialclonefilter":
+            promisors[name] = value
+        elif value.lower() in ("true", "yes", "on", "1"):
+            promisors.setdefault(name, "")
+    if not promisors:
+        return findings
+    missing = len(missing_note_objects(jobs))
+    for name, filter_spec in sorted(promisors.items()):
+        counted = f"; {missing} note objects are not here yet" if missing else ""
+        findings.append(
+            Finding(
+                "clone",
+                True,
+                f"partial clone of {name} (filter {filter_spec or 'unknown'}): objects the "
+                f"filter left out, note objects included, are not here until fetched{counted}; "
+                f"majordomus fetch {name} brings every note object in one batch",
+            )
+        )
+    return findings
+
+
+def _config_findings(jobs: Jobs) -> list[Finding]:
+    """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy);
+    a remote that plain `git fetch` does not bring records from is worth knowing."""
+    rewrite = jobs.repository.git(
+        "config", "--get-all", "notes.rewriteRef", check=False
+    ).stdout.split()
+    findings = []
+    if "refs/notes/majordomus" not in rewrite:
+        findings.append(
+            Finding(
+                "config",
+                False,
+                "notes.rewriteRef does not include refs/notes/majordomus: records will not "
+                "follow amended or rebased commits (run majordomus init)",
+            )
+        )
+    for action in ("amend", "rebase"):
+        value = jobs.repository.git("config", "--type=bool", f"notes.rewrite.{action}", check=False)
+        if value.stdout.strip() == "false":
+            findings.append(
+                Finding(
+                    "config",
+                    False,
+                    f"notes.rewrite.{action} is false: records will not follow git "
+                    f"{'commit --amend' if action == 'amend' else 'rebase'} (git config "
+                    f"--unset notes.rewrite.{action})",
+                )
+            )
+    if not findings:
+        findings.append(Finding("config", True, "records follow amended and rebased commits"))
+    for name in jobs.repository.remote_names():
+        specs = jobs.repository.git(
+            "config", "--get-all", f"remote.{name}.fetch", check=False
+        ).stdout
+        if remote.fetch_refspec(name) not in specs.split():
+            findings.append(
+                Finding(
+                    "config",
+                    True,
+                    f"plain git fetch does not bring {name}'s records (majordomus fetch {name} "
+                    f"does; majordomus init --remote {name} makes git fetch do it too)",
+                )
+            )
+    return findings
+
+
+def _profile_line(prof: profiles.Profile) -> str:
+    return (
+        f"interval {prof.interval_s}s, checkpoint_max {prof.checkpoint_max}, "
+        f"handover_max {prof.handover_max}"
+    )
+
+
+def profile_info(inputs: Inputs) -> profiles.Profile:
+    jobs = open_here(inputs)
+    return load_profile(inputs, jobs)
+
+
+def doctor_command(invocation: Invocation, drop_cache: bool = False, as_json: bool = False) -> int:
+    findings = doctor(invocation.inputs(), drop_cache)
+    invocation.out(reports.doctor(findings, as_json))
+    healthy = all(finding.healthy for finding in findings)
+    return ExitCode.OK if healthy else ExitCode.NEGATIVE
+
+
+def profile_command(invocation: Invocation, as_json: bool = False) -> int:
+    invocation.out(reports.profile(profile_info(invocation.inputs()), as_json))
+    return ExitCode.OK

@@ -1,0 +1,294 @@
+"""The steps every verb shares: the jobs one command does on one repository, each an object
+built with what it needs (git and the refs: `repository`; the commits: `history`; reading
+notes: `reader`; moving the notes ref: `writer`), opened where the command started; the
+profile; the task a command works on; the text it records, checked; what `check` says of
+a task.
+
+Nothing here prints; clock, environment and sleep come in through `Inputs`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import NamedTuple
+
+from majordomus import profile as profiles
+from majordomus import remote
+from majordomus.errors import RefusedError
+from majordomus.fieldtext import clean_text
+from majordomus.history import History
+from majordomus.index import Index, Views
+from majordomus.invocation import Inputs
+from majordomus.location import open_repository
+from majordomus.notesread import NotesReader
+from majordomus.records import age_s, skew_s
+from majordomus.repository import Repository
+from majordomus.values import CheckResult, Listed
+from majordomus.writer import Writer
+
+SESSION_MAX = 200
+_TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
+
+
+class Jobs(NamedTuple):
+    """The jobs one command does on one repository."""
+
+    repository: Repository
+    history: History
+    reader: NotesReader
+    writer: Writer
+
+
+def open_jobs(path: str, environ: Mapping[str, str]) -> Jobs:
+    """The repository at (or above) `path`, and its jobs; nothing is read yet."""
+    repository = open_repository(path, environ)
+    reader = NotesReader(repository)
+    return Jobs(repository, History(repository), reader, Writer(repository, reader))
+
+
+def open_here(inputs: Inputs) -> Jobs:
+    """The repository a command works on, and its jobs: a note object a partial clone left
+    out is fetched from its remote, a warning said through `inputs.warn`."""
+    jobs = open_jobs(inputs.cwd, inputs.environ)
+    jobs.reader.partial.fetch_missing = remote.missing_fetcher(jobs.repository)
+    jobs.reader.refs.warn = inputs.warn
+    return jobs
+
+
+def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
+    return profiles.load(jobs.repository.workdir, inputs.profile_name, inputs.environ)
+
+
+def missing_note_objects(jobs: Jobs) -> list[str]:
+    """The objects under the notes refs' trees this clone lacks, as git lists them
+    (never fetching them one by one as it would to read them)."""
+    commits = jobs.reader.refs.notes_commits()
+    if not commits or not jobs.reader.partial.is_partial():
+        return []
+    out = jobs.repository.git(
+        "rev-list", "--objects", "--no-walk", "--missing=print", *commits
+    ).stdout
+    return [line[1:].strip() for line in out.splitlines() if line.startswith("?")]
+
+
+# ---- the task a command works on -------------------------------------------------------
+
+
+def task_prefix(name: str) -> str | None:
+    """The start of a task id a name gives (`t-` and 4 to 12 hex digits, the `t-` optional);
+    None when it is no task id."""
+    match = _TASK_PREFIX.fullmatch(name.strip().lower())
+    return None if match is None else f"t-{match.group(1)}"
+
+
+def resolve_task(task_ids: Collection[str], name: str) -> str:
+    """A task id from a unique prefix of at least 4 hex digits, with or without `t-`."""
+    prefix = task_prefix(name)
+    if prefix is None:
+        raise RefusedError(
+            f"'{name}' is not a task id: give t- and at least 4 of its hex digits "
+            "(see majordomus task list)."
+        )
+    candidates = sorted(task for task in task_ids if task.startswith(prefix))
+    if not candidates:
+        raise RefusedError(f"no task matches '{name}'; see majordomus task list.")
+    if len(candidates) > 1:
+        raise RefusedError(
+            f"'{name}' is ambiguous: it matches {', '.join(candidates)}; give more digits."
+        )
+    return candidates[0]
+
+
+def current_task(
+    inputs: Inputs, jobs: Jobs, views: Views, explicit: str | None, *, imply: bool = False
+) -> tuple[str, bool]:
+    """The task a command works on, and whether it was implied rather than named.
+
+    --task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`. With none
+    of them and `imply`: the task of the open handover reachable from HEAD when exactly one
+    task has one (what a new clone or a new agent session picks up).
+    """
+    for name in (
+        explicit,
+        inputs.environ.get("MAJORDOMUS_TASK") or None,
+        jobs.repository.current_task(),
+    ):
+        if name:
+            return resolve_task(views.task_ids, name), False
+    candidates = tasks_with_open_handover(jobs, views) if imply else []
+    if len(candidates) == 1:
+        return candidates[0], True
+    if candidates:
+        raise AmbiguousTaskError(tuple(candidates))
+    raise NoTaskError(
+        "no current task: start one with majordomus task new TITLE, pick one with "
+        "majordomus task use TASK, or pass --task TASK."
+    )
+
+
+def tasks_with_open_handover(jobs: Jobs, views: Views) -> list[str]:
+    """The tasks that have an open handover on a commit reachable from HEAD."""
+    pending: dict[str, set[str]] = {}
+    for task in views.task_ids:
+        index = views.index(task)
+        commits = {item.commit for item in index.open_handovers(task)}
+        if commits:
+            pending[task] = commits
+    if not pending:
+        return []
+    reach = jobs.history.graph().order(jobs.history.head(), set().union(*pending.values()))
+    return sorted(task for task, commits in pending.items() if commits & reach.keys())
+
+
+class NoTaskError(RefusedError):
+    """No task named, none current, and no open handover reachable from HEAD to take."""
+
+
+class AmbiguousTaskError(RefusedError):
+    """No current task, and several tasks have an open handover reachable from HEAD."""
+
+    SHOWN = 10  # candidates named; a teammate's hundred tasks must not flood an agent
+
+    def __init__(self, candidates: tuple[str, ...]) -> None:
+        super().__init__(self.sentence(candidates, "majordomus"))
+        self.candidates = candidates
+
+    @classmethod
+    def sentence(cls, candidates: tuple[str, ...], program: str) -> str:
+        """The refusal, its commands spelt with `program` (a hook's is the entry's path)."""
+        named = ", ".join(candidates[: cls.SHOWN])
+        if len(candidates) > cls.SHOWN:
+            named += f" and {len(candidates) - cls.SHOWN} more ({program} task list)"
+        return (
+            f"no current task, and {len(candidates)} tasks have an open handover reachable "
+            f"from HEAD: {named}; pick one with {program} task use TASK (or pass --task TASK)."
+        )
+
+
+# ---- text to record --------------------------------------------------------------------
+
+
+def validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
+    """Text that passed the length and character rules and, unless allowed, the secret scan
+    (whose refusal offers --allow-secret where the command has it: `flag`)."""
+    text = clean_text(field, raw, cap)
+    from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
+
+    found = None if allow_secret else find_secret(text)
+    if found is not None:
+        what, position = found
+        remedy = "remove it, or pass --allow-secret if it is not a secret" if flag else (
+            "name the session otherwise"
+        )  # fmt: skip
+        raise RefusedError(
+            f"{field} looks like it contains {what} (at character {position}); notes are "
+            f"pushed and their history is permanent, so nothing was recorded: {remedy}."
+        )
+    return text
+
+
+def session_of(
+    inputs: Inputs, explicit: str | None, allow_secret: bool = False, *, flag: bool = True
+) -> str | None:
+    value = explicit if explicit is not None else inputs.environ.get("MAJORDOMUS_SESSION")
+    return validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
+
+
+# ---- what check says of a task ---------------------------------------------------------
+
+
+def counted_checkpoint(
+    index: Index, task: str, now: datetime.datetime
+) -> tuple[Listed | None, Listed | None]:
+    """The newest checkpoint that can say how fresh the task is (not dated in the future),
+    and the newest one dated in the future after it, if any."""
+    skewed = None
+    for item in index.newest_first(index.of_kind("checkpoint", task)):
+        if skew_s(now, item.at) is None:
+            return item, skewed
+        skewed = skewed or item
+    return None, skewed
+
+
+def check_task(
+    index: Index,
+    task: str,
+    prof: profiles.Profile,
+    now: datetime.datetime,
+    also: Sequence[Listed] = (),
+) -> CheckResult:
+    """What `check` says of one task: the age of its last checkpoint against the interval.
+    `also`: records the caller shows next, read in one go with those the check shows."""
+    return check_tasks(index, [task], prof, now, also)[0]
+
+
+def check_tasks(
+    index: Index,
+    tasks: Sequence[str],
+    prof: profiles.Profile,
+    now: datetime.datetime,
+    also: Sequence[Listed] = (),
+) -> list[CheckResult]:
+    """`check_task` of each task, the notes all of them show (and `also`) read in one go:
+    one git process, not one a task."""
+    picked = [_picked(index, task, now) for task in tasks]
+    shown = [i for p in picked for i in (p.record, p.last, p.handover, p.skewed) if i]
+    index.preload([*shown, *also])
+    return [
+        CheckResult(
+            task=p.task,
+            title=index.locate(p.record).record.text("title") if p.record else None,
+            profile=prof.name,
+            interval_s=prof.interval_s,
+            last_checkpoint=index.locate(p.last) if p.last else None,
+            age_s=p.age,
+            stale=p.since is None or p.age > prof.interval_s,
+            open_handover=index.locate(p.handover) if p.handover else None,
+            skewed=index.locate(p.skewed) if p.skewed else None,
+            skew_s=skew_s(now, p.skewed.at) if p.skewed else _least_skew(index, p.task, now),
+            undated=p.since is None,
+        )
+        for p in picked
+    ]
+
+
+class _Picked(NamedTuple):
+    """What `check` of a task looks at: its task record, its last checkpoint (and one dated
+    in the future), its open handover, and the time its age counts from."""
+
+    task: str
+    record: Listed | None
+    last: Listed | None
+    skewed: Listed | None
+    handover: Listed | None
+    since: datetime.datetime | None
+    age: int  # seconds since `since` (0 when there is none)
+
+
+def _picked(index: Index, task: str, now: datetime.datetime) -> _Picked:
+    # A record dated in the future says nothing about when it was written: freshness
+    # is judged on what is dated up to now, so a fast clock can make a task look
+    # stale, never fresh.
+    last, skewed = counted_checkpoint(index, task, now)
+    record = index.tasks().get(task)
+    since: datetime.datetime | None
+    if last is not None:
+        since = last.at
+    elif record is not None and skew_s(now, record.at) is None:
+        since = record.at
+    else:
+        since = min((i.at for i in index.of_task(task) if skew_s(now, i.at) is None), default=None)
+    pending = index.open_handovers(task)
+    age = age_s(now, since) if since is not None else 0
+    return _Picked(task, record, last, skewed, pending[0] if pending else None, since, age)
+
+
+def _least_skew(index: Index, task: str, now: datetime.datetime) -> int | None:
+    """How far in the future the nearest of a task's records is, when every one of them is
+    dated in the future (its age unknowable); None when any is not."""
+    skews = [skew_s(now, item.at) for item in index.of_task(task)]
+    if not skews or None in skews:
+        return None
+    return min(s for s in skews if s is not None)
