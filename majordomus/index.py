@@ -18,11 +18,22 @@ from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import AttachedRecord, Listed, NoteSet, WriteReport
 from majordomus.viewcache import PartMissing, ViewCache
-from majordomus.viewparts import Meta, Row, View, pack, state_key, task_part, unpack
+from majordomus.viewparts import (
+    Changed,
+    Ledger,
+    Meta,
+    Row,
+    View,
+    carried_over,
+    pack,
+    resolving,
+    state_key,
+    task_part,
+    unpack,
+)
 
 if TYPE_CHECKING:
     from majordomus.history import History
-    from majordomus.ledger import Changed
     from majordomus.notesread import NotesReader
 
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
@@ -331,7 +342,7 @@ class Views:
         """The cached views brought to the current state by re-reading only the notes that
         changed since (another writer, `git notes`, a fetch): what a full read would build,
         or None when that cannot be told cheaply; every part the changed notes do not
-        touch stays as it was, byte for byte (see `ledger.carried_over`)."""
+        touch stays as it was, byte for byte (see `viewparts.carried_over`)."""
         cache = self._cache
         if not cache.key or "@" in cache.key or not cache.meta:
             return None
@@ -341,9 +352,6 @@ class Views:
         changed = self._changed_notes(before)
         if changed is None:
             return None
-        # Here: a command the views answer as they are never loads the ledger.
-        from majordomus.ledger import carried_over
-
         unwritten = self._unwritten if self._writing else None
         carried = carried_over(cache, changed, self._reader.note, unwritten)
         if carried is None:
@@ -359,7 +367,7 @@ class Views:
         """The meta of the cached views, the commits whose notes changed since the state
         `before` (each ref's target), and each one's notes before and now, found without
         a walk; None when the trees cannot be compared or too many notes changed."""
-        from majordomus.commitnotes import CommitNotes  # here: as the ledger (above)
+        from majordomus.commitnotes import CommitNotes  # here: only a carry-over compares trees
 
         reader = self._reader
         notes = CommitNotes(reader.repository, reader.refs, reader.blobs)
@@ -449,8 +457,6 @@ class Views:
         if self._cache.key != self._key:
             return  # rebuilt for this HEAD since (a lost part, and copies): not carried
         targets = {**self._targets, NOTES_REF: report.notes_commit}
-        from majordomus.ledger import Ledger, resolving  # as in `_carried_over`
-
         summary = tuple(summary_of(record, position))
         ledger = Ledger(self._cache.part)
         try:
@@ -473,8 +479,6 @@ class Views:
 def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
     """Every part of the views of a full read: each task's view, each shard of the ledger;
     made one at a time, so that only one task's rows are ever held beside the index."""
-    from majordomus.ledger import Ledger  # as in `Views._carried_over`
-
     resolved = index.resolved_handovers()
     for task in dict.fromkeys(item.summary.task for item in index.records):
         items = index.of_task(task)

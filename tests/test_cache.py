@@ -30,14 +30,13 @@ from majordomus.graphcache import GraphCache
 from majordomus.index import Views
 from majordomus.invocation import Inputs
 from majordomus.jsontext import record_text
-from majordomus.ledger import _shard_of
 from majordomus.notes import Note, append_note, dump_note, parse_note
 from majordomus.notetoml import NoteError
 from majordomus.readcache import ReadCache
 from majordomus.records import new_record
 from majordomus.tasks import open_jobs
 from majordomus.viewcache import ViewCache
-from majordomus.viewparts import state_key
+from majordomus.viewparts import _shard_of, state_key
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock
 from tests.support.repo import Repo, clone, seeded
