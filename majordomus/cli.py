@@ -7,52 +7,36 @@ import contextlib
 import copy
 import errno
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from majordomus import __version__, interrupt
+from majordomus import __version__, interrupt, setupcli
 from majordomus.errors import ExitCode, RefusedError
 from majordomus.invocation import Invocation, OnFirstUse
 from majordomus.profile import BUILT_IN
-from majordomus.values import (
-    CONTEXT_DEFAULT_CHARS,
-    CONTEXT_MAX_CHARS,
-    CONTEXT_MIN_CHARS,
-    DEFAULT_DAYS,
+from majordomus.setupcli import (
+    AllowSecretOpt,
+    FileOpt,
+    JsonOpt,
+    SessionOpt,
+    TaskOpt,
+    invocation_of,
+    run_with,
 )
+from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import agentsetup, diagnosis, freshness, hooks, plaintext, read, sharing, write
-    from majordomus import context as contexts
+    from majordomus import freshness, hooks, plaintext, read, write
 else:
     adoption = OnFirstUse("majordomus.adopt")
-    agentsetup = OnFirstUse("majordomus.agentsetup")
-    contexts = OnFirstUse("majordomus.context")
-    diagnosis = OnFirstUse("majordomus.diagnosis")
     freshness = OnFirstUse("majordomus.freshness")
     hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
     read = OnFirstUse("majordomus.read")
-    sharing = OnFirstUse("majordomus.sharing")
     write = OnFirstUse("majordomus.write")
-
-
-def _invocation(ctx: typer.Context) -> Invocation:
-    invocation = ctx.find_root().obj
-    assert isinstance(invocation, Invocation)
-    return invocation
-
-
-def _run(ctx: typer.Context, command: Callable[..., int]) -> None:
-    """A verb module's command function, given what typer read (its parameters are the
-    function's own, by name: see tests/test_front.py), and its exit code the way typer
-    exits."""
-    code = command(_invocation(ctx), **ctx.params)
-    if code:
-        raise typer.Exit(int(code))
 
 
 HELP = """\
@@ -88,35 +72,6 @@ task_app = typer.Typer(
 )
 app.add_typer(task_app, name="task")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-TaskOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--task",
-        "-t",
-        metavar="TASK",
-        help="Task id or a unique prefix of 4+ hex digits (beats MAJORDOMUS_TASK and the "
-        "current task).",
-    ),
-]
-SessionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--session", metavar="TEXT", help="Free text naming the session (or MAJORDOMUS_SESSION)."
-    ),
-]
-AllowSecretOpt = Annotated[
-    bool,
-    typer.Option(
-        "--allow-secret",
-        help="Record text that looks like a key or token anyway (notes are pushed and permanent).",
-    ),
-]
-FileOpt = Annotated[
-    str | None,
-    typer.Option("--file", "-F", metavar="FILE", help="Read the text from FILE, or - for stdin."),
-]
-
 
 def _version(value: bool) -> None:
     if value:
@@ -147,7 +102,7 @@ def main(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    ctx.obj = _invocation(ctx).located(directory or (), profile)
+    ctx.obj = invocation_of(ctx).located(directory or (), profile)
 
 
 # ---- tasks -------------------------------------------------------------------------------
@@ -162,13 +117,13 @@ def task_new(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a task, record it on HEAD and make it current; prints its id."""
-    _run(ctx, write.task_new_command)
+    run_with(ctx, write.task_new_command)
 
 
 @task_app.command("list")
 def task_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Tasks with title, last activity, checkpoint age and open handover (* = current)."""
-    _run(ctx, write.task_list_command)
+    run_with(ctx, write.task_list_command)
 
 
 @task_app.command("use")
@@ -177,7 +132,7 @@ def task_use(
     task: Annotated[str, typer.Argument(help="Task id or a unique prefix of 4+ hex digits.")],
 ) -> None:
     """Make a task current in this work tree."""
-    _run(ctx, write.task_use_command)
+    run_with(ctx, write.task_use_command)
 
 
 # ---- writing -----------------------------------------------------------------------------
@@ -199,7 +154,7 @@ def checkpoint(
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    _run(ctx, write.checkpoint_command)
+    run_with(ctx, write.checkpoint_command)
 
 
 @app.command()
@@ -233,7 +188,7 @@ def handover(
     Each field is capped by the profile's handover_max. Warns (does not refuse)
     when the work tree has uncommitted changes.
     """
-    _run(ctx, write.handover_command)
+    run_with(ctx, write.handover_command)
 
 
 @app.command()
@@ -249,7 +204,7 @@ def resume(
     Records a resume on HEAD that resolves it (and supersedes older open
     handovers of the task). Exit 1 when nothing is open.
     """
-    _run(ctx, write.resume_command)
+    run_with(ctx, write.resume_command)
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -272,7 +227,7 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label."""
-    _run(ctx, read.history_command)
+    run_with(ctx, read.history_command)
 
 
 @app.command()
@@ -290,7 +245,7 @@ def show(
     ] = False,
 ) -> None:
     """The records attached to one commit: what CI reads."""
-    _run(ctx, read.show_command)
+    run_with(ctx, read.show_command)
 
 
 @app.command()
@@ -301,7 +256,7 @@ def check(
     as_json: JsonOpt = False,
 ) -> None:
     """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
-    _run(ctx, freshness.check_command)
+    run_with(ctx, freshness.check_command)
 
 
 @app.command()
@@ -323,146 +278,11 @@ def watch(
     On a terminal the line is redrawn in place; otherwise a line is printed each
     time the status, the last checkpoint or the open handover changes.
     """
-    _run(ctx, freshness.watch_command)
+    run_with(ctx, freshness.watch_command)
 
 
-@app.command()
-def doctor(
-    ctx: typer.Context,
-    drop_cache: Annotated[
-        bool,
-        typer.Option(
-            "--drop-cache",
-            help="Delete the read caches in the git directory first (they are rebuilt on demand).",
-        ),
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Configuration, identity, lock files, invalid notes, a shallow or partial clone.
-
-    Exit 0 healthy, 1 not; a shallow or partial clone is information, not a fault.
-    """
-    _run(ctx, diagnosis.doctor_command)
-
-
-@app.command("profile")
-def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """The effective profile and where each value came from."""
-    _run(ctx, diagnosis.profile_command)
-
-
-# ---- records between clones ---------------------------------------------------------------
-
-RemoteArg = Annotated[
-    str | None,
-    typer.Argument(
-        metavar="REMOTE",
-        help="A remote name (or URL); default: the current branch's upstream remote, else origin.",
-        show_default=False,
-    ),
-]
-
-
-@app.command()
-def init(
-    ctx: typer.Context,
-    remote: Annotated[
-        str | None,
-        typer.Option(
-            "--remote",
-            metavar="NAME",
-            help="The remote whose records plain git fetch should bring (default: the current "
-            "branch's upstream remote, else origin). Run once per remote.",
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Set this clone up so records travel with the code. Safe to run again.
-
-    Adds, beside what you have and never over it: notes.displayRef (git log
-    shows records), notes.rewriteRef with notes.rewrite.amend/rebase (records
-    follow amended and rebased commits), a union merge strategy for git notes
-    merge, a fetch refspec so plain git fetch brings the remote's records into
-    refs/notes/remotes/NAME/majordomus (and never fails while it has none), and
-    a pre-push hook so git push publishes records. An existing hook, or a
-    core.hooksPath, is left alone: init prints the line to add.
-    """
-    _run(ctx, sharing.init_command)
-
-
-@app.command()
-def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
-    """Fetch the remote's records and merge them into refs/notes/majordomus.
-
-    They land in refs/notes/remotes/REMOTE/majordomus, then are united with
-    yours record by record: nothing is dropped on either side. A remote with
-    no records yet is not an error. Uses your own git, credentials and ssh
-    set-up. Exit 4 when the fetch fails.
-    """
-    _run(ctx, sharing.fetch_command)
-
-
-@app.command()
-def push(
-    ctx: typer.Context,
-    remote: RemoteArg = None,
-    hook: Annotated[
-        bool,
-        typer.Option(
-            "--hook",
-            help="Run as the pre-push hook does: no prompts, at most MAJORDOMUS_HOOK_TIMEOUT "
-            "seconds (30), and never fail: a failure to publish is a warning and exit 0.",
-        ),
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Publish refs/notes/majordomus to the remote. Never forces.
-
-    When the remote moved, its records are fetched and merged, and the push
-    tried again (a bounded number of times). Exit 4 when it cannot be
-    published; your records stay intact.
-    """
-    _run(ctx, sharing.push_command)
-
-
-@app.command()
-def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
-    """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
-    _run(ctx, sharing.sync_command)
-
-
-# ---- coding agents ----------------------------------------------------------------------
-
-agent_app = typer.Typer(
-    help="Wire majordomus into a coding agent's hooks (Claude Code, Codex, Gemini CLI).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(agent_app, name="agent")
-
-
-@app.command()
-def context(
-    ctx: typer.Context,
-    max_chars: Annotated[
-        int,
-        typer.Option(
-            "--max-chars",
-            metavar="N",
-            help=f"Budget in characters ({CONTEXT_MIN_CHARS}..{CONTEXT_MAX_CHARS}; "
-            f"default {CONTEXT_DEFAULT_CHARS}).",
-        ),
-    ] = CONTEXT_DEFAULT_CHARS,
-    task: TaskOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """One bounded block for a new session: the task, its open handover, staleness, the
-    newest checkpoints and how to record.
-
-    A record is included whole or replaced by a pointer line, never cut. Outside a
-    repository or with no task: a short line, exit 0.
-    """
-    _run(ctx, contexts.context_command)
+app.registered_commands += setupcli.app.registered_commands
+app.registered_groups += setupcli.app.registered_groups
 
 
 @app.command()
@@ -486,46 +306,14 @@ def hook(
     Invocation start: the context block. Prompt submit: a one-line reminder when the
     task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
     """
-    _run(ctx, hooks.hook_command)
-
-
-@agent_app.command("install")
-def agent_install(
-    ctx: typer.Context,
-    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
-    scope: Annotated[
-        str,
-        typer.Option(
-            "--scope",
-            metavar="local|project|user",
-            help="local: this clone only, kept out of git (default); project: the shared, "
-            "committed file; user: your home directory.",
-        ),
-    ] = "local",
-    enforce: Annotated[
-        bool,
-        typer.Option("--enforce", help="Also add a Stop hook that blocks once when stale."),
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the change; write nothing.")
-    ] = False,
-    remove: Annotated[
-        bool, typer.Option("--remove", help="Remove majordomus' entries only.")
-    ] = False,
-) -> None:
-    """Write majordomus' hook entries into the agent's settings file.
-
-    Keeps every other key and hook; one majordomus entry per event however often it
-    runs; an invalid settings file is refused and left untouched (exit 2).
-    """
-    _run(ctx, agentsetup.agent_install_command)
+    run_with(ctx, hooks.hook_command)
 
 
 @app.command()
 def mcp(ctx: typer.Context) -> None:
     """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
     task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]')."""
-    invocation = _invocation(ctx)
+    invocation = invocation_of(ctx)
     try:
         from majordomus import mcp_server
     except ImportError:  # a usage problem of this installation (exit 2), not of the repository
@@ -567,7 +355,7 @@ def adopt(
     head (where they were written); commit says where they are read now. Safe
     to run again: what is adopted is reachable, so nothing is done twice.
     """
-    _run(ctx, adoption.adopt_command)
+    run_with(ctx, adoption.adopt_command)
 
 
 # ---- the one place errors become exit codes ------------------------------------------------

@@ -35,9 +35,6 @@ ALLOWED = {
     "chains": set(),
     "cli": {
         "adopt",
-        "agentsetup",
-        "context",
-        "diagnosis",
         "errors",
         "freshness",
         "hooks",
@@ -47,7 +44,7 @@ ALLOWED = {
         "plaintext",
         "profile",
         "read",
-        "sharing",
+        "setupcli",
         "values",
         "write",
     },
@@ -173,6 +170,7 @@ ALLOWED = {
     "reports": {"jsontext", "plaintext", "profile", "values"},
     "repository": {"errors", "gitfiles", "gitobjects", "records"},
     "secret": set(),
+    "setupcli": {"agentsetup", "context", "diagnosis", "invocation", "sharing", "values"},
     "sharedread": {"objectids"},
     "sharing": {
         "clonesetup",
@@ -238,7 +236,7 @@ STORE_LAYER = {
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {
     "pygit2": STORE_LAYER,
-    "typer": {"cli"},
+    "typer": {"cli", "setupcli"},
     "click": set(),
     "subprocess": {
         "repository",
