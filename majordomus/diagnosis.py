@@ -85,7 +85,8 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
 
 def _invalid_findings(jobs: Jobs, noteset: NoteSet) -> list[Finding]:
     """The notes refs left out of the read, and each note that holds what is not a record."""
-    findings = [Finding("notes", False, why.rstrip(".")) for why in jobs.reader.skipped_refs()]
+    skipped = jobs.reader.refs.skipped_refs()
+    findings = [Finding("notes", False, why.rstrip(".")) for why in skipped]
     for bad in noteset.unreadable:
         where = f"note on {bad.commit[:12]} in {bad.ref}" if bad.commit else bad.ref
         findings.append(Finding("invalid", False, f"{where}: {bad.reason}"))

@@ -7,20 +7,30 @@ when it is to be shown.
 
 from __future__ import annotations
 
-import collections
-import marshal
 import operator
-import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
-from majordomus.notes import Note, Shown, summarise
+from majordomus.notes import Note, Shown
 from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import AttachedRecord, Listed, NoteSet, WriteReport
 from majordomus.viewcache import PartMissing, ViewCache
+from majordomus.viewparts import (
+    Changed,
+    Ledger,
+    Meta,
+    Row,
+    View,
+    carried_over,
+    pack,
+    resolving,
+    state_key,
+    task_part,
+    unpack,
+)
 
 if TYPE_CHECKING:
     from majordomus.history import History
@@ -29,7 +39,6 @@ if TYPE_CHECKING:
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
-Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
 
 
 def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> list[Listed]:
@@ -156,12 +165,13 @@ class Index:
             for item in sorted(items, key=_at, reverse=True):
                 yield from self._blobs_of(item)
 
-        self._reader.preload(blobs, blobs_newest_first())
+        self._reader.shown.preload(self._reader.blobs, blobs, blobs_newest_first())
 
     def load(self, items: Iterable[Listed]) -> None:
         """The notes of a part of the records shown, read in one go before each is located
         (after `preload`, which made the document cache hold them)."""
-        self._reader.load(b for item in items for b in self._blobs_of(item))
+        blobs = (b for item in items for b in self._blobs_of(item))
+        self._reader.shown.load(self._reader.blobs, blobs)
 
     def texts(self, items: Sequence[Listed]) -> list[str | None]:
         """Each record's JSON text as the document cache keeps it (after `preload`), or None
@@ -171,7 +181,7 @@ class Index:
         else:  # `_blobs_of` of an index of every note, without a call per record
             of = map(self._blobs.__getitem__, (item.commit for item in items))
         blobs = [blobs[0] if len(blobs) == 1 else "" for blobs in of]
-        texts = self._reader.texts(blobs)
+        texts = self._reader.shown.texts(blobs)
         found: list[str | None] = []
         for item, blob in zip(items, blobs, strict=True):
             held = texts.get(blob)
@@ -260,113 +270,6 @@ class Index:
         return self._order.get(commit, UNREACHED)
 
 
-# ---- per-task views ---------------------------------------------------------------------
-
-# The views' parts, marshalled: a task's view, "task ID": (rows, resolved handover ids), a
-# row being (summary as a tuple, commit, blobs); a shard of the ledger, "ledger N": the keys
-# of the records, and the handover ids resumes resolve (as often as they do), whose keys
-# fall in shard N. The views' meta: (invalid, task ids).
-
-Meta = tuple[int, tuple[str, ...]]
-LEDGER_SHARDS = 64
-
-
-def _pack(rows: Sequence[Row], resolved: Collection[str]) -> bytes:
-    return marshal.dumps((tuple(rows), tuple(sorted(resolved))))
-
-
-def _task_part(task: str) -> str:
-    return f"task {task}"
-
-
-def _record_key(summary: tuple[Any, ...]) -> str:
-    return f"{summary[0]} {summary[1]}"
-
-
-def _handover_key(handover: str) -> str:
-    return _record_key(("handover", handover))
-
-
-def _resolving(summary: tuple[Any, ...]) -> tuple[str, ...]:
-    """The handover ids a record's summary resolves (a resume's handover and supersedes)."""
-    return (summary[5], *summary[6]) if summary[0] == "resume" else ()
-
-
-def _shard_of(key: str) -> str:
-    return _shard_name(_shard_number(key))
-
-
-def _shard_number(key: str) -> int:
-    return zlib.crc32(key.encode()) % LEDGER_SHARDS
-
-
-def _shard_name(number: int) -> str:
-    return f"ledger {number}"
-
-
-class Ledger:
-    """Every record's key and every handover id a resume resolves, kept to carry the views
-    over exactly: a copy of a record, or a resume of another task's handover, is told
-    apart from a new record. Sharded by key: a change loads and rewrites only the shards
-    of the keys it concerns (a handover id goes with its handover's key)."""
-
-    def __init__(self, part: Callable[[str], bytes | None]) -> None:
-        self._part = part
-        self._shards: dict[str, tuple[set[str], collections.Counter[str]]] = {}
-        self._changed: set[str] = set()
-
-    def _shard(
-        self, key: str, *, change: bool = False
-    ) -> tuple[set[str], collections.Counter[str]]:
-        name = _shard_of(key)
-        shard = self._shards.get(name)
-        if shard is None:
-            data = self._part(name)
-            keys, resolved = marshal.loads(data) if data else ((), ())
-            shard = self._shards[name] = (set(keys), collections.Counter(resolved))
-        if change:
-            self._changed.add(name)
-        return shard
-
-    def has(self, key: str) -> bool:
-        return key in self._shard(key)[0]
-
-    def add(self, key: str) -> None:
-        self._shard(key, change=True)[0].add(key)
-
-    def discard(self, key: str) -> None:
-        self._shard(key, change=True)[0].discard(key)
-
-    def resolve(self, handover: str, count: int) -> None:
-        self._shard(_handover_key(handover), change=True)[1][handover] += count
-
-    def is_resolved(self, handover: str) -> bool:
-        return self._shard(_handover_key(handover))[1][handover] > 0
-
-    def changed_parts(self) -> dict[str, bytes | None]:
-        return {name: _shard_bytes(*self._shards[name]) for name in self._changed}
-
-    @staticmethod
-    def built(keys: Iterable[str], resolved: Iterable[str]) -> dict[str, bytes | None]:
-        # Keys by shard number first (one set per shard, not one per key made and dropped).
-        numbered: dict[int, set[str]] = collections.defaultdict(set)
-        for key in keys:
-            numbered[_shard_number(key)].add(key)
-        shards = {_shard_name(n): (k, collections.Counter[str]()) for n, k in numbered.items()}
-        for handover in resolved:
-            name = _shard_of(_handover_key(handover))
-            if name not in shards:
-                shards[name] = (set(), collections.Counter())
-            shards[name][1][handover] += 1
-        return {name: _shard_bytes(*shard) for name, shard in shards.items()}
-
-
-def _shard_bytes(keys: set[str], resolved: collections.Counter[str]) -> bytes | None:
-    if not keys and not +resolved:
-        return None
-    return marshal.dumps((tuple(sorted(keys)), tuple(sorted((+resolved).elements()))))
-
-
 class Views:
     """Per-task indexes for the current state of the notes refs, from the view cache when
     it describes exactly this state, else built from a full read and cached."""
@@ -390,10 +293,10 @@ class Views:
         self._writing = writing
         self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
-        self._unwritten: dict[str, tuple[tuple[Row, ...], tuple[str, ...]]] = {}
-        self._cache = ViewCache(reader.commondir / VIEWS_FILE_NAME)
-        self._targets = reader.ref_targets()
-        self._key = _key(self._targets)
+        self._unwritten: dict[str, View] = {}
+        self._cache = ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
+        self._targets = reader.refs.ref_targets()
+        self._key = state_key(self._targets)
         try:
             head: str | None = history.head()
         except RepositoryError:
@@ -420,7 +323,7 @@ class Views:
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
             self._targets = dict(noteset.refs)
-            self._key = _key(self._targets)
+            self._key = state_key(self._targets)
         full = self.full = Index(noteset, self._reader, self._history)
         meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
         # Nothing remembered while objects are still to arrive, nor a choice of copies
@@ -438,110 +341,54 @@ class Views:
     def _carried_over(self) -> Meta | None:
         """The cached views brought to the current state by re-reading only the notes that
         changed since (another writer, `git notes`, a fetch): what a full read would build,
-        or None when that cannot be told cheaply (copies of a record, a missing object, a
-        resume that resolves another task's handover).
-
-        Only the tasks the changed notes hold records of, before or after, are unpacked
-        and written again, with the shards of the ledger their keys fall in: every other
-        part stays as it was, byte for byte."""
-        cache, reader = self._cache, self._reader
+        or None when that cannot be told cheaply; every part the changed notes do not
+        touch stays as it was, byte for byte (see `viewparts.carried_over`)."""
+        cache = self._cache
         if not cache.key or "@" in cache.key or not cache.meta:
             return None
         before = dict(item.partition("=")[::2] for item in cache.key.split(";"))
-        if _key(before) != cache.key or before.keys() != self._targets.keys():
+        if state_key(before) != cache.key or before.keys() != self._targets.keys():
             return None
+        changed = self._changed_notes(before)
+        if changed is None:
+            return None
+        unwritten = self._unwritten if self._writing else None
+        carried = carried_over(cache, changed, self._reader.note, unwritten)
+        if carried is None:
+            return None
+        meta, parts = carried
+        if self._writing:
+            cache.stage(self._key, meta, parts)
+        else:
+            cache.put(self._key, meta, parts.items(), base=True)
+        return meta
+
+    def _changed_notes(self, before: Mapping[str, str]) -> Changed | None:
+        """The meta of the cached views, the commits whose notes changed since the state
+        `before` (each ref's target), and each one's notes before and now, found without
+        a walk; None when the trees cannot be compared or too many notes changed."""
+        from majordomus.commitnotes import CommitNotes  # here: only a carry-over compares trees
+
+        reader = self._reader
+        notes = CommitNotes(reader.repository, reader.refs, reader.blobs)
         changed: set[str] = set()
         for name, target in self._targets.items():
             if before[name] != target:
-                found = reader.changed_notes(before[name], target)
+                found = notes.changed_notes(before[name], target)
                 if found is None:
                     return None
                 changed |= found
         if len(changed) > CARRY_MAX:
             return None
         try:
-            invalid, task_ids = cache.meta
-            notes = [
-                (reader.notes_on(c, before), reader.notes_on(c, self._targets))
+            invalid, task_ids = self._cache.meta
+            both = [
+                (notes.notes_on(c, before), notes.notes_on(c, self._targets))
                 for c in sorted(changed)
             ]
         except (RepositoryError, ValueError, TypeError):
             return None
-        gone: list[tuple[Any, ...]] = []  # summaries of the changed notes before
-        new_rows: list[Row] = []
-        for commit, (old, new) in zip(sorted(changed), notes, strict=True):
-            if old is None or new is None:
-                return None
-            invalid += new[1] - old[1]
-            if old[0]:
-                note = reader.note(old[0])
-                invalid -= note.invalid
-                gone += [tuple(summary) for summary in summarise(note)]
-            if new[0]:
-                note = reader.note(new[0])
-                invalid += note.invalid
-                new_rows += [(tuple(summary), commit, new[0]) for summary in summarise(note)]
-        # Only what the changes add or take away touches the ledger: a note that grew by
-        # one record (`git notes append`) still holds all the others.
-        gone_keys = {_record_key(summary) for summary in gone}
-        new_keys = {_record_key(row[0]) for row in new_rows}
-        if len(new_keys) < len(new_rows):
-            return None  # a record twice among the changes: copies
-        resolutions = collections.Counter(h for row in new_rows for h in _resolving(row[0]))
-        resolutions.subtract(h for summary in gone for h in _resolving(summary))
-        moved = {h for h, count in resolutions.items() if count}
-        ledger = Ledger(cache.part)
-        try:
-            for key in gone_keys - new_keys:
-                ledger.discard(key)
-            for key in new_keys - gone_keys:
-                if ledger.has(key):
-                    return None  # a copy: which one a read lists depends on the graph
-                ledger.add(key)
-            for handover in moved:
-                ledger.resolve(handover, resolutions[handover])
-            touched = {summary[2] for summary in gone} | {row[0][2] for row in new_rows}
-            views = {task: _unpack(cache.part(_task_part(task))) for task in touched}
-            rows = {
-                task: [r for r in view[0] if r[1] not in changed]
-                + [r for r in new_rows if r[0][2] == task]
-                for task, view in views.items()
-            }
-            mine = {r[0][1] for rs in rows.values() for r in rs if r[0][0] == "handover"}
-            if any(ledger.has(_handover_key(h)) for h in moved if h not in mine):
-                return None  # a resume of another task's handover: that view changes too
-            # A handover's resolution changes only when a change resolves it or stops
-            # resolving it, or when the handover itself is new.
-            recheck = moved | {
-                r[0][1]
-                for r in new_rows
-                if r[0][0] == "handover" and _record_key(r[0]) not in gone_keys
-            }
-            parts = ledger.changed_parts()
-            for task, task_rows in sorted(rows.items()):
-                if not task_rows:
-                    parts[_task_part(task)] = None
-                    continue
-                was = set(views[task][1])
-                handovers = {row[0][1] for row in task_rows if row[0][0] == "handover"}
-                resolved = {
-                    h for h in handovers if (ledger.is_resolved(h) if h in recheck else h in was)
-                }
-                if self._writing:
-                    self._unwritten[task] = (tuple(task_rows), tuple(sorted(resolved)))
-                else:
-                    parts[_task_part(task)] = _pack(task_rows, resolved)
-        except (PartMissing, ValueError, TypeError, EOFError):
-            return None
-        emptied = {task for task, task_rows in rows.items() if not task_rows}
-        ids = tuple(t for t in task_ids if t not in emptied)
-        ids += tuple(sorted(t for t in rows if t not in emptied and t not in ids))
-        meta = (invalid, ids)
-        if self._writing:
-            cache.stage(self._key, meta, parts)
-        else:
-            cache.put(self._key, meta, parts.items(), base=True)
-        return meta
+        return (invalid, task_ids), changed, both
 
     @property
     def task_ids(self) -> tuple[str, ...]:
@@ -595,9 +442,9 @@ class Views:
             self._at_rev = (rev, Index(self._noteset, self._reader, self._history, rev=rev))
         return self._at_rev[1]
 
-    def _view(self, task: str) -> tuple[tuple[Row, ...], tuple[str, ...]]:
+    def _view(self, task: str) -> View:
         unwritten = self._unwritten.get(task)
-        return unwritten or _unpack(self._cache.part(_task_part(task)))
+        return unwritten or unpack(self._cache.part(task_part(task)))
 
     def recorded(self, report: WriteReport, record: Record, blob: str, position: int) -> None:
         """Carry the views over to the state a write of ours just made, when nothing else
@@ -614,32 +461,19 @@ class Views:
         ledger = Ledger(self._cache.part)
         try:
             rows, resolved = self._view(record.task)
-            ledger.add(_record_key(summary))
-            for handover in _resolving(summary):
-                ledger.resolve(handover, +1)
+            ledger.record(summary)
         except (PartMissing, ValueError, TypeError, EOFError):
             return
         rows = (*rows, (summary, record.head, (blob,)))
         if record.kind == "resume":
-            resolved = (*resolved, *_resolving(summary))
+            resolved = (*resolved, *resolving(summary))
         parts = ledger.changed_parts()
-        parts.update((_task_part(t), _pack(*view)) for t, view in self._unwritten.items())
-        parts[_task_part(record.task)] = _pack(rows, set(resolved))
+        parts.update((task_part(t), pack(*view)) for t, view in self._unwritten.items())
+        parts[task_part(record.task)] = pack(rows, set(resolved))
         invalid, task_ids = self._meta
         if record.task not in task_ids:
             task_ids = (*task_ids, record.task)
-        self._cache.put(_key(targets), (invalid, task_ids), parts.items(), base=True)
-
-
-def _key(targets: Mapping[str, str]) -> str:
-    return ";".join(f"{name}={target}" for name, target in sorted(targets.items()))
-
-
-def _unpack(data: bytes | None) -> tuple[tuple[Row, ...], tuple[str, ...]]:
-    if data is None:
-        return (), ()
-    rows, resolved = marshal.loads(data)
-    return rows, resolved
+        self._cache.put(state_key(targets), (invalid, task_ids), parts.items(), base=True)
 
 
 def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
@@ -651,9 +485,6 @@ def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
         blobs = index._blobs
         task_rows = [(tuple(item.summary), item.commit, blobs[item.commit]) for item in items]
         mine = {item.summary.id for item in items if item.summary.kind == "handover"}
-        yield _task_part(task), _pack(task_rows, mine & resolved)
+        yield task_part(task), pack(task_rows, mine & resolved)
     summaries = [item.summary for item in index.records]
-    yield from Ledger.built(
-        (_record_key(summary) for summary in summaries),
-        (h for summary in summaries for h in _resolving(summary)),
-    ).items()
+    yield from Ledger.built(summaries).items()

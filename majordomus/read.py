@@ -46,7 +46,7 @@ def history(
     jobs = open_here(inputs)
     commit = jobs.history.resolve(rev)
     # A first read: git walks for the order while the notes are read (if there are any).
-    jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.ref_targets()))
+    jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.refs.ref_targets()))
     task_id, index = _index_shown(jobs, commit, task, limit)
     chosen = index.records if task_id is None else index.of_task(task_id)
     if limit is None:
@@ -148,7 +148,10 @@ def show(inputs: Inputs, rev: str | None = None) -> ShowResult:
             ) from None
         commit, missing = candidates[0], True
     else:
-        one = jobs.reader.notes_on(commit)  # one note, not every note, when all of it is here
+        from majordomus.commitnotes import CommitNotes  # here: only show reads one commit's
+
+        # One note, not every note, when all of it is here.
+        one = CommitNotes(jobs.repository, jobs.reader.refs, jobs.reader.blobs).notes_on(commit)
         if one is not None:
             blobs, unread = one
             return _shown(jobs, commit, blobs, unread, missing=False)

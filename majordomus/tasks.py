@@ -52,8 +52,8 @@ def open_here(inputs: Inputs) -> Jobs:
     """The repository a command works on, and its jobs: a note object a partial clone left
     out is fetched from its remote, a warning said through `inputs.warn`."""
     jobs = open_jobs(inputs.cwd, inputs.environ)
-    jobs.reader.fetch_missing = remote.missing_fetcher(jobs.repository)
-    jobs.reader.warn = inputs.warn
+    jobs.reader.partial.fetch_missing = remote.missing_fetcher(jobs.repository)
+    jobs.reader.refs.warn = inputs.warn
     return jobs
 
 
@@ -64,8 +64,8 @@ def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
 def missing_note_objects(jobs: Jobs) -> list[str]:
     """The objects under the notes refs' trees this clone lacks, as git lists them
     (never fetching them one by one as it would to read them)."""
-    commits = jobs.reader.notes_commits()
-    if not commits or not jobs.reader.is_partial():
+    commits = jobs.reader.refs.notes_commits()
+    if not commits or not jobs.reader.partial.is_partial():
         return []
     out = jobs.repository.git(
         "rev-list", "--objects", "--no-walk", "--missing=print", *commits

@@ -61,7 +61,7 @@ class Writer:
             tree: pygit2.Tree | None, parents: list[pygit2.Oid]
         ) -> tuple[pygit2.Oid, tuple[str, int]]:
             blob_id, position = _appended_blob(
-                repo, reader.blobs, tree, commit, records, reader.is_partial
+                repo, reader.blobs, tree, commit, records, reader.partial.is_partial
             )
             now = datetime.datetime.now(datetime.UTC)
             signature = pygit2.Signature(name, email.rstrip(">"), int(now.timestamp()), 0)
@@ -108,7 +108,7 @@ class Writer:
                 missing = [record for record in records if record.id not in have]
                 if missing:
                     blob, _ = _appended_blob(
-                        repo, reader.blobs, tree, commit, missing, reader.is_partial
+                        repo, reader.blobs, tree, commit, missing, reader.partial.is_partial
                     )
                     changes[commit] = blob
             if not changes:

@@ -27,8 +27,7 @@ from majordomus.cachefile import (
 )
 from majordomus.documentcache import DocumentCache
 from majordomus.graphcache import GraphCache
-from majordomus.index import Views, _shard_of
-from majordomus.index import _key as index_key
+from majordomus.index import Views
 from majordomus.invocation import Inputs
 from majordomus.jsontext import record_text
 from majordomus.notes import Note, append_note, dump_note, parse_note
@@ -37,6 +36,7 @@ from majordomus.readcache import ReadCache
 from majordomus.records import new_record
 from majordomus.tasks import open_jobs
 from majordomus.viewcache import ViewCache
+from majordomus.viewparts import _shard_of, state_key
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock
 from tests.support.repo import Repo, clone, seeded
@@ -324,7 +324,7 @@ def views_key(repo: Repo) -> str:
 
 
 def current_key(repo: Repo) -> str:
-    return index_key(open_jobs(str(repo.path), repo.environ).reader.ref_targets())
+    return state_key(open_jobs(str(repo.path), repo.environ).reader.refs.ref_targets())
 
 
 def test_our_writes_carry_the_views_over(repo: Repo) -> None:
@@ -361,7 +361,7 @@ def test_views_read_after_a_write_slipped_in_are_kept_under_the_state_read(
     Views(jobs.reader, jobs.history)
     after = repo.notes_ref()
     assert before != after
-    assert views_key(repo) == index_key({"refs/notes/majordomus": after or ""})
+    assert views_key(repo) == state_key({"refs/notes/majordomus": after or ""})
     assert views_key(repo) == current_key(repo)
     cached = json.loads(repo.run("history", "--task", task, "--json").out)
     assert open_jobs(str(repo.path), repo.environ).reader.drop_cache()

@@ -17,7 +17,7 @@ import pytest
 from majordomus import gitfiles, gitobjects
 from majordomus.cachefile import RECORDS_FILE_NAME
 from majordomus.location import open_repository
-from majordomus.notesread import REMOTE_NOTES_SUFFIX
+from majordomus.readrefs import REMOTE_NOTES_SUFFIX
 from majordomus.repository import GIT_READ_OBJECTS, GIT_READS, NOTES_REF
 from majordomus.tasks import open_jobs
 from tests.support import forks
@@ -464,7 +464,7 @@ def test_notes_shown_whole_are_read_by_git_even_once_libgit2_is_loaded(
     jobs = open_jobs(str(repo.path), repo.environ)
     assert jobs.repository.repo is not None  # libgit2 loaded
     calls = count_cat_files(monkeypatch)
-    jobs.reader.preload(blobs)
+    jobs.reader.shown.preload(jobs.reader.blobs, blobs)
     assert calls == [len(blobs)]
     by_libgit2 = open_jobs(str(repo.path), {**repo.environ, "GIT_CEILING_DIRECTORIES": "/"})
     for blob in blobs:

@@ -8,7 +8,7 @@ import json
 import random
 
 from majordomus.cachefile import READ_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
-from majordomus.notesread import BlobIds, _run
+from majordomus.objectids import BlobIds, run
 from majordomus.readcache import ReadCache
 from tests.support.repo import Repo
 
@@ -57,6 +57,6 @@ def test_each_helper_gets_a_run_of_ids_in_order_and_together_every_id_once() -> 
         ids = sorted(f"{rng.getrandbits(160):040x}" for _ in range(total))
         joined = "".join(ids)
         for count in (1, 2, 3, 8):
-            runs = [_run(joined, count, k) for k in range(count)]
+            runs = [run(joined, count, k) for k in range(count)]
             assert [blob for run in runs for blob in run] == ids
             assert max(map(len, runs)) - min(map(len, runs)) <= 1
