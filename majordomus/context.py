@@ -12,11 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import plaintext
-from majordomus.divergence import Divergence
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index, Views
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
-from majordomus.records import HANDOVER_FIELDS
+from majordomus.records import HANDOVER_FIELDS, Divergence
 from majordomus.tasks import Jobs, NoTaskError, check_task, current_task, load_profile, open_here
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,

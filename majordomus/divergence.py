@@ -6,18 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import NamedTuple
 
 from majordomus.chains import Meeting
+from majordomus.records import Divergence
 from majordomus.tally import Line, count
 
 Label = tuple[str, int | None, int | None]  # a divergence as memory keeps it
-
-
-class Divergence(NamedTuple):
-    label: str
-    ahead: int | None
-    behind: int | None
 
 
 UNKNOWN = Divergence("unknown", None, None)

@@ -171,12 +171,12 @@ class Refs:
                 text = file.read().strip()
         except FileNotFoundError:
             text = self._packed_target(name) or ""
-            return text if is_object_id(text) else None
+            return text if _OID.fullmatch(text) else None
         except (OSError, UnicodeDecodeError):
             return None
         if text.startswith("ref: "):
             return self._resolve(text.removeprefix("ref: "), depth + 1)
-        return text if is_object_id(text) else None
+        return text if _OID.fullmatch(text) else None
 
     def _loose_under(self, prefix: str) -> list[str]:
         top = os.path.join(self.found.commondir, *prefix.rstrip("/").split("/"))
@@ -228,8 +228,3 @@ class Refs:
                 names.append(data[at + 1 : end].decode("utf-8", "replace"))
             at = data.find(needle, end)
         return names
-
-
-def is_object_id(text: str) -> bool:
-    """A full object id, which git reads as nothing else (anything else it resolves)."""
-    return _OID.fullmatch(text) is not None

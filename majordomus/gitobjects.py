@@ -13,9 +13,13 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from majordomus.gitfiles import is_object_id
-
+_OID = re.compile(r"[0-9a-f]{40}")
 Objects = dict[str, tuple[str, bytes] | None]  # id -> (type, content), None: not here
+
+
+def is_object_id(text: str) -> bool:
+    """A full object id, which git reads as nothing else (anything else it resolves)."""
+    return _OID.fullmatch(text) is not None
 
 
 def _as_libgit2(

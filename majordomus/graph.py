@@ -16,7 +16,8 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from majordomus.chains import Meeting, Reach, carried_reach
-from majordomus.divergence import MISSING, Divergence, Label, carried_label, from_counts, labels_of
+from majordomus.divergence import MISSING, Label, carried_label, from_counts, labels_of
+from majordomus.records import Divergence
 from majordomus.tally import Line, counted_walk, tally
 
 FEW_LABELS = 3  # up to this many labels, one bounded git count each beats a whole walk

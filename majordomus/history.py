@@ -50,7 +50,7 @@ class History:
         if rev is None:
             return self.head()
         # A commit's full id (what CI passes) is checked by git while libgit2 is not loaded.
-        read = self.repository.objects_by_git([rev]) if gitfiles.is_object_id(rev) else None
+        read = self.repository.objects_by_git([rev]) if gitobjects.is_object_id(rev) else None
         if read is not None and (read.get(rev) or ("",))[0] == "commit":
             return rev
         if self.repository.by_git:
@@ -66,7 +66,7 @@ class History:
                 check=False,
             )
             found = named.stdout.strip()
-            if named.returncode == 0 and gitfiles.is_object_id(found):
+            if named.returncode == 0 and gitobjects.is_object_id(found):
                 return found
         import pygit2
 
@@ -196,7 +196,9 @@ class History:
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         # Read by git while libgit2 is not loaded (one process for a chain: `reading`).
-        found = self.repository.objects_by_git([commit]) if gitfiles.is_object_id(commit) else None
+        found = (
+            self.repository.objects_by_git([commit]) if gitobjects.is_object_id(commit) else None
+        )
         if found is not None:
             read = found.get(commit)
             if read is None or read[0] != "commit":

@@ -53,6 +53,15 @@ REFUSED = re.compile(f"[{REFUSED_RANGE}]")
 RULES = "ids:task=t-hex12,id=a-z0-9{1,64} refused:cc,cf-zwnj-zwj,zl,zp,co"
 
 
+class Divergence(NamedTuple):
+    """How the code moved between a handover's commit and a revision: one of LABELS, and
+    the commits each side has that the other has not (None where it cannot be known)."""
+
+    label: str
+    ahead: int | None
+    behind: int | None
+
+
 def is_refused_char(char: str) -> bool:
     """Control characters other than newline and tab, and bidi overrides/isolates."""
     return REFUSED.match(char) is not None

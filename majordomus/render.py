@@ -7,7 +7,6 @@ import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from majordomus.divergence import Divergence
 from majordomus.jsontext import (
     ITEM,
     dumps,
@@ -19,7 +18,7 @@ from majordomus.jsontext import (
     with_members,
 )
 from majordomus.plaintext import age, ago, counted, interval, one_line, safe
-from majordomus.records import HANDOVER_FIELDS, skew_s
+from majordomus.records import HANDOVER_FIELDS, Divergence, skew_s
 from majordomus.values import (
     AdoptResult,
     AttachedRecord,

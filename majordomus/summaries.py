@@ -7,9 +7,8 @@ notes over every ref united into one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from majordomus.blobs import NoteBlobs
 from majordomus.notes import Note, summarise, union
 from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.objectids import pairs
@@ -22,6 +21,16 @@ FRAME_ENTRIES = 2000  # blobs read in one go, and sent in one frame by a helper
 # Commit -> its note blob on the first ref read (the usual case, kept as the bare id), or
 # blob -> first ref holding it when another ref holds another note on it.
 Found = dict[str, str | dict[str, str]]
+
+
+class Blobs(Protocol):
+    """What a read's summaries take of the note blobs (`blobs.NoteBlobs`)."""
+
+    def prefetch(self, blob_ids: Sequence[str]) -> None: ...
+
+    def parse(self, blob_id: str, *, keep: bool = True) -> Note | NoteError: ...
+
+    def note(self, blob_ids: Sequence[str]) -> Note: ...
 
 
 class Listing(NamedTuple):
@@ -57,7 +66,7 @@ def by_commit(listed: Sequence[tuple[str, str]]) -> tuple[Found, str]:
 
 
 def united(
-    blobs: NoteBlobs,
+    blobs: Blobs,
     commit: str,
     held: dict[str, str],
     entry_of: Callable[[str], Summarised | str | None],
@@ -95,9 +104,9 @@ def united(
     return NotesOn(note_ids, summarise(note), note.invalid)
 
 
-def parsed_entry(blobs: NoteBlobs, blob: str) -> Summarised | str | None:
+def parsed_entry(blobs: Blobs, blob: str) -> Summarised | str | None:
     """What the read cache keeps of a note blob, parsed (the parse kept for a second look,
-    see `NoteBlobs.parse`); None when the blob is not here."""
+    see `blobs.NoteBlobs.parse`); None when the blob is not here."""
     return _note_entry(blobs.parse(blob))
 
 
@@ -120,7 +129,7 @@ def _note_entry(parsed: Note | NoteError) -> Summarised | str | None:
 
 
 def parsed(
-    blobs: NoteBlobs, share: Sequence[str]
+    blobs: Blobs, share: Sequence[str]
 ) -> Iterator[tuple[str, Summarised | str, Note | NoteError]]:
     """The entry of each blob of a share that is here, with the parse it was made of (read
     by one git process a batch at a time while libgit2 is not loaded, else by libgit2

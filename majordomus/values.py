@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar, overload
 
-from majordomus.divergence import Divergence
-from majordomus.records import Record, Summary
+from majordomus.records import Divergence, Record, Summary
 
 # ---- Notes as a read finds them, and what a write did ------------------------------------
 

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus import context, plaintext
-from majordomus.divergence import Divergence
-from majordomus.records import new_record
+from majordomus.records import Divergence, new_record
 from majordomus.values import CONTEXT_MAX_CHARS, CONTEXT_MIN_CHARS, AttachedRecord, CheckResult
 from tests.support.env import AUTHOR, START
 from tests.support.repo import Repo

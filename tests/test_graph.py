@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.divergence import Divergence, labels_of
+from majordomus.divergence import labels_of
 from majordomus.graph import CommitGraph
 from majordomus.graphcache import GraphCache
+from majordomus.records import Divergence
 from majordomus.tally import tally
 from tests.support.memory_graph import MemorySource, random_dag, true_label
 

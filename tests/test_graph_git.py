@@ -16,8 +16,8 @@ import pytest
 
 from majordomus import tally
 from majordomus.cachefile import GRAPH_FILE_NAME
-from majordomus.divergence import Divergence
 from majordomus.errors import RepositoryError
+from majordomus.records import Divergence
 from majordomus.tasks import Jobs, open_jobs
 from tests.support.env import EMAIL, NAME, Clock
 from tests.support.repo import Repo, clone, seeded, worked

@@ -8,7 +8,7 @@ import functools
 import random
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
-from majordomus.divergence import Divergence
+from majordomus.records import Divergence
 
 
 class MemorySource:
