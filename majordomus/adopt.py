@@ -146,8 +146,7 @@ def _compared(
     # commits and their whole changes; the commits of REV compared and every change.
     with ThreadPoolExecutor(max_workers=1) as pool:
         branches = pool.submit(_branch_changes, jobs, rev, existing)
-        listed = jobs.repository.git("rev-list", "--no-merges", f"--max-age={since}", rev).stdout
-        window = [c for c in listed.split() if c not in cut]
+        window = [c for c in jobs.history.since(rev, since) if c not in cut]
         ids = patches.ids_of_commits(jobs.history, [*window, *existing])
         whole = branches.result()
     return window, existing, ids, whole
@@ -252,12 +251,10 @@ def _branches(
     for all of them; `git merge-base` only where a branch meets REV more than once."""
     if not existing:
         return {}
-    listing = jobs.repository.git(
-        "rev-list", "--parents", "--boundary", *existing, f"^{rev}"
-    ).stdout
+    listing = jobs.history.boundary_walk(existing, rev)
     parents: dict[str, list[str]] = {}
     boundary: set[str] = set()
-    for line in listing.splitlines():
+    for line in listing:
         ids = line.split()
         if line.startswith("-"):
             boundary.add(ids[0][1:])

@@ -286,9 +286,30 @@ class History:
             text = ""
         return frozenset(text.split())
 
-    def merge_base(self, a: str, b: str) -> str | None:
-        result = self.repository.git("merge-base", a, b, check=False)
+    def merge_base(self, a: str, b: str, *, stored: bool = False) -> str | None:
+        """`git merge-base A B`; `stored`: in the history as stored (`stored_environ`)."""
+        result = self.repository.git("merge-base", a, b, check=False, stored=stored)
         return result.stdout.strip() or None if result.returncode == 0 else None
+
+    def between(self, base: str, tip: str) -> list[str]:
+        """`git rev-list BASE..TIP` in the history as stored: newest first."""
+        return self.repository.git("rev-list", f"{base}..{tip}", stored=True).stdout.split()
+
+    def since(self, rev: str, since: int) -> list[str]:
+        """The commits REV reaches committed after `since` (epoch seconds), merges left out."""
+        listed = self.repository.git("rev-list", "--no-merges", f"--max-age={since}", rev)
+        return listed.stdout.split()
+
+    def boundary_walk(self, tips: Sequence[str], rev: str) -> list[str]:
+        """`git rev-list --parents --boundary TIPS ^REV`: each line a commit and its parents,
+        a boundary commit's line starting with `-`."""
+        args = ["rev-list", "--parents", "--boundary", *tips, f"^{rev}"]
+        return self.repository.git(*args).stdout.splitlines()
+
+    def descends(self, commit: str, ancestor: str) -> bool:
+        """Whether COMMIT has ANCESTOR in its history, as libgit2 reads it (the notes
+        ref's commits, which no replacement touches)."""
+        return bool(self.repository.repo.descendant_of(commit, ancestor))
 
     def ahead_behind(self, commit: str, base: str) -> tuple[int, int]:
         """(commits in `commit` not in `base`, commits in `base` not in `commit`)."""

@@ -53,11 +53,13 @@ class Merger:
         blobs: NoteBlobs,
         copies: Copies,
         signature: Callable[[], pygit2.Signature],
+        descends: Callable[[str, str], bool],
     ) -> None:
         self.repo = repo
         self.blobs = blobs
         self.copies = copies
         self.signature = signature
+        self.descends = descends  # whether a notes commit has another in its history
         self._differing: dict[tuple[pygit2.Oid, pygit2.Oid], Differing] = {}
         self._not_files: set[tuple[str, str]] = set()  # (commit, entry): a gitlink, a symlink
         self._unfit: dict[str, str] = {}  # entry -> why no record can be read from it
@@ -80,7 +82,7 @@ class Merger:
         ours = parents[0]
         if ours == theirs.id:
             return None, UP_TO_DATE
-        if self.repo.descendant_of(ours, theirs.id):
+        if self.descends(str(ours), str(theirs.id)):
             # Their ref is in our history: what it has and we lack was removed here
             # by hand (git notes prune/remove), which holds in this clone only until
             # a fetch from a remote that still has it brings it back.
@@ -92,7 +94,7 @@ class Merger:
             commit = self._commit(message, tree_id, [ours])
             return commit, Merged("restored", added, united, raw, self.left_out())
         if (
-            self.repo.descendant_of(theirs.id, ours)
+            self.descends(str(theirs.id), str(ours))
             and not self.lacks(their_tree, ours_tree)
             and not self._brings_unfit(ours_tree, their_tree)
         ):

@@ -132,18 +132,13 @@ def _branch(history: History, commit: str) -> tuple[str, tuple[str, ...]] | None
     target = landing_ref(history)
     if target is None:
         return None
-    found = history.repository.git("merge-base", commit, target, check=False, stored=True)
-    base = found.stdout.strip() if found.returncode == 0 else ""
-    if not base or base == commit:
+    base = history.merge_base(commit, target, stored=True)
+    if base is None or base == commit:
         return None
-    commits = tuple(
-        history.repository.git("rev-list", f"{base}..{commit}", stored=True).stdout.split()
-    )
+    commits = tuple(history.between(base, commit))
     boundary = history.shallow_boundary()
     if boundary:
-        landing = history.repository.git(
-            "rev-list", f"{base}..{target}", stored=True
-        ).stdout.split()
+        landing = history.between(base, target)
         if base in boundary or not boundary.isdisjoint([*commits, *landing]):
             return None
     return (base, commits) if commits else None

@@ -45,7 +45,8 @@ def open_jobs(path: str, environ: Mapping[str, str]) -> Jobs:
     """The repository at (or above) `path`, and its jobs; nothing is read yet."""
     repository = open_repository(path, environ)
     reader = NotesReader(repository)
-    return Jobs(repository, History(repository), reader, Writer(repository, reader))
+    history = History(repository)
+    return Jobs(repository, history, reader, Writer(repository, reader, history))
 
 
 def open_here(inputs: Inputs) -> Jobs:

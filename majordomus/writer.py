@@ -22,6 +22,7 @@ from majordomus.values import MergeReport, StaleLock, Swap, WriteReport
 if TYPE_CHECKING:
     import pygit2
 
+    from majordomus.history import History
     from majordomus.merge import Merged, Merger
     from majordomus.notesread import NotesReader
     from majordomus.repository import Repository
@@ -30,9 +31,10 @@ if TYPE_CHECKING:
 class Writer:
     """What moves the notes ref of one repository, reading what it must through `reader`."""
 
-    def __init__(self, repository: Repository, reader: NotesReader) -> None:
+    def __init__(self, repository: Repository, reader: NotesReader, history: History) -> None:
         self.repository = repository
         self.reader = reader
+        self.history = history
 
     @cached_property
     def ref(self) -> NotesRef:
@@ -181,8 +183,13 @@ class Writer:
         """What unites fetched notes into ours, reading through the reader's caches."""
         from majordomus.merge import Merger  # only a fetch merges: reads start without it
 
+        reader = self.reader
         return Merger(
-            self.repository.repo, self.reader.blobs, self.reader.note_copies, self.signature
+            self.repository.repo,
+            reader.blobs,
+            reader.note_copies,
+            self.signature,
+            self.history.descends,
         )
 
     def signature(self) -> pygit2.Signature:

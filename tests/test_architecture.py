@@ -216,6 +216,7 @@ ALLOWED = {
     "writer": {
         "blobs",
         "errors",
+        "history",
         "interrupt",
         "merge",
         "notes",

@@ -200,7 +200,13 @@ class RacingMerger(Merger):
 
     def __init__(self, writer: RacingWriter) -> None:
         reader = writer.reader
-        super().__init__(writer.repository.repo, reader.blobs, reader.note_copies, writer.signature)
+        super().__init__(
+            writer.repository.repo,
+            reader.blobs,
+            reader.note_copies,
+            writer.signature,
+            writer.history.descends,
+        )
         self.writer = writer
 
     def merged_tree(
@@ -229,7 +235,7 @@ def test_a_merge_that_lost_the_race_retries_and_keeps_both(repo: Repo) -> None:
     theirs = diverge(repo)
     checkpoint(repo, "mine")
     jobs = open_jobs(str(repo.path), repo.environ)
-    writer = RacingWriter(jobs.repository, jobs.reader)
+    writer = RacingWriter(jobs.repository, jobs.reader, jobs.history)
     writer.repo_for_race = repo
     report = writer.merge(theirs, "majordomus: merge test", sleep=lambda _: None)
     assert (report.outcome, report.attempts) == ("merged", 2)
