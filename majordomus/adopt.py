@@ -62,7 +62,7 @@ def adopt(
         raise RefusedError(f"--days must be 1 or more, not {days}.")
     commit = jobs.history.resolve(rev)
     if not dry_run:
-        jobs.writer.check_writable()
+        jobs.writer.ref.check_writable()
     views = Views(jobs.reader, jobs.history)
     invalid = views.invalid
     notes = _unreached(jobs, commit)

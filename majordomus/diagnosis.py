@@ -77,7 +77,7 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
             f"{lock.path} is {lock.age_s} s old; if no git or majordomus "
             f"process is running, remove it (rm '{lock.path}').",
         )
-        for lock in jobs.writer.stale_locks(older_than_s=0)
+        for lock in jobs.writer.ref.stale_locks(older_than_s=0)
     ]
     findings.extend(locks or [Finding("locks", True, "no lock files")])
     return findings

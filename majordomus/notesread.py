@@ -67,7 +67,7 @@ class NotesReader:
         parses the notes keeps those for the document cache as it parses them.
 
         In a partial clone, note objects the clone left out are fetched from the
-        promisor remote in one batch (`fetch_missing`), then read; when they cannot
+        promisor remote in one batch (`PartialClone.fetch`), then read; when they cannot
         be, the read stops (exit 3) rather than answer from what happens to be here.
         """
         noteset, missing = self._read_present(shown)
@@ -77,7 +77,7 @@ class NotesReader:
         asked: set[str] = set()
         # One batch brings each tree with everything under it; a second round is
         # only for objects the first could not name (under a tree that was missing).
-        while self.partial.fetch_missing is not None and missing - asked:
+        while self.partial.fetch is not None and missing - asked:
             asked |= missing
             remote, reason = self.partial.asked(sorted(missing))
             noteset, missing = self._read_present(shown)

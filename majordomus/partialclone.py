@@ -15,17 +15,17 @@ if TYPE_CHECKING:
     from majordomus.repository import Repository
 
 # Fetches note objects a partial clone left out, in one batch; returns the remote it
-# asked and why it failed (or None).
-Fetcher = Callable[[Sequence[str]], tuple[str, str | None]]
+# asked and why it failed (or None). Called only when objects are missing.
+Fetcher = Callable[["Repository", Sequence[str]], tuple[str, str | None]]
 NOT_ASKED = ("the promisor remote", "majordomus did not ask it")  # no fetcher was given
 
 
 class PartialClone:
-    """The note objects one repository may lack, and how they are fetched (`fetch_missing`)."""
+    """The note objects one repository may lack, and how they are fetched (`fetch`)."""
 
     def __init__(self, repository: Repository) -> None:
         self.repository = repository
-        self.fetch_missing: Fetcher | None = None
+        self.fetch: Fetcher | None = None
 
     def is_partial(self) -> bool:
         """Whether git may have left objects out of this clone (a promisor remote is set)."""
@@ -45,8 +45,8 @@ class PartialClone:
     def asked(self, ids: Sequence[str]) -> tuple[str, str]:
         """The promisor remote asked for these objects in one batch: its name, and why
         what is still missing after it is (its fetch failed, or it does not have them)."""
-        assert self.fetch_missing is not None
-        remote, failure = self.fetch_missing(ids)
+        assert self.fetch is not None
+        remote, failure = self.fetch(self.repository, ids)
         return remote, failure or "it does not have them"
 
     def fetch_lost(self, blob: str, note: Sequence[str], read: Collection[str]) -> None:
@@ -64,7 +64,7 @@ class PartialClone:
         odb = self.repository.repo.odb
         lost = [b for b in dict.fromkeys([*note, *read]) if not odb.exists(b)]
         remote, reason = NOT_ASKED
-        if self.fetch_missing is not None:
+        if self.fetch is not None:
             remote, reason = self.asked(lost)
         unsent = [b for b in note if not odb.exists(b)]
         if unsent:

@@ -203,14 +203,11 @@ def promisor_remote(repository: Repository) -> str:
     return default_remote(repository)
 
 
-def missing_fetcher(repository: Repository) -> Callable[[Sequence[str]], tuple[str, str | None]]:
-    """What a read calls when a partial clone lacks note objects: one batched fetch."""
-
-    def fetch_missing(ids: Sequence[str]) -> tuple[str, str | None]:
-        remote = promisor_remote(repository)
-        return shown(remote), fetch_objects(repository, Git(repository), remote, ids)
-
-    return fetch_missing
+def fetch_missing(repository: Repository, ids: Sequence[str]) -> tuple[str, str | None]:
+    """What a read calls when a partial clone lacks note objects: one batched fetch from
+    the promisor remote; the remote asked, and why it failed (None: it did not)."""
+    remote = promisor_remote(repository)
+    return shown(remote), fetch_objects(repository, Git(repository), remote, ids)
 
 
 def hook_budget(environ: Mapping[str, str]) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 from majordomus import profile as profiles
@@ -32,28 +33,29 @@ SESSION_MAX = 200
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
 
-class Jobs(NamedTuple):
-    """The jobs one command does on one repository."""
+class Jobs:
+    """The jobs one command does on one repository; the writer is made when it writes."""
 
-    repository: Repository
-    history: History
-    reader: NotesReader
-    writer: Writer
+    def __init__(self, repository: Repository) -> None:
+        self.repository = repository
+        self.history = History(repository)
+        self.reader = NotesReader(repository)
+
+    @cached_property
+    def writer(self) -> Writer:
+        return Writer(self.repository, self.reader, self.history)
 
 
 def open_jobs(path: str, environ: Mapping[str, str]) -> Jobs:
     """The repository at (or above) `path`, and its jobs; nothing is read yet."""
-    repository = open_repository(path, environ)
-    reader = NotesReader(repository)
-    history = History(repository)
-    return Jobs(repository, history, reader, Writer(repository, reader, history))
+    return Jobs(open_repository(path, environ))
 
 
 def open_here(inputs: Inputs) -> Jobs:
     """The repository a command works on, and its jobs: a note object a partial clone left
     out is fetched from its remote, a warning said through `inputs.warn`."""
     jobs = open_jobs(inputs.cwd, inputs.environ)
-    jobs.reader.partial.fetch_missing = remote.missing_fetcher(jobs.repository)
+    jobs.reader.partial.fetch = remote.fetch_missing
     jobs.reader.refs.warn = inputs.warn
     return jobs
 

@@ -104,7 +104,7 @@ def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[Views,
     jobs.history.head()
     jobs.repository.ask_identity()  # git answers while libgit2 loads
     try:
-        jobs.writer.check_writable()
+        jobs.writer.ref.check_writable()
         views = Views(jobs.reader, jobs.history, writing=True)
         return views, current_task(inputs, jobs, views, task)[0]
     except BaseException:
@@ -121,7 +121,7 @@ def task_new(
     jobs = open_here(inputs)
     text = validated("title", title, TITLE_MAX, allow_secret)
     jobs.history.head()
-    jobs.writer.check_writable()
+    jobs.writer.ref.check_writable()
     task = _new_id("t", 12)
     sess = session_of(inputs, session, allow_secret)
     views = Views(jobs.reader, jobs.history, writing=True)
@@ -345,7 +345,7 @@ def resume(
     sess = session_of(inputs, session, allow_secret=peek, flag=False)  # a peek writes nothing
     head = jobs.history.head()
     if not peek:
-        jobs.writer.check_writable()
+        jobs.writer.ref.check_writable()
     views = Views(jobs.reader, jobs.history)
     task_id, implied = current_task(inputs, jobs, views, task, imply=True)
     index = views.index(task_id)

@@ -7,17 +7,16 @@ import datetime
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from majordomus import interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.errors import RepositoryError
 from majordomus.notes import appended, parse_note, union
-from majordomus.notesref import STALE_LOCK_S, NotesRef
+from majordomus.notesref import NotesRef
 from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.records import Record
-from majordomus.values import MergeReport, StaleLock, Swap, WriteReport
+from majordomus.values import MergeReport, Swap, WriteReport
 
 if TYPE_CHECKING:
     import pygit2
@@ -124,16 +123,6 @@ class Writer:
 
         swap, _ = self.ref.swap(build, message, "nothing was adopted", timeout_s, sleep, monotonic)
         return swap
-
-    def check_writable(self) -> None:
-        """Refuse early when the notes ref is something a write would have to destroy."""
-        self.ref.check_writable()
-
-    def lock_paths(self) -> list[Path]:
-        return self.ref.lock_paths()
-
-    def stale_locks(self, older_than_s: float = STALE_LOCK_S) -> list[StaleLock]:
-        return self.ref.stale_locks(older_than_s)
 
     def merge(
         self,
