@@ -242,40 +242,8 @@ class History:
         replace ref (under GIT_REPLACE_REF_BASE, else refs/replace/) unless
         GIT_NO_REPLACE_OBJECTS is set or core.useReplaceRefs is false. Asked once."""
         if self._replaced is None:
-            self._replaced = self._replacements()
+            self._replaced = _replacements(self.repository)
         return self._replaced
-
-    def _replacements(self) -> bool:
-        grafts = self.repository.environ.get("GIT_GRAFT_FILE") or str(
-            self.repository.commondir / "info" / "grafts"
-        )
-        if os.path.exists(grafts):
-            return True
-        if "GIT_NO_REPLACE_OBJECTS" in self.repository.environ:
-            return False
-        base = self.repository.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
-        base = base if base.endswith("/") else base + "/"
-        refs = self.repository.refs
-        if (
-            refs is None and not (self.repository.commondir / "reftable").exists()
-        ):  # files, read here
-            found = gitfiles.Found(
-                str(self.repository.gitdir),
-                str(self.repository.workdir or ""),
-                str(self.repository.commondir),
-            )
-            refs = gitfiles.Refs(found)
-        if refs is not None:
-            if not refs.has_under(base):
-                return False
-        else:
-            listed = self.repository.git("for-each-ref", "--count=1", "--format=%(refname)", base)
-            if not listed.stdout.strip():
-                return False
-        used = self.repository.git(
-            "config", "--type=bool", "--get", "core.useReplaceRefs", check=False
-        )
-        return used.stdout.strip() != "false"
 
     def shallow_boundary(self) -> frozenset[str]:
         if not self.is_shallow():
@@ -375,3 +343,33 @@ class _Started(NamedTuple):
                 self.process.kill()
             self.process.wait()
         self.out.close()
+
+
+def _replacements(repository: Repository) -> bool:
+    """Whether a grafts file or a replace ref is in force (see `History.history_replaced`)."""
+    grafts = repository.environ.get("GIT_GRAFT_FILE") or str(
+        repository.commondir / "info" / "grafts"
+    )
+    if os.path.exists(grafts):
+        return True
+    if "GIT_NO_REPLACE_OBJECTS" in repository.environ:
+        return False
+    base = repository.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+    base = base if base.endswith("/") else base + "/"
+    refs = repository.refs
+    if refs is None and not (repository.commondir / "reftable").exists():  # files, read here
+        found = gitfiles.Found(
+            str(repository.gitdir),
+            str(repository.workdir or ""),
+            str(repository.commondir),
+        )
+        refs = gitfiles.Refs(found)
+    if refs is not None:
+        if not refs.has_under(base):
+            return False
+    else:
+        listed = repository.git("for-each-ref", "--count=1", "--format=%(refname)", base)
+        if not listed.stdout.strip():
+            return False
+    used = repository.git("config", "--type=bool", "--get", "core.useReplaceRefs", check=False)
+    return used.stdout.strip() != "false"
