@@ -17,13 +17,14 @@ from majordomus.notes import Note, Shown
 from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import AttachedRecord, Listed, NoteSet, WriteReport
-from majordomus.viewcache import PartMissing, ViewCache
 from majordomus.viewparts import (
     Changed,
     Ledger,
     Meta,
+    PartMissing,
     Row,
     View,
+    ViewCache,
     carried_over,
     pack,
     resolving,

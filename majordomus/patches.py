@@ -1,5 +1,6 @@
 """Stable patch ids, as `git patch-id --stable` computes them: the facts `adopt` proves a
-landing with, and the ones stored in a record when it is written.
+landing with, and the ones stored in a record when it is written (the recent ones kept
+in the patch cache, `PatchCache`).
 
 A commit's patch id is that of its diff against its first parent (a root commit:
 against the empty tree); a merge commit and a commit that changes nothing have
@@ -15,12 +16,12 @@ import contextlib
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from majordomus.cachefile import PATCH_FILE_NAME
+from majordomus.cachefile import PATCH_FILE_NAME, CacheFile
 from majordomus.errors import RepositoryError
 from majordomus.history import History
-from majordomus.patchcache import PatchCache
 
 BRANCH_COMMITS_MAX = 250  # beyond this a handover stores the branch's base and patch only
 
@@ -168,3 +169,26 @@ def landing_ref(history: History) -> str | None:
         if ref not in own and history.repository.ref_target(ref) is not None:
             return ref
     return None
+
+
+class PatchCache(CacheFile):
+    """Commit id -> its stable patch id ("" for a commit with none), for the commits records
+    were written on lately: consecutive records on one commit compute it once."""
+
+    FORMAT = "patches:commit->patch-id-stable"
+    KEEP = 256
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.ids: dict[str, str] = {}
+        loaded = self.load()
+        if loaded is not None and len(loaded) == 1 and isinstance(loaded[0], dict):
+            self.ids = loaded[0]
+
+    def get(self, commit: str) -> str | None:
+        return self.ids.get(commit)
+
+    def put(self, commit: str, patch: str) -> None:
+        self.ids.pop(commit, None)
+        self.ids[commit] = patch  # newest last: the oldest go first
+        self.write(dict(list(self.ids.items())[-self.KEEP :]))

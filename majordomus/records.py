@@ -23,7 +23,6 @@ KIND_TEXT: Mapping[str, tuple[str, ...]] = {
     "handover": HANDOVER_FIELDS,
     "resume": (),
 }
-COMMON_ORDER = ("v", "id", "task", "head", "at", "author", "session")
 
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 # Ids are plain or the record is invalid: a note's ids reach commands and agents'

@@ -26,7 +26,7 @@ from majordomus.cachefile import (
     VIEWS_FOLDER_NAME,
 )
 from majordomus.documentcache import DocumentCache
-from majordomus.graphcache import GraphCache
+from majordomus.history import GraphCache
 from majordomus.index import Views
 from majordomus.invocation import Inputs
 from majordomus.jsontext import record_text
@@ -35,8 +35,7 @@ from majordomus.notetoml import NoteError
 from majordomus.readcache import ReadCache
 from majordomus.records import new_record
 from majordomus.tasks import open_jobs
-from majordomus.viewcache import ViewCache
-from majordomus.viewparts import _shard_of, state_key
+from majordomus.viewparts import ViewCache, _shard_of, state_key
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock
 from tests.support.repo import Repo, clone, seeded
@@ -1011,7 +1010,7 @@ def kept(cache: DocumentCache) -> set[str]:
 def test_views_parts_are_named_by_the_blake2b_of_their_content() -> None:
     import hashlib
 
-    from majordomus.viewcache import _content_name
+    from majordomus.viewparts import _content_name
 
     for data in (b"", b"a view", bytes(range(256)) * 64):
         assert _content_name(data) == hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from majordomus.divergence import labels_of
 from majordomus.graph import CommitGraph
-from majordomus.graphcache import GraphCache
+from majordomus.history import GraphCache
 from majordomus.records import Divergence
 from majordomus.tally import tally
 from tests.support.memory_graph import MemorySource, random_dag, true_label

@@ -58,10 +58,10 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 OURS_FOR_SHOW = {
     "__init__", "__main__", "blobs", "cachefile", "chains", "commitnotes", "divergence",
     "documentcache", "errors", "fieldtext", "front", "gitfiles", "gitobjects", "graph",
-    "graphcache", "history", "index", "interrupt", "invocation", "jsontext", "location",
+    "history", "index", "interrupt", "invocation", "jsontext", "location",
     "noteforms", "notes", "notesread", "notesref", "notestree", "notetoml", "objectids",
     "partialclone", "plaintext", "profile", "read", "readcache", "readrefs", "records",
-    "remote", "render", "repository", "summaries", "tally", "tasks", "values", "viewcache",
+    "remote", "render", "repository", "summaries", "tally", "tasks", "values",
     "viewparts", "writer",
 }  # fmt: skip
 OTHERS_FOR_SHOW = {
