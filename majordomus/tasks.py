@@ -13,12 +13,11 @@ import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError
-from majordomus.fieldtext import clean_text
 from majordomus.history import History
 from majordomus.index import Index, Views
 from majordomus.invocation import Inputs
@@ -27,7 +26,9 @@ from majordomus.notesread import NotesReader
 from majordomus.records import age_s, skew_s
 from majordomus.repository import Repository
 from majordomus.values import CheckResult, Listed
-from majordomus.writer import Writer
+
+if TYPE_CHECKING:
+    from majordomus.writer import Writer
 
 SESSION_MAX = 200
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
@@ -43,6 +44,8 @@ class Jobs:
 
     @cached_property
     def writer(self) -> Writer:
+        from majordomus.writer import Writer  # a read never loads the write path
+
         return Writer(self.repository, self.reader, self.history)
 
 
@@ -176,6 +179,8 @@ class AmbiguousTaskError(RefusedError):
 def validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
     """Text that passed the length and character rules and, unless allowed, the secret scan
     (whose refusal offers --allow-secret where the command has it: `flag`)."""
+    from majordomus.fieldtext import clean_text  # only what is recorded is checked
+
     text = clean_text(field, raw, cap)
     from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
 
