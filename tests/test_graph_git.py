@@ -968,3 +968,50 @@ def test_in_one_second_a_record_rev_reaches_comes_before_one_it_does_not(repo: R
         assert ids(*argv) == ids(*argv) == want, argv
         assert repo.run("doctor", "--drop-cache").code in (0, 1)
         assert ids(*argv) == want, argv
+
+
+def test_the_history_questions_adopt_patches_and_merge_ask_are_answered_as_git_does(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """Merge bases, ranges, ancestry and walks asked of `History` (by adopt, the facts a
+    handover stores, and merge) equal git's on a history with a side branch merged, in the
+    clone that wrote it and in a second clone behind the bare remote on another branch,
+    with a replacement in force: a question about the history as stored ignores it, as
+    `GIT_NO_REPLACE_OBJECTS=1 git` does, the others see it, as plain git does."""
+    remote, alice, root, handovers = stitched_history(tmp_path, environ, clock)
+    alice.git("replace", "--graft", handovers[2], root)
+    alice.git("push", "-q", "origin", "refs/replace/*:refs/replace/*")
+    bob = clone(f"file://{remote}", tmp_path / "bob", environ, clock)
+    bob.git("fetch", "-q", "origin", "refs/replace/*:refs/replace/*")
+    bob.git("checkout", "-q", "side")
+    bob.commit("bob on side")
+    for repo in (alice, bob):
+        stored = Repo(repo.path, {**repo.environ, "GIT_NO_REPLACE_OBJECTS": "1"}, clock)
+        history = jobs_of(repo).history
+        commits = repo.git("rev-list", "--all").split()
+        listed = stored.git("rev-list", "--parents", "--all").splitlines()
+        assert len(commits) >= 7 and any(len(line.split()) > 2 for line in listed)  # a merge
+        differ = 0  # pairs the replacement answers otherwise: the two questions are apart
+        for a in commits:
+            for b in commits:
+                base = stored.git("merge-base", a, b, check=False).strip() or None
+                assert history.merge_base(a, b, stored=True) == base
+                seen = repo.git("merge-base", a, b, check=False).strip() or None
+                assert history.merge_base(a, b) == seen
+                differ += base != seen
+                assert history.between(b, a) == stored.git("rev-list", f"{b}..{a}").split()
+                asked = subprocess.run(
+                    ["git", "merge-base", "--is-ancestor", b, a],
+                    cwd=repo.path,
+                    env=stored.environ,
+                    check=False,
+                )
+                assert history.descends(a, b) == (asked.returncode == 0 and a != b), (a, b)
+        assert differ > 0
+        head = repo.head()
+        since = int(repo.git("log", "-1", "--format=%ct", handovers[1]))
+        expected = repo.git("rev-list", "--no-merges", f"--max-age={since}", head).split()
+        assert history.since(head, since) == expected
+        tips = [handovers[0], handovers[1]]
+        walked = repo.git("rev-list", "--parents", "--boundary", *tips, f"^{root}")
+        assert history.boundary_walk(tips, root) == walked.splitlines()
