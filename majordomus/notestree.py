@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 TREE = 0o040000  # pygit2.enums.FileMode.TREE: git's modes, fixed by its tree format
 BLOB = 0o100644  # pygit2.enums.FileMode.BLOB
 FILES = (BLOB, 0o100755)  # the modes of a note: a blob, executable or not (never a symlink)
-LINK = 0o120000  # a symlink: git reads no note from one, nor does majordomus
-GITLINK = 0o160000  # a submodule commit: likewise
+LINK = 0o120000  # a symlink: git reads no note from one, nor does majordomus (a gitlink neither)
 _HEX = re.compile(r"[0-9a-f]+")
 _HEX2 = re.compile(r"[0-9a-f]{2}")
 # What an entry is that sits in a notes tree and is no note, by kind: a read counts it
