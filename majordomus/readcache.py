@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from majordomus.cachefile import SUMMARY_FIELDS, CacheFile
-from majordomus.records import Summary
+from majordomus.records import Summarised, Summary
 
-BlobEntry = tuple[tuple[Summary, ...], int] | str  # (summaries, invalid records) or why unreadable
+BlobEntry = Summarised | str  # (summaries, invalid records) or why unreadable
 OddTuple = tuple[str, str, str]  # an entry of a notes tree that is no note: path, kind, id
 
 

@@ -248,6 +248,9 @@ class Summary(NamedTuple):
     supersedes: tuple[str, ...]
 
 
+Summarised = tuple[tuple[Summary, ...], int]  # a note's summaries, its invalid records
+
+
 def summary_of(record: Record, position: int) -> Summary:
     # Kinds and task ids repeat across every note (100,000 summaries share a few dozen):
     # interned, they are one object each, and marshal writes each once per cache file.

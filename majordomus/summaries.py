@@ -12,10 +12,9 @@ from typing import NamedTuple, Protocol
 from majordomus.notes import Note, summarise, union
 from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.objectids import pairs
-from majordomus.records import Summary
+from majordomus.records import Summarised
 from majordomus.values import NotesOn, UnreadableNote
 
-Summarised = tuple[tuple[Summary, ...], int]  # a note's summaries, its invalid records
 FRAME_ENTRIES = 2000  # blobs read in one go, and sent in one frame by a helper
 
 # Commit -> its note blob on the first ref read (the usual case, kept as the bare id), or
