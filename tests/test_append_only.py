@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 from tests.support.env import Clock
-from tests.support.repo import Repo, clone, seeded
+from tests.support.repo import Repo, clone, git_push, seeded
 
 NOTES = "refs/notes/majordomus"
 
@@ -131,21 +131,6 @@ def test_a_record_removed_by_hand_comes_back_with_the_next_fetch(
     assert git_ids(remote, environ) == mine | theirs
 
 
-def git_push(repo: Repo) -> str:
-    """A plain `git push` of the branch: the pre-push hook publishes the records."""
-    pushed = subprocess.run(
-        ["git", "push", "-q", "origin", "main"],
-        cwd=repo.path,
-        env=repo.environ,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert pushed.returncode == 0, pushed.stderr
-    return pushed.stderr
-
-
 def test_a_hand_prune_or_remove_then_plain_git_push_through_the_hook(
     tmp_path: Path, environ: dict[str, str], clock: Clock
 ) -> None:
@@ -158,14 +143,14 @@ def test_a_hand_prune_or_remove_then_plain_git_push_through_the_hook(
     ok(bob, "task", "new", "flaky login")
     theirs = ids_of(bob)
     bob.commit("fix", {"fix.txt": "fixed\n"})
-    assert git_push(bob) == "majordomus: published records to origin\n"
+    assert git_push(bob, "-q", "origin", "main") == (0, "majordomus: published records to origin\n")
     assert git_ids(remote, environ) == mine | theirs
     # git notes remove of a published note, then a plain push: the remote keeps it.
     first = bob.git("rev-parse", "HEAD~1").strip()
     bob.git("notes", "--ref=majordomus", "remove", first)
     assert ids_of(bob) == mine
     bob.commit("more", {"more.txt": "more\n"})
-    git_push(bob)
+    assert git_push(bob, "-q", "origin", "main")[0] == 0
     assert git_ids(remote, environ) == mine | theirs
     assert ids_of(bob) == mine | theirs
     ok(alice, "fetch")

@@ -14,11 +14,11 @@ from tests.support.cli import Result
 from tests.support.env import Clock
 from tests.support.git import NOTES_REF
 from tests.support.notes import ref_ids
+from tests.support.repo import git_push
 from tests.support.trees import (
     TRACKING_REF,
     Scene,
     blob,
-    git_push,
     ids,
     ok,
     scene,
@@ -111,7 +111,7 @@ def test_every_command_keeps_working_after_a_plain_git_fetch(
     assert s.victim.git("rev-parse", TRACKING_REF).strip() == target
     # A plain git push: the pre-push hook warns and never fails the push.
     s.victim.commit("more work")
-    code, err = git_push(s.victim)
+    code, err = git_push(s.victim, "-q", "origin", "HEAD:main")
     assert code == 0 and "Traceback" not in err and err.count("\n") == 1, err
 
 

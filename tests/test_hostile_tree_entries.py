@@ -15,10 +15,10 @@ import pytest
 
 from tests.support.env import Clock
 from tests.support.notes import ref_ids
+from tests.support.repo import git_push
 from tests.support.trees import (
     Scene,
     blob,
-    git_push,
     ids,
     invalid,
     ok,
@@ -146,7 +146,10 @@ def test_a_plain_git_fetch_then_reads_hooks_and_git_push(
     context, err = session_start(s.victim)
     assert err == "" and s.unpushed in context
     s.victim.commit("more work")
-    assert git_push(s.victim) == (0, "majordomus: published records to origin\n")
+    assert git_push(s.victim, "-q", "origin", "HEAD:main") == (
+        0,
+        "majordomus: published records to origin\n",
+    )
     _published(s, tmp_path, clock)
     assert invalid(s.victim) == 0  # what the remote-tracking ref holds now is what I pushed
     s.victim.run("doctor", "--drop-cache")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from majordomus.clonesetup import HOOK_LINE, hook_script
 from tests.support.env import AUTHOR, Clock
 from tests.support.notes import ref_ids
-from tests.support.repo import Repo, clone, seeded
+from tests.support.repo import Repo, clone, git_push, seeded
 
 SETTINGS = [
     ("notes.displayRef", "refs/notes/majordomus"),
@@ -240,19 +239,6 @@ def test_plain_git_fetch_never_fails_and_brings_records(
     assert "Notes (remotes/origin/majordomus):\n    [[task]]\n" in b.git("log", "-1")
 
 
-def _git_push(repo: Repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    result = subprocess.run(
-        ["git", "push", *args],
-        cwd=repo.path,
-        env=env or repo.environ,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    return result.returncode, result.stderr
-
-
 def test_git_push_of_a_branch_publishes_records(
     tmp_path: Path, environ: dict[str, str], clock: Clock
 ) -> None:
@@ -263,7 +249,7 @@ def test_git_push_of_a_branch_publishes_records(
     assert b.run("push").code == 0  # the remote's records move first
     mine = {a.task("queue drops acks"), write(a, "reproduced")["id"]}
     a.commit("fix", {"fix.txt": "fixed\n"})
-    code, err = _git_push(a, "-q", "origin", "main")
+    code, err = git_push(a, "-q", "origin", "main")
     assert code == 0, err
     assert err == (
         "majordomus: published records to origin (origin had moved: merged 2 new records "
@@ -283,7 +269,7 @@ def test_the_hook_never_fails_the_push(
     init(a)
     write(a, "reproduced", a.task("queue drops acks"))
     a.commit("fix", {"fix.txt": "fixed\n"})
-    code, err = _git_push(a, "-q", "origin", "main")
+    code, err = git_push(a, "-q", "origin", "main")
     assert code == 0
     assert err.splitlines()[-1] == (
         "majordomus: warning: records were not published (origin refused the records: "
@@ -307,7 +293,7 @@ def test_the_hook_never_hangs_the_push(
     write(a, "reproduced", a.task("queue drops acks"))
     a.commit("fix", {"fix.txt": "fixed\n"})
     start = time.monotonic()
-    code, err = _git_push(
+    code, err = git_push(
         a, "-q", "origin", "main", env={**a.environ, "MAJORDOMUS_HOOK_TIMEOUT": "3"}
     )
     elapsed = time.monotonic() - start
@@ -347,7 +333,7 @@ def test_an_existing_hook_is_never_overwritten(
     for added, env in ((line, a.environ), (HOOK_LINE, {**a.environ, "PATH": path})):
         hook.write_text(mine + added + "\n")
         record = write(a, f"reproduced with {added[:10]}", a.task("queue drops acks"))
-        code, err = _git_push(a, "-q", "origin", "main", env=env)
+        code, err = git_push(a, "-q", "origin", "main", env=env)
         assert code == 0, err
         assert err == "my own checks ran\nmajordomus: published records to origin\n"
         assert record["id"] in ref_ids(remote)
@@ -392,7 +378,7 @@ def test_pushing_the_notes_ref_by_hand_does_not_recurse(
     remote, a = seeded(tmp_path, environ, clock)
     init(a)
     record = write(a, "reproduced", a.task("queue drops acks"))
-    code, err = _git_push(a, "-q", "origin", "refs/notes/majordomus")
+    code, err = git_push(a, "-q", "origin", "refs/notes/majordomus")
     assert (code, err) == (0, "")
     assert record["id"] in ref_ids(remote)
 
@@ -415,7 +401,7 @@ def test_the_hook_warns_when_majordomus_is_gone(
     hook.write_text(hook_script("/gone/python"))
     hook.chmod(0o755)
     a.commit("fix", {"fix.txt": "fixed\n"})
-    code, err = _git_push(a, "-q", "origin", "main")
+    code, err = git_push(a, "-q", "origin", "main")
     assert code == 0
     assert err == "majordomus: warning: majordomus is not on PATH; records were not published.\n"
 
@@ -426,4 +412,4 @@ def test_the_hook_with_nothing_to_publish_says_nothing(
     _, a = seeded(tmp_path, environ, clock)
     init(a)
     a.commit("fix", {"fix.txt": "fixed\n"})
-    assert _git_push(a, "-q", "origin", "main") == (0, "")
+    assert git_push(a, "-q", "origin", "main") == (0, "")

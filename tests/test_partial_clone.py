@@ -17,7 +17,7 @@ from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE_NAME
 from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from tests.support.env import Clock, hermetic_environ
 from tests.support.git import git, lose_object
-from tests.support.repo import Repo, clone, seeded
+from tests.support.repo import Repo, clone, git_push, seeded
 
 NOTES = "refs/notes/majordomus"
 TRACKING = "refs/notes/remotes/origin/majordomus"
@@ -197,16 +197,8 @@ def test_writes_and_the_pre_push_hook_in_a_partial_clone(
     bob.commit("bob's fix", {"fix.txt": "fixed\n"})
     task = json.loads(ok(bob, "task", "list", "--json"))["tasks"][0]["task"]
     ok(bob, "checkpoint", "--task", task, "fixed on a partial clone")
-    pushed = subprocess.run(
-        ["git", "push", "-q", "origin", "main"],
-        cwd=bob.path,
-        env=bob.environ,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert (pushed.returncode, pushed.stderr) == (0, "majordomus: published records to origin\n")
+    pushed = git_push(bob, "-q", "origin", "main")
+    assert pushed == (0, "majordomus: published records to origin\n")
     ok(alice, "fetch")
     alice.git("pull", "-q", "--no-rebase", "origin", "main")
     ok(bob, "fetch")

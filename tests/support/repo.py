@@ -141,3 +141,17 @@ def history_ids(repo: Repo) -> list[str]:
     result = repo.run("history", "--all", "--json")
     assert result.code == 0, result.err
     return sorted(record["id"] for record in json.loads(result.out)["records"])
+
+
+def git_push(repo: Repo, *args: str, env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """A plain `git push ARGS` (the pre-push hook runs): its exit code and its stderr."""
+    result = subprocess.run(
+        ["git", "push", *args],
+        cwd=repo.path,
+        env=dict(env or repo.environ),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    return result.returncode, result.stderr

@@ -120,19 +120,3 @@ def third_clone(scene: Scene, tmp_path: Path, clock: Clock) -> Repo:
     third = clone(str(scene.remote), tmp_path / "third", scene.victim.environ, clock)
     ok(third, "fetch")
     return third
-
-
-def git_push(repo: Repo) -> tuple[int, str]:
-    """A plain `git push` of the branch (the pre-push hook publishes the records)."""
-    import subprocess
-
-    pushed = subprocess.run(
-        ["git", "push", "-q", "origin", "HEAD:main"],
-        cwd=repo.path,
-        env=repo.environ,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    return pushed.returncode, pushed.stderr
