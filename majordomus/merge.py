@@ -213,9 +213,11 @@ class Merger:
     def _found(self, tree: pygit2.Tree, name: str) -> list[str]:
         """The note entries for `name` in `tree`; those that are not files are noted."""
         found = []
-        for oid, mode in notestree.find_entries(self.repo, tree, name):
+        for oid, kind in notestree.find_kinds(self.repo, tree, name):
+            if kind == "tree":
+                continue  # a merge takes files only: what a gitlink or a symlink names is no note
             found.append(str(oid))
-            if mode not in notestree.FILES:
+            if kind != "note":
                 self._not_files.add((name, str(oid)))
         return found
 

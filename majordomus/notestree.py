@@ -227,28 +227,11 @@ def find_kinds(
             yield from find_kinds(repo, tree(repo, sub.id), rest[2:])
 
 
-def find_entries(
-    repo: pygit2.Repository, root: pygit2.Tree, rest: str
-) -> Iterator[tuple[pygit2.Oid, int]]:
-    """Every entry but a tree for `rest`, at any fan-out depth, with its mode (a merge
-    takes only FILES: whatever a gitlink or a symlink names, no note is read from it)."""
-    import pygit2
-
-    flat = _entry(root, rest)
-    if flat is not None and not isinstance(flat, pygit2.Tree):
-        yield flat.id, flat.filemode
-    fan = rest[:2]
-    if len(rest) > 2 and fan in root:
-        sub = root[fan]
-        if isinstance(sub, pygit2.Tree):
-            yield from find_entries(repo, tree(repo, sub.id), rest[2:])
-
-
 def walk_files(
     repo: pygit2.Repository, root: pygit2.Tree, prefix: str = ""
 ) -> Iterator[tuple[str, str, bool]]:
     """Every entry but a tree at a note path (as `walk` finds notes, symlinks included),
-    with whether it is a file (see `find_entries`): what a merge looks at."""
+    with whether it is a file: what a merge looks at."""
     import pygit2
 
     for entry in root:
