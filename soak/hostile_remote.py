@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support.agent_text import invisible
 from tests.support.cli import MAJORDOMUS, Result, run_cli
 from tests.support.env import AUTHOR, hermetic_environ, isolate_pygit2
 from tests.support.git import NOTES_REF, bare, git
@@ -451,21 +452,6 @@ _UNQUOTED_COUNT = re.compile(r"\((\d+) open handover\(s\) of this task not shown
 _IDS = re.compile(r"\b[a-z]-[0-9a-z]{1,64}\b")
 
 
-def unsafe_characters(text: str) -> list[str]:
-    """What must never reach a terminal or an agent raw (SPEC: controls, bidi, invisible):
-    Cc but newline and tab, Cf but the two joiners, U+2028/9, private use."""
-    found = []
-    for index, ch in enumerate(text):
-        category = unicodedata.category(ch)
-        if (
-            (category == "Cc" and ch not in "\n\t")
-            or (category == "Cf" and ch not in "\u200c\u200d")
-            or category in ("Zl", "Zp", "Co")
-        ):
-            found.append(f"raw U+{ord(ch):04X} at {index}")
-    return found
-
-
 @dataclasses.dataclass(frozen=True)
 class Problem:
     """An invariant that did not hold, where, and after which attacks."""
@@ -581,7 +567,7 @@ class Trial:
         if raw is not None and b"\x1b" in raw:
             self.problem("raw character in output", f"majordomus {shown}: a raw ESC byte")
         for stream, text in (("stdout", result.out), ("stderr", result.err)):
-            unsafe = unsafe_characters(text)
+            unsafe = invisible(text)
             if unsafe:
                 self.problem(
                     "raw character in output", f"majordomus {shown} {stream}: {unsafe[:3]}"
@@ -761,7 +747,7 @@ class Trial:
         if text.splitlines() != text.split("\n"):
             breaks = sorted({f"U+{ord(c):04X}" for c in text if len(f"a{c}b".splitlines()) > 1})
             self.problem("raw line break in agent context", f"{shown}: {breaks}")
-        unsafe = unsafe_characters(text)
+        unsafe = invisible(text)
         if unsafe:
             self.problem("raw character in agent context", f"{shown}: {unsafe[:3]}")
         for line in text.split("\n"):
