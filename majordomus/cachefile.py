@@ -28,7 +28,15 @@ RECORDS_FILE_NAME = "majordomus-records-cache"
 VIEWS_FILE_NAME = "majordomus-views"
 VIEWS_FOLDER_NAME = f"{VIEWS_FILE_NAME}.d"  # the parts of the views, beside the file
 PATCH_FILE_NAME = "majordomus-patch-ids"
-FILES = (READ_FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
+SIGNATURES_FILE_NAME = "majordomus-signatures"
+FILES = (
+    READ_FILE_NAME,
+    GRAPH_FILE_NAME,
+    RECORDS_FILE_NAME,
+    VIEWS_FILE_NAME,
+    PATCH_FILE_NAME,
+    SIGNATURES_FILE_NAME,
+)
 # A summary's fields change: so does the format of each file that holds summaries.
 SUMMARY_FIELDS = ",".join(Summary._fields)
 

@@ -16,7 +16,15 @@ from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index, Views
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS, Divergence
-from majordomus.tasks import Jobs, NoTaskError, check_task, current_task, load_profile, open_here
+from majordomus.tasks import (
+    Jobs,
+    NoTaskError,
+    check_task,
+    current_task,
+    is_verified,
+    load_profile,
+    open_here,
+)
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
@@ -63,7 +71,8 @@ def session(inputs: Inputs, task: str | None = None, checkpoints: int = 0) -> Se
     head = jobs.history.head()
     prof = load_profile(inputs, jobs)
     views = Views(jobs.reader, jobs.history)
-    task_id, implied = current_task(inputs, jobs, views, task, imply=True)
+    strict = prof.trust == "signed"
+    task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)
     index = views.index(task_id)
     now = inputs.now()
     found = index.newest_first(index.of_kind("checkpoint", task_id)) if checkpoints else []
@@ -85,6 +94,7 @@ class Status(NamedTuple):
     checkpoints: tuple[AttachedRecord, ...]  # newest first
     more_checkpoints: int  # older ones not even read
     others: tuple[AttachedRecord, ...] = ()  # the other open handovers, newest first, as read
+    untrusted: tuple[AttachedRecord, ...] = ()  # under trust = "signed": named, never shown
 
 
 class ContextResult(NamedTuple):
@@ -92,6 +102,7 @@ class ContextResult(NamedTuple):
     text: str
     included: tuple[str, ...]
     omitted: int
+    untrusted: int = 0  # records not verified under trust = "signed", named but not shown
 
     @property
     def chars(self) -> int:
@@ -110,11 +121,20 @@ def status(inputs: Inputs, task: str | None = None, checkpoints: int = 20) -> St
     """Read what the block shows. Raises like `resume` when no task can be chosen."""
     opened = session(inputs, task, checkpoints)  # every note the block shows, read in one go
     jobs, index, task_id = opened.jobs, opened.task_index, opened.task
-    pending = index.open_handovers(task_id)
+    strict = opened.profile.trust == "signed"
+    listed = index.open_handovers(task_id)
     found = opened.checkpoints
     shown = found[:checkpoints]
-    handover = index.locate(pending[0]) if pending else None
-    others = tuple(index.locate(item) for item in pending[1 : 1 + OTHERS_MAX])
+    # Every record the block may show is checked at once; under trust = "signed" those
+    # not verified are kept out, named.
+    located = [index.locate(item) for item in [*listed[: 1 + OTHERS_MAX], *shown]]
+    attached = jobs.attach(located, strict)
+    kept = [loc for loc in attached if not strict or is_verified(loc)]
+    untrusted = tuple(loc for loc in attached if strict and not is_verified(loc))
+    pending = [loc for loc in kept if loc.record.kind == "handover"]
+    unlisted = max(0, len(listed) - 1 - OTHERS_MAX)  # never read: counted, as before
+    handover = pending[0] if pending else None
+    others = tuple(pending[1:])
     div = (
         jobs.history.graph().labels(opened.head, [handover.commit])[handover.commit]
         if handover is not None
@@ -128,11 +148,30 @@ def status(inputs: Inputs, task: str | None = None, checkpoints: int = 20) -> St
         checkpoint_max=opened.profile.checkpoint_max,
         handover=handover,
         divergence=div,
-        older_open=max(0, len(pending) - 1),
-        checkpoints=tuple(index.locate(item) for item in shown),
+        older_open=max(0, len(pending) - 1) + unlisted,
+        checkpoints=tuple(loc for loc in kept if loc.record.kind == "checkpoint"),
         more_checkpoints=len(found) - len(shown),
         others=others,
+        untrusted=untrusted,
     )
+
+
+def _signed(loc: AttachedRecord) -> str:
+    """The signature's status on a line of ours (never on a quoted line, where an author
+    could write the same words)."""
+    sig = loc.signature
+    if sig is None or (sig.status == "unsigned" and not sig.strict):
+        return ""
+    return f", signature {sig.status}"
+
+
+def untrusted_lines(loc: AttachedRecord) -> list[str]:
+    """A record `trust = "signed"` keeps out, named: id, status, and its author quoted."""
+    status = loc.signature.status if loc.signature else "unsigned"
+    return [
+        f"- {loc.record.kind} {loc.record.id} on {loc.commit[:12]}, signature {status}:",
+        *_quoted(f"author: {loc.record.author}"),
+    ]
 
 
 def _quoted(text: str) -> list[str]:
@@ -155,7 +194,8 @@ def _label(div: Divergence) -> str:
 def handover_lines(loc: AttachedRecord, div: Divergence, now: datetime.datetime) -> list[str]:
     record = loc.record
     lines = [
-        f"Open handover {record.id} on {loc.commit[:12]} ({_label(div)}), {_ago(now, record.at)}:",
+        f"Open handover {record.id} on {loc.commit[:12]} ({_label(div)}), {_ago(now, record.at)}"
+        f"{_signed(loc)}:",
         *_quoted(f"author: {record.author}"),
     ]
     for key in HANDOVER_FIELDS:
@@ -166,7 +206,7 @@ def handover_lines(loc: AttachedRecord, div: Divergence, now: datetime.datetime)
 def other_handover_lines(loc: AttachedRecord, now: datetime.datetime) -> list[str]:
     """Another open handover of the task, named: never replaced without a word."""
     return [
-        f"- {loc.record.id} on {loc.commit[:12]}, {_ago(now, loc.record.at)}:",
+        f"- {loc.record.id} on {loc.commit[:12]}, {_ago(now, loc.record.at)}{_signed(loc)}:",
         *_quoted(f"author: {loc.record.author}"),
     ]
 
@@ -183,7 +223,7 @@ def other_pointer_line(loc: AttachedRecord, now: datetime.datetime, program: str
 def checkpoint_lines(loc: AttachedRecord, now: datetime.datetime) -> list[str]:
     record = loc.record
     return [
-        f"- {record.id} on {loc.commit[:12]}, {_ago(now, record.at)}:",
+        f"- {record.id} on {loc.commit[:12]}, {_ago(now, record.at)}{_signed(loc)}:",
         *_quoted(record.text("body")),
     ]
 
@@ -237,7 +277,7 @@ def block(
             "(no current task in this work tree: this is the task of the one open handover "
             f"reachable from HEAD; {program} task use {task} makes it current)"
         )
-    fixed_tail = _how_lines(st, program)
+    fixed_tail = [*_untrusted_summary(st, program), *_how_lines(st, program)]
     body: list[str] = [DATA_NOTE]
 
     def fits(extra: Sequence[str], tail: Sequence[str]) -> bool:
@@ -253,8 +293,14 @@ def block(
     body.append(_status_line(st))
     included, omitted = _place_records(st, now, body, fits, fixed_tail, program)
     omitted += st.more_checkpoints
-    if omitted:
-        body.append(_left_out_line(omitted, st, program))
+    reserve = [_left_out_line(omitted, st, program)] if omitted else []
+    for position, loc in enumerate(st.untrusted):
+        heading = ["Not verified, so not shown (named only):"] if position == 0 else []
+        named = [*heading, *untrusted_lines(loc)]
+        if not fits(named, [*reserve, *fixed_tail]):
+            break
+        body += named
+    body += reserve
     lines = [*opening, *body, *fixed_tail]
     # Every line is bounded, but a budget near the least may not hold them all: shed
     # whole lines, from the end, rather than ever exceed it.
@@ -312,6 +358,16 @@ def _place_records(
     if not others_placed:
         _place_others(st, now, body, fits, [*summary_reserve, *fixed_tail], program)
     return included, omitted
+
+
+def _untrusted_summary(st: Status, program: str) -> list[str]:
+    if not st.untrusted:
+        return []
+    count = len(st.untrusted)
+    return [
+        f'({count} record(s) of this task are not verified signatures: with trust = "signed" '
+        f"their text is not shown; {program} history --task {st.task} lists them)"
+    ]
 
 
 def _left_out_line(count: int, st: Status, program: str) -> str:
@@ -383,7 +439,7 @@ def build(
             (),
             0,
         )
-    return block(st, inputs.now(), max_chars, program)
+    return block(st, inputs.now(), max_chars, program)._replace(untrusted=len(st.untrusted))
 
 
 def _short(text: str, max_chars: int) -> str:
@@ -407,6 +463,7 @@ def context_command(
                     "chars": result.chars,
                     "included": list(result.included),
                     "omitted": result.omitted,
+                    "untrusted": result.untrusted,
                 }
             )
         )

@@ -16,6 +16,7 @@ from majordomus.values import Finding, NoteSet
 
 if TYPE_CHECKING:
     from majordomus import reports
+    from majordomus.signconfig import SignConfig
 else:
     reports = OnFirstUse("majordomus.reports")
 
@@ -37,6 +38,7 @@ def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
         findings.append(Finding("notes", False, error.message.rstrip(".")))
         return [*findings, *agent, *clone]
     findings += _invalid_findings(jobs, noteset)
+    findings += _signature_findings(jobs, noteset)
     findings.extend(agent)
     records = sum(len(a.summaries) for a in noteset.commits.values())
     with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
@@ -49,6 +51,95 @@ def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
     )
     findings.extend(clone)
     return findings
+
+
+BAD_NAMED = 10  # records with a bad signature named one by one; more are counted
+
+
+def _signature_findings(jobs: Jobs, noteset: NoteSet) -> list[Finding]:
+    """Whether this clone signs (key, program), where its trust configuration is, and
+    what the records' signatures say, every record counted once."""
+    from majordomus.index import Index
+    from majordomus.plaintext import one_line
+
+    trust = jobs.verifier.trust
+    config = trust.config
+    findings = [_signing_finding(config)]
+    allowed = trust.allowed
+    if allowed is None:
+        ssh = "ssh: gpg.ssh.allowedSignersFile not set"
+        healthy = True
+    else:
+        healthy = allowed.is_file()
+        ssh = f"ssh: allowed signers {one_line(str(allowed))}" + (
+            "" if healthy else " (no such file: nothing signed with ssh can verify)"
+        )
+    home = config.environ.get("GNUPGHOME") or "~/.gnupg"
+    gpg = f"openpgp: {one_line(trust.gpg_program)}'s keyring ({one_line(home)})"
+    findings.append(Finding("trust", healthy, f"{ssh}; {gpg}"))
+    index = Index(noteset, jobs.reader, jobs.history)
+    located = []
+    for item in index.records:
+        try:
+            located.append(index.locate(item))
+        except RepositoryError:  # a note object lost since it was read: a finding of its own
+            continue
+    attached = jobs.attach(located)
+    counts = dict.fromkeys(("verified", "unsigned", "bad", "unknown-key"), 0)
+    for loc in attached:
+        assert loc.signature is not None
+        counts[loc.signature.status] += 1
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+    findings.append(Finding("signed", counts["bad"] == 0, summary))
+    bad = [loc for loc in attached if loc.signature and loc.signature.status == "bad"]
+    for loc in bad[:BAD_NAMED]:
+        signer = loc.signature.signer if loc.signature else None
+        by = f", signed by {one_line(signer)}" if signer else ""
+        findings.append(
+            Finding(
+                "signed",
+                False,
+                f"{loc.record.kind} {loc.record.id} on {loc.commit[:12]}: BAD SIGNATURE for "
+                f"author {one_line(loc.record.author)}{by}",
+            )
+        )
+    if len(bad) > BAD_NAMED:
+        findings.append(
+            Finding("signed", False, f"{len(bad) - BAD_NAMED} more with a bad signature")
+        )
+    return findings
+
+
+def _signing_finding(config: SignConfig) -> Finding:
+    if not config.signs:
+        return Finding(
+            "signing",
+            True,
+            "not signing records (majordomus.sign true signs them with git's signing key)",
+        )
+    import shutil
+
+    from majordomus.plaintext import one_line
+
+    fmt = config.format
+    program = config.program(fmt)
+    key = config.get("user.signingKey") or (
+        config.get("gpg.ssh.defaultKeyCommand") if fmt == "ssh" else "the committer's identity"
+    )
+    problems = []
+    if fmt not in ("ssh", "openpgp"):
+        problems.append(f"gpg.format {fmt} cannot sign records (ssh and openpgp only)")
+    if not key:
+        problems.append("no signing key: git config user.signingKey ~/.ssh/id_ed25519.pub")
+    if shutil.which(program) is None:
+        problems.append(f"the program {program} is not found")
+    detail = (
+        f"records are signed ({config.sign_source}): {one_line(fmt)}, key "
+        f"{one_line(key or 'none')}, program {one_line(program)}"
+    )
+    if problems:
+        detail += "; every write is refused until this is fixed: " + "; ".join(problems)
+    return Finding("signing", not problems, detail)
 
 
 def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Finding]:

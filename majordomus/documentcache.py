@@ -112,7 +112,7 @@ class DocumentCache(CacheFile):
     FORMAT = (
         "documents:head(blob->offset<<32|length),then each note: length of its texts, "
         "marshal(record texts),marshal(entries(kind,table,dates,nested,valid),plain,"
-        "invalid-plain)"
+        "invalid-plain);signed records kept without text"
     )
 
     @classmethod

@@ -15,7 +15,15 @@ from majordomus import profile as profiles
 from majordomus.errors import ExitCode, RefusedError
 from majordomus.index import Index, Views
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
-from majordomus.tasks import Jobs, check_task, check_tasks, current_task, load_profile, open_here
+from majordomus.tasks import (
+    Jobs,
+    attach_checks,
+    check_task,
+    check_tasks,
+    current_task,
+    load_profile,
+    open_here,
+)
 from majordomus.values import CheckResult
 
 if TYPE_CHECKING:
@@ -30,8 +38,10 @@ def check(inputs: Inputs, task: str | None = None, all_tasks: bool = False) -> l
     now = inputs.now()
     if all_tasks:
         index = Index(jobs.reader.read_notes(), jobs.reader, jobs.history)
-        return check_tasks(index, sorted(index.tasks()), prof, now)
-    return [_check_current(inputs, jobs, task, prof)]
+        checks = check_tasks(index, sorted(index.tasks()), prof, now)
+    else:
+        checks = [_check_current(inputs, jobs, task, prof)]
+    return attach_checks(jobs, checks, prof.trust == "signed")
 
 
 def _check_current(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from majordomus.records import REFUSED, Record
+from majordomus.records import REFUSED, SIGNATURE_KEY, Record
 
 ITEM = "\n    "  # the newline and indentation of a history's or a show's records
 
@@ -266,7 +266,7 @@ def record_members(record: Record) -> dict[str, Any]:
 # The members a history writes after a record's own (a handover's label after a handover's
 # only): a record that holds one of them (only a hand-written one can) has it replaced in
 # its place, which a splice cannot do.
-AFTER = frozenset({"commit"})
+AFTER = frozenset({"commit", "signature", "signer"})
 AFTER_HANDOVER = AFTER | {"label", "ahead", "behind", "resolved"}
 
 
@@ -276,18 +276,22 @@ def record_text(record: Record) -> str | None:
     cache keeps of each record, made from its content alone; None for a record that holds
     a member a history writes after it (it is encoded whole when shown)."""
     after = AFTER_HANDOVER if record.kind == "handover" else AFTER
-    if not after.isdisjoint(record.table):
-        return None
+    if SIGNATURE_KEY in record.table or not after.isdisjoint(record.table):
+        return None  # a signed record's status depends on the trust configuration
     return items([record_members(record)], ITEM).removesuffix(ITEM + "}")
 
 
+_UNSIGNED_MEMBERS = f',{ITEM}  "signature": "unsigned",{ITEM}  "signer": null'
+
+
 def with_members(text: str, commit: str, members: dict[str, Any]) -> str:
-    """A record's object from `record_text`, with its `commit` and, for a handover, its
-    label after its own: the text `items` writes for the whole object."""
+    """A record's object from `record_text` (an unsigned record's), with its `commit`, its
+    signature status and, for a handover, its label after its own: the text `items`
+    writes for the whole object."""
     inner = ITEM + "  "
     if not members:  # most records
-        return f'{text},{inner}"commit": {encode_string(commit)}{ITEM}}}'
-    out = [text, f',{inner}"commit": {encode_string(commit)}']
+        return f'{text},{inner}"commit": {encode_string(commit)}{_UNSIGNED_MEMBERS}{ITEM}}}'
+    out = [text, f',{inner}"commit": {encode_string(commit)}', _UNSIGNED_MEMBERS]
     for key, value in members.items():
         out.append("," + inner + encode_string(key) + ": ")
         _indented(value, inner, out)

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
-from majordomus import __version__
+from majordomus import __version__, jsontext
 
 CommandLine = Callable[..., int]  # front.run: the command line, handed in by `majordomus mcp`
 
@@ -58,12 +58,65 @@ class Runner:
         if code in (0, 1) and text:
             # The command's own JSON text, as the tool's text: the SDK's encoding of the
             # value would write every character raw, the command escapes invisible ones.
+            value = json.loads(text)
+            if argv[0] in _LISTINGS and _unverified(value) and self._strict():
+                value, count = _withheld(value)
+                if isinstance(value, dict):
+                    value["untrusted"] = count
+                text = jsontext.dumps(value)
             return CallToolResult(
-                content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+                content=[TextContent(type="text", text=text)], structured_content=value
             )
         lines = [line for line in err.getvalue().splitlines() if line.startswith("majordomus: ")]
         sentence = lines[-1].removeprefix("majordomus: ") if lines else f"exit {code}"
         raise ToolError(f"{sentence}\n{json.dumps({'exit': code, 'message': sentence})}")
+
+    def _strict(self) -> bool:
+        """Whether the profile trusts verified records only (`trust = "signed"`)."""
+        try:
+            answer = self(["profile"])
+        except ToolError:
+            return True  # a profile that cannot be read: hand over less, not more
+        found = answer.structured_content
+        trust = found.get("trust") if isinstance(found, dict) else None
+        return trust != "any"
+
+
+# The commands whose answers list records of any status (context and resume choose the
+# verified ones themselves): under trust = "signed", an agent gets what is not verified
+# named by id, author and status, its text withheld.
+_LISTINGS = ("history", "check", "task")
+_NAMED = ("kind", "id", "commit", "author", "signature", "signer")
+
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, dict) and "signature" in value and "kind" in value and "id" in value
+
+
+def _unverified(value: Any) -> bool:
+    if _is_record(value):
+        return bool(value["signature"] != "verified")
+    if isinstance(value, dict):
+        return any(_unverified(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_unverified(item) for item in value)
+    return False
+
+
+def _withheld(value: Any) -> tuple[Any, int]:
+    """`value` with every record not verified cut to its name, and how many were."""
+    if _is_record(value) and value["signature"] != "verified":
+        return {key: value.get(key) for key in _NAMED} | {"withheld": True}, 1
+    if isinstance(value, dict):
+        out, count = {}, 0
+        for key, item in value.items():
+            out[key], found = _withheld(item)
+            count += found
+        return out, count
+    if isinstance(value, list):
+        pairs = [_withheld(item) for item in value]
+        return [item for item, _ in pairs], sum(found for _, found in pairs)
+    return value, 0
 
 
 def _task(task: str | None) -> list[str]:

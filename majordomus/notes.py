@@ -9,7 +9,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from majordomus.notetoml import NoteError, NotTomlError, is_bare, load_document, readable_tables
-from majordomus.records import KINDS, REFUSED_RANGE, Record, Summary, summary_of, validate
+from majordomus.records import (
+    KINDS,
+    REFUSED_RANGE,
+    SIGNATURE_KEY,
+    Record,
+    Summary,
+    summary_of,
+    validate,
+)
 
 
 class Entry(NamedTuple):
@@ -193,6 +201,13 @@ def dump_tables(tables: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
         lines += [f"{_key(key)} = {_literal(value)}" for key, value in table.items()]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
+
+
+def canonical(kind: str, table: Mapping[str, Any]) -> bytes:
+    """A record's canonical bytes, which its signature covers: its table exactly as
+    `dump_tables` writes it, the signature's own key left out."""
+    unsigned = {key: value for key, value in table.items() if key != SIGNATURE_KEY}
+    return dump_tables([(kind, unsigned)]).encode("utf-8")
 
 
 def dump_note(note: Note) -> str:

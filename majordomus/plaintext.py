@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from majordomus.records import REFUSED
+from majordomus.records import REFUSED, Signature
 
 
 def _escape_text(match: re.Match[str]) -> str:
@@ -26,6 +26,21 @@ def one_line(text: str) -> str:
     """Text from a note shown inside a line of ours (an author, a session, a title): `safe`,
     with a line break shown as `\\n`, so that no note can start a line of its own."""
     return safe(text).replace("\n", "\\n")
+
+
+_MARKS = {"verified": " (verified)", "bad": " (BAD SIGNATURE)", "unknown-key": " (unknown key)"}
+
+
+def signature_mark(signature: Signature | None, author: str = "") -> str:
+    """What follows a record's author in text: its signature status. An unsigned record is
+    marked under `trust = "signed"`, and wherever its author ends like a mark would (an
+    author of "Ada (verified)" must not pass for a verified one)."""
+    if signature is None:
+        return ""
+    mark = _MARKS.get(signature.status)
+    if mark is not None:
+        return mark
+    return " (unsigned)" if signature.strict or author.rstrip().endswith(")") else ""
 
 
 def age(seconds: int | None) -> str:

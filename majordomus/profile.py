@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -12,7 +12,13 @@ from majordomus.errors import RefusedError
 from majordomus.records import TEXT_CEILING
 
 DEFAULT_NAME = "default"
-BUILT_IN: Mapping[str, int] = {"interval": 20 * 60, "checkpoint_max": 400, "handover_max": 800}
+BUILT_IN: Mapping[str, int | str] = {
+    "interval": 20 * 60,
+    "checkpoint_max": 400,
+    "handover_max": 800,
+    "trust": "any",
+}
+TRUST_VALUES = ("any", "signed")  # "signed": agents are handed verified records only
 BUILT_IN_SOURCE = "built-in default"
 REPO_FILE = ".majordomus.toml"
 INTERVAL_MAX_S = 30 * 24 * 3600  # past this nothing is ever stale and enforcement never fires
@@ -27,6 +33,7 @@ class Profile(NamedTuple):
     checkpoint_max: int
     handover_max: int
     sources: Mapping[str, str]  # "profile" and each key -> where its value came from
+    trust: str = "any"  # one of TRUST_VALUES
 
 
 class ConfigFile(NamedTuple):
@@ -34,7 +41,7 @@ class ConfigFile(NamedTuple):
 
     path: str
     profile: str | None
-    profiles: Mapping[str, Mapping[str, int]]
+    profiles: Mapping[str, Mapping[str, int | str]]
 
 
 def parse_duration(value: object, where: str) -> int:
@@ -74,7 +81,20 @@ def _parse_cap(value: object, where: str) -> int:
     return value
 
 
-_PARSERS = {"interval": parse_duration, "checkpoint_max": _parse_cap, "handover_max": _parse_cap}
+def _parse_trust(value: object, where: str) -> str:
+    if value not in TRUST_VALUES:
+        raise RefusedError(f'{where} must be "any" or "signed", not {value!r}.')
+    assert isinstance(value, str)
+    return value
+
+
+_PARSERS: Mapping[str, Callable[[object, str], int | str]] = {
+    "interval": parse_duration,
+    "checkpoint_max": _parse_cap,
+    "handover_max": _parse_cap,
+    "trust": _parse_trust,
+}
+_KNOWN = ", ".join(_PARSERS)
 
 
 def parse_config(text: str, path: str) -> ConfigFile:
@@ -88,7 +108,7 @@ def parse_config(text: str, path: str) -> ConfigFile:
     except (ValueError, RecursionError) as error:  # a huge integer, nesting past the stack
         raise RefusedError(f"{path} cannot be read as TOML ({error}); fix or remove it.") from None
     profile: str | None = None
-    profiles: dict[str, Mapping[str, int]] = {}
+    profiles: dict[str, Mapping[str, int | str]] = {}
     for key, value in document.items():
         if key == "profile":
             if not isinstance(value, str) or not _NAME.fullmatch(value):
@@ -104,16 +124,14 @@ def parse_config(text: str, path: str) -> ConfigFile:
     return ConfigFile(path, profile, profiles)
 
 
-def _parse_profile_table(table: object, where: str) -> Mapping[str, int]:
+def _parse_profile_table(table: object, where: str) -> Mapping[str, int | str]:
     if not isinstance(table, dict):
         raise RefusedError(f"{where} must be a table such as [profiles.NAME].")
-    values: dict[str, int] = {}
+    values: dict[str, int | str] = {}
     for key, value in table.items():
         parser = _PARSERS.get(key)
         if parser is None:
-            raise RefusedError(
-                f"{where}: unknown key '{key}' (known: interval, checkpoint_max, handover_max)."
-            )
+            raise RefusedError(f"{where}: unknown key '{key}' (known: {_KNOWN}).")
         values[key] = parser(value, f"{where}.{key}")
     return values
 
@@ -163,19 +181,35 @@ def resolve(layers: list[ConfigFile], requested: str | None, environ: Mapping[st
         raise RefusedError(
             f"unknown profile '{name}' (from {sources['profile']}); known: {', '.join(known)}."
         )
-    values: dict[str, int] = {}
+    values: dict[str, int | str] = {}
     for key, default in BUILT_IN.items():
         values[key], sources[key] = default, BUILT_IN_SOURCE
         for layer in layers:
             if key in layer.profiles.get(name, {}):
                 values[key], sources[key] = layer.profiles[name][key], layer.path
                 break
+    # A committed file is a teammate's input: it may ask for more trust, never for less.
+    # "signed" in any layer holds, whatever a layer above it says.
+    strict = [
+        layer.path for layer in layers if layer.profiles.get(name, {}).get("trust") == "signed"
+    ]
+    if strict:
+        values["trust"], sources["trust"] = "signed", strict[-1]
+    interval, checkpoint_max, handover_max, trust = (
+        values["interval"],
+        values["checkpoint_max"],
+        values["handover_max"],
+        values["trust"],
+    )
+    assert isinstance(interval, int) and isinstance(checkpoint_max, int)
+    assert isinstance(handover_max, int) and isinstance(trust, str)
     return Profile(
         name=name,
-        interval_s=values["interval"],
-        checkpoint_max=values["checkpoint_max"],
-        handover_max=values["handover_max"],
+        interval_s=interval,
+        checkpoint_max=checkpoint_max,
+        handover_max=handover_max,
         sources=sources,
+        trust=trust,
     )
 
 

@@ -13,7 +13,7 @@ from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.notes import every_note, notes_of_tasks
-from majordomus.tasks import Jobs, open_here, resolve_task, task_prefix
+from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
 from majordomus.values import (
     AttachedRecord,
     HistoryEntry,
@@ -64,16 +64,18 @@ def history(
         index.preload(selected)
     handovers = [item.commit for item in selected if item.summary.kind == "handover"]
     labels = jobs.history.graph().labels(commit, handovers)
+    strict = not as_json and marks_unsigned(inputs, jobs)
 
     def made(items: Sequence[Listed]) -> list[HistoryEntry]:
         """The entries of a part of the records shown; their notes let go once made."""
         texts = index.texts(items) if as_json else [None] * len(items)
         located = [item for item, text in zip(items, texts, strict=True) if text is None]
         index.load(located)
+        signed = iter(jobs.attach([index.locate(item) for item in located], strict))
         entries = []
         for item, text in zip(items, texts, strict=True):
             on = item.commit
-            shown = index.locate(item) if text is None else RecordText(text, on)
+            shown = next(signed) if text is None else RecordText(text, on)
             if item.summary.kind == "handover":
                 is_resolved = item.summary.id in resolved
                 entries.append(HistoryEntry(shown, on in order, labels[on], is_resolved))
@@ -154,21 +156,21 @@ def show(inputs: Inputs, rev: str | None = None) -> ShowResult:
         one = CommitNotes(jobs.repository, jobs.reader.refs, jobs.reader.blobs).notes_on(commit)
         if one is not None:
             blobs, unread = one
-            return _shown(jobs, commit, blobs, unread, missing=False)
+            return _shown(jobs, commit, blobs, unread, False, marks_unsigned(inputs, jobs))
         noteset = jobs.reader.read_notes()
     annotated = noteset.commits.get(commit)
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
-    return _shown(jobs, commit, annotated.blobs if annotated else (), unreadable, missing)
+    blobs = annotated.blobs if annotated else ()
+    return _shown(jobs, commit, blobs, unreadable, missing, marks_unsigned(inputs, jobs))
 
 
 def _shown(
-    jobs: Jobs, commit: str, blobs: Sequence[str], unreadable: int, missing: bool
+    jobs: Jobs, commit: str, blobs: Sequence[str], unreadable: int, missing: bool, strict: bool
 ) -> ShowResult:
     note = jobs.reader.note(blobs) if blobs else None
-    records = (
-        tuple(AttachedRecord(r, commit, i) for i, r in enumerate(note.records)) if note else ()
-    )
-    return ShowResult(commit, records, (note.invalid if note else 0) + unreadable, missing)
+    records = [AttachedRecord(r, commit, i) for i, r in enumerate(note.records)] if note else []
+    attached = tuple(jobs.attach(records, strict))
+    return ShowResult(commit, attached, (note.invalid if note else 0) + unreadable, missing)
 
 
 def history_command(

@@ -61,6 +61,24 @@ class Divergence(NamedTuple):
     behind: int | None
 
 
+SIGNATURE_STATUSES = ("verified", "unsigned", "bad", "unknown-key")
+SIGNATURE_KEY = "sig"  # a record's detached signature over its canonical bytes
+SIGNATURE_NAMESPACE = "majordomus"  # what an ssh signature of a record is made for
+
+
+class Signature(NamedTuple):
+    """Who provably wrote a record: one of SIGNATURE_STATUSES, and the identity the trust
+    configuration gives the key that signed it (None where none is known). `strict`: read
+    under `trust = "signed"`, where an unsigned record is marked too."""
+
+    status: str
+    signer: str | None = None
+    strict: bool = False
+
+
+UNSIGNED = Signature("unsigned")
+
+
 def is_refused_char(char: str) -> bool:
     """Control characters other than newline and tab, and bidi overrides/isolates."""
     return REFUSED.match(char) is not None

@@ -17,8 +17,8 @@ from majordomus.jsontext import (
     rfc3339,
     with_members,
 )
-from majordomus.plaintext import age, ago, counted, interval, one_line, safe
-from majordomus.records import HANDOVER_FIELDS, Divergence, skew_s
+from majordomus.plaintext import age, ago, counted, interval, one_line, safe, signature_mark
+from majordomus.records import HANDOVER_FIELDS, UNSIGNED, Divergence, skew_s
 from majordomus.values import (
     AdoptResult,
     AttachedRecord,
@@ -36,10 +36,33 @@ from majordomus.values import (
 
 
 def record_json(loc: AttachedRecord) -> dict[str, Any]:
-    """Every stored field, `at` as RFC 3339, plus `kind` and `commit`."""
+    """Every stored field, `at` as RFC 3339, plus `kind`, `commit`, and the signature's
+    status and signer."""
     out = record_members(loc.record)
     out["commit"] = loc.commit
+    signature = loc.signature or UNSIGNED
+    out["signature"] = signature.status
+    out["signer"] = signature.signer
     return out
+
+
+def _by(loc: AttachedRecord) -> str:
+    """A record's author, and what its signature says of it."""
+    return one_line(loc.record.author) + signature_mark(loc.signature, loc.record.author)
+
+
+def untrusted_lines(untrusted: Sequence[AttachedRecord]) -> list[str]:
+    """The records `trust = "signed"` keeps from an agent, named, their text never shown."""
+    if not untrusted:
+        return []
+    lines = [f'not shown: {counted(len(untrusted), "record")} not verified (trust = "signed"):']
+    for loc in untrusted:
+        status = (loc.signature or UNSIGNED).status
+        lines.append(
+            f"    {loc.record.kind} {loc.record.id} on {loc.commit[:12]}, {status}, by "
+            f"{one_line(loc.record.author)}"
+        )
+    return lines
 
 
 def _field(key: str, text: str) -> str:
@@ -67,7 +90,7 @@ def record_block(loc: AttachedRecord, suffix: str = "") -> str:
     session = record.session
     lines = [
         header,
-        f"    by {one_line(record.author)}" + (f", session {one_line(session)}" if session else ""),
+        f"    by {_by(loc)}" + (f", session {one_line(session)}" if session else ""),
     ]
     if record.kind == "task":
         lines.append(_indent(record.text("title")))
@@ -176,6 +199,7 @@ def resume_json(result: ResumeResult) -> str:
             "recorded": result.recorded is not None,
             "open_handovers": result.open_handovers,
             "superseded": list(result.superseded),
+            "untrusted": len(result.untrusted),
             **(
                 {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
                 if result.handover is None
@@ -198,6 +222,7 @@ def resume_nothing_open(result: ResumeResult) -> str:
         "resume, newest first:"
     ]
     lines += [record_block(loc) for loc in result.checkpoints_since]
+    lines += untrusted_lines(result.untrusted)
     return "\n".join(lines)
 
 
@@ -210,7 +235,7 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
     written = max(0, int((now - record.at).total_seconds()))
     lines = [
         f"handover {safe(record.id)}  task {safe(record.task)}  on {loc.commit[:12]}",
-        f"    by {one_line(record.author)}, {ago(written, skew_s(now, record.at))}",
+        f"    by {_by(loc)}, {ago(written, skew_s(now, record.at))}",
         f"code since: {_label(result.divergence)}",
     ]
     lines += [_field(key, record.text(key)) for key in HANDOVER_FIELDS]
@@ -220,8 +245,9 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
             age_s = max(0, int((now - other.record.at).total_seconds()))
             lines.append(
                 f"    {other.record.id} on {other.commit[:12]}, by "
-                f"{one_line(other.record.author)}, {ago(age_s, skew_s(now, other.record.at))}"
+                f"{_by(other)}, {ago(age_s, skew_s(now, other.record.at))}"
             )
+    lines += untrusted_lines(result.untrusted)
     if result.recorded is not None:
         lines.append(
             f"recorded resume {result.recorded.record.id} on {result.recorded.commit[:12]}"

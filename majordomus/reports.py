@@ -33,6 +33,7 @@ def profile(prof: Profile, as_json: bool) -> str:
         "interval": f"{interval(prof.interval_s)} ({prof.interval_s}s)",
         "checkpoint_max": str(prof.checkpoint_max),
         "handover_max": str(prof.handover_max),
+        "trust": prof.trust,
     }
     if as_json:
         return dumps(
@@ -41,6 +42,7 @@ def profile(prof: Profile, as_json: bool) -> str:
                 "interval_s": prof.interval_s,
                 "checkpoint_max": prof.checkpoint_max,
                 "handover_max": prof.handover_max,
+                "trust": prof.trust,
                 "sources": dict(prof.sources),
             }
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
@@ -200,6 +201,21 @@ class Repository:
         except (KeyError, pygit2.GitError, ValueError):
             return None
         return value if isinstance(value, str) else None
+
+    def config_matching(self, pattern: re.Pattern[str]) -> dict[str, str]:
+        """Every configuration key (lowercased) that `pattern` matches, with its value (the
+        last one git reads), as libgit2 reads the configuration."""
+        import pygit2
+
+        values: dict[str, str] = {}
+        try:
+            for entry in self.repo.config:
+                name = entry.name.lower()
+                if pattern.match(name):
+                    values[name] = entry.value or ""
+        except pygit2.GitError:
+            return {}
+        return values
 
     def symbolic_target(self, name: str) -> str | None:
         """Where a symbolic ref such as refs/remotes/origin/HEAD points, when it does."""

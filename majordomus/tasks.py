@@ -23,11 +23,12 @@ from majordomus.index import Index, Views
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
-from majordomus.records import age_s, skew_s
+from majordomus.records import SIGNATURE_KEY, UNSIGNED, age_s, skew_s
 from majordomus.repository import Repository
-from majordomus.values import CheckResult, Listed
+from majordomus.values import AttachedRecord, CheckResult, Listed
 
 if TYPE_CHECKING:
+    from majordomus.verifying import Verifier
     from majordomus.writer import Writer
 
 SESSION_MAX = 200
@@ -48,6 +49,25 @@ class Jobs:
 
         return Writer(self.repository, self.reader, self.history)
 
+    @cached_property
+    def verifier(self) -> Verifier:
+        from majordomus.verifying import Verifier  # loaded once a signed record is shown
+
+        return Verifier(self.repository)
+
+    def attach(
+        self, located: Sequence[AttachedRecord], strict: bool = False
+    ) -> list[AttachedRecord]:
+        """The records with their signature status (`strict`: read under `trust =
+        "signed"`); records that hold no signature are told so without a check."""
+        if any(SIGNATURE_KEY in loc.record.table for loc in located):
+            return self.verifier.attach(located, strict)
+        unsigned = UNSIGNED._replace(strict=True) if strict else UNSIGNED
+        return [loc._replace(signature=unsigned) for loc in located]
+
+    def attach_one(self, loc: AttachedRecord, strict: bool = False) -> AttachedRecord:
+        return self.attach([loc], strict)[0]
+
 
 def open_jobs(path: str, environ: Mapping[str, str]) -> Jobs:
     """The repository at (or above) `path`, and its jobs; nothing is read yet."""
@@ -65,6 +85,15 @@ def open_here(inputs: Inputs) -> Jobs:
 
 def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
     return profiles.load(jobs.repository.workdir, inputs.profile_name, inputs.environ)
+
+
+def marks_unsigned(inputs: Inputs, jobs: Jobs) -> bool:
+    """Whether a listing marks unsigned records too: under `trust = "signed"`, or when the
+    profile cannot be read (a listing is not refused for it, and says more, not less)."""
+    try:
+        return load_profile(inputs, jobs).trust == "signed"
+    except RefusedError:
+        return True
 
 
 def missing_note_objects(jobs: Jobs) -> list[str]:
@@ -108,13 +137,20 @@ def resolve_task(task_ids: Collection[str], name: str) -> str:
 
 
 def current_task(
-    inputs: Inputs, jobs: Jobs, views: Views, explicit: str | None, *, imply: bool = False
+    inputs: Inputs,
+    jobs: Jobs,
+    views: Views,
+    explicit: str | None,
+    *,
+    imply: bool = False,
+    strict: bool = False,
 ) -> tuple[str, bool]:
     """The task a command works on, and whether it was implied rather than named.
 
     --task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`. With none
     of them and `imply`: the task of the open handover reachable from HEAD when exactly one
-    task has one (what a new clone or a new agent session picks up).
+    task has one (what a new clone or a new agent session picks up); `strict` (`trust =
+    "signed"`): of a verified open handover.
     """
     for name in (
         explicit,
@@ -123,7 +159,7 @@ def current_task(
     ):
         if name:
             return resolve_task(views.task_ids, name), False
-    candidates = tasks_with_open_handover(jobs, views) if imply else []
+    candidates = tasks_with_open_handover(jobs, views, strict) if imply else []
     if len(candidates) == 1:
         return candidates[0], True
     if candidates:
@@ -134,8 +170,9 @@ def current_task(
     )
 
 
-def tasks_with_open_handover(jobs: Jobs, views: Views) -> list[str]:
-    """The tasks that have an open handover on a commit reachable from HEAD."""
+def tasks_with_open_handover(jobs: Jobs, views: Views, strict: bool = False) -> list[str]:
+    """The tasks that have an open handover on a commit reachable from HEAD (`strict`: a
+    verified one)."""
     pending: dict[str, set[str]] = {}
     for task in views.task_ids:
         index = views.index(task)
@@ -145,7 +182,33 @@ def tasks_with_open_handover(jobs: Jobs, views: Views) -> list[str]:
     if not pending:
         return []
     reach = jobs.history.graph().order(jobs.history.head(), set().union(*pending.values()))
-    return sorted(task for task, commits in pending.items() if commits & reach.keys())
+    found = sorted(task for task, commits in pending.items() if commits & reach.keys())
+    return [task for task in found if _verified_open(jobs, views, task, reach)] if strict else found
+
+
+def _verified_open(jobs: Jobs, views: Views, task: str, reach: Collection[str]) -> bool:
+    index = views.index(task)
+    items = [item for item in index.open_handovers(task) if item.commit in reach]
+    index.preload(items)
+    located = jobs.attach([index.locate(item) for item in items], strict=True)
+    return any(is_verified(loc) for loc in located)
+
+
+def is_verified(loc: AttachedRecord) -> bool:
+    return loc.signature is not None and loc.signature.status == "verified"
+
+
+def trusted(
+    jobs: Jobs, located: Sequence[AttachedRecord], strict: bool
+) -> tuple[list[AttachedRecord], list[AttachedRecord]]:
+    """The records with their signature status, split into those an agent may be handed
+    and those it may not (`strict`, `trust = "signed"`: every record not verified)."""
+    attached = jobs.attach(located, strict)
+    if not strict:
+        return attached, []
+    return [loc for loc in attached if is_verified(loc)], [
+        loc for loc in attached if not is_verified(loc)
+    ]
 
 
 class NoTaskError(RefusedError):
@@ -300,3 +363,26 @@ def _least_skew(index: Index, task: str, now: datetime.datetime) -> int | None:
     if not skews or None in skews:
         return None
     return min(s for s in skews if s is not None)
+
+
+def attach_checks(jobs: Jobs, checks: Sequence[CheckResult], strict: bool) -> list[CheckResult]:
+    """The checks with the signature status of each record they show, checked in one go."""
+    shown = [
+        loc
+        for c in checks
+        for loc in (c.last_checkpoint, c.open_handover, c.skewed)
+        if loc is not None
+    ]
+    attached = iter(jobs.attach(shown, strict))
+
+    def again(loc: AttachedRecord | None) -> AttachedRecord | None:
+        return None if loc is None else next(attached)
+
+    return [
+        check._replace(
+            last_checkpoint=again(check.last_checkpoint),
+            open_handover=again(check.open_handover),
+            skewed=again(check.skewed),
+        )
+        for check in checks
+    ]

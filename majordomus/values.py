@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar, overload
 
-from majordomus.records import Divergence, Record, Summary
+from majordomus.records import Divergence, Record, Signature, Summary
 
 # ---- Notes as a read finds them, and what a write did ------------------------------------
 
@@ -94,6 +94,7 @@ class AttachedRecord(NamedTuple):
     record: Record
     commit: str
     position: int  # order of the record within that commit's note
+    signature: Signature | None = None  # set by the read that shows it (`verifying`)
 
 
 class RecordText(NamedTuple):
@@ -157,6 +158,7 @@ class ResumeResult(NamedTuple):
     stale_locks: tuple[StaleLock, ...]
     checkpoints_since: tuple[AttachedRecord, ...] = ()  # when nothing is open, newest first
     implied: bool = False  # the task was taken from the one open handover reachable from HEAD
+    untrusted: tuple[AttachedRecord, ...] = ()  # under trust = "signed": not verified, not shown
 
     @property
     def superseded(self) -> tuple[str, ...]:

@@ -19,9 +19,11 @@ from majordomus.tasks import (
     counted_checkpoint,
     current_task,
     load_profile,
+    marks_unsigned,
     open_here,
     resolve_task,
     session_of,
+    trusted,
     validated,
 )
 from majordomus.values import (
@@ -59,8 +61,11 @@ def _write(
     session: str | None,
     views: Views | None = None,
     record_id: str | None = None,
+    strict: bool = False,
 ) -> tuple[AttachedRecord, tuple[StaleLock, ...]]:
-    """Write one record on HEAD; carry the cached views over to the new state."""
+    """Write one record on HEAD, signed when this clone signs (refused, nothing written,
+    when it cannot); carry the cached views over to the new state. `strict`: the profile
+    trusts signed records only."""
     head = jobs.history.head()
     author = jobs.repository.identity()
     record = new_record(
@@ -73,6 +78,13 @@ def _write(
         session=session,
         fields={**fields, **_landing_facts(jobs, kind, head)},
     )
+    from majordomus import signconfig  # what git signs with: a write asks
+
+    config = signconfig.read(jobs.repository)
+    if config.signs:
+        from majordomus.signing import signed  # only a clone that signs loads it
+
+        record = signed(record, config, author)
     report = jobs.writer.append(
         head,
         [record],
@@ -82,7 +94,8 @@ def _write(
     )
     if views is not None:
         views.recorded(report, record, report.blob, report.position)
-    return AttachedRecord(record, head, report.position), report.stale_locks
+    located = AttachedRecord(record, head, report.position)
+    return jobs.attach_one(located, strict), report.stale_locks
 
 
 def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
@@ -141,18 +154,23 @@ def task_list(inputs: Inputs) -> list[TaskSummary]:
     # process (or libgit2 loaded) for the first of them.
     shown = [*filter(None, tasks.values()), *(p[0] for p in open_handovers.values() if p)]
     index.preload(shown)
+    strict = marks_unsigned(inputs, jobs)
+    handovers = {
+        task: jobs.attach_one(index.locate(pending[0]), strict)
+        for task, pending in open_handovers.items()
+        if pending
+    }
     summaries = []
     for task, task_record in tasks.items():
         last_at = max(item.summary.at for item in index.of_task(task))
         last_checkpoint, skewed = counted_checkpoint(index, task, now)
-        pending = open_handovers[task]
         summaries.append(
             TaskSummary(
                 task=task,
                 title=index.locate(task_record).record.text("title") if task_record else None,
                 last_at=datetime.datetime.fromtimestamp(last_at, datetime.UTC),
                 checkpoint_age_s=age_s(now, last_checkpoint.at) if last_checkpoint else None,
-                open_handover=index.locate(pending[0]) if pending else None,
+                open_handover=handovers.get(task),
                 current=task == current,
                 skew_s=skew_s(now, skewed.at) if skewed else None,
             )
@@ -202,12 +220,14 @@ def checkpoint(
     allow_secret: bool = False,
 ) -> CheckpointResult:
     jobs = open_here(inputs)
-    cap = load_profile(inputs, jobs).checkpoint_max
-    body = validated("checkpoint body", text, cap, allow_secret)
+    prof = load_profile(inputs, jobs)
+    body = validated("checkpoint body", text, prof.checkpoint_max, allow_secret)
     sess = session_of(inputs, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     previous = views.index(task_id).last("checkpoint", task_id)
-    located, locks = _write(inputs, jobs, "checkpoint", task_id, {"body": body}, sess, views)
+    strict = prof.trust == "signed"
+    fields = {"body": body}
+    located, locks = _write(inputs, jobs, "checkpoint", task_id, fields, sess, views, None, strict)
     previous_age = age_s(located.record.at, previous.at) if previous else None
     skew = skew_s(located.record.at, previous.at) if previous else None
     return CheckpointResult(located, previous_age, locks, skew)
@@ -253,7 +273,8 @@ def handover(
     allow_secret: bool = False,
 ) -> HandoverResult:
     jobs = open_here(inputs)
-    cap = load_profile(inputs, jobs).handover_max
+    prof = load_profile(inputs, jobs)
+    cap = prof.handover_max
     missing = [key for key in HANDOVER_FIELDS if fields.get(key) is None]
     if missing:
         flags = ", ".join(f"--{key}" for key in missing)
@@ -265,7 +286,8 @@ def handover(
     sess = session_of(inputs, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     dirty = jobs.repository.is_dirty()
-    located, locks = _write(inputs, jobs, "handover", task_id, clean, sess, views)
+    strict = prof.trust == "signed"
+    located, locks = _write(inputs, jobs, "handover", task_id, clean, sess, views, None, strict)
     return HandoverResult(located, dirty, locks)
 
 
@@ -346,28 +368,38 @@ def resume(
     head = jobs.history.head()
     if not peek:
         jobs.writer.ref.check_writable()
+    # Under trust = "signed" only verified handovers are taken, superseded or shown.
+    strict = load_profile(inputs, jobs).trust == "signed"
     views = Views(jobs.reader, jobs.history)
-    task_id, implied = current_task(inputs, jobs, views, task, imply=True)
+    task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)
     index = views.index(task_id)
-    pending = index.open_handovers(task_id)
+    pending, untrusted = trusted(
+        jobs, [index.locate(h) for h in index.open_handovers(task_id)], strict
+    )
     if not pending:
-        since = tuple(checkpoints_since(index, task_id))
-        return ResumeResult(task_id, None, None, None, 0, (), (), since, implied)
+        since, unshown = trusted(jobs, checkpoints_since(index, task_id), strict)
+        return ResumeResult(
+            task_id, None, None, None, 0, (), (), tuple(since), implied, (*untrusted, *unshown)
+        )
     # Every older open handover is named (id, author, age) and superseded: only those named.
-    newest, older = index.locate(pending[0]), tuple(index.locate(h) for h in pending[1:])
+    newest, older = pending[0], tuple(pending[1:])
     div = jobs.history.graph().labels(head, [newest.commit])[newest.commit]
     if peek:
-        return ResumeResult(task_id, newest, div, None, len(pending), older, (), (), implied)
+        return ResumeResult(
+            task_id, newest, div, None, len(pending), older, (), (), implied, tuple(untrusted)
+        )
     fields: dict[str, Any] = {"handover": newest.record.id, "label": div.label}
     if div.ahead is not None:
         fields["ahead"] = div.ahead
     if div.behind is not None:
         fields["behind"] = div.behind
     fields["supersedes"] = [loc.record.id for loc in older]
-    recorded, locks = _write(inputs, jobs, "resume", task_id, fields, sess, views)
+    recorded, locks = _write(inputs, jobs, "resume", task_id, fields, sess, views, None, strict)
     if implied:  # the session now works on it: checkpoints go there
         jobs.repository.set_current_task(task_id)
-    return ResumeResult(task_id, newest, div, recorded, len(pending), older, locks, (), implied)
+    return ResumeResult(
+        task_id, newest, div, recorded, len(pending), older, locks, (), implied, tuple(untrusted)
+    )
 
 
 def resume_command(

@@ -289,6 +289,11 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
         "FAIL  config    notes.rewriteRef does not include refs/notes/majordomus: records will "
         "not follow amended or rebased commits (run majordomus init)\n"
         "ok    locks     no lock files\n"
+        "ok    signing   not signing records (majordomus.sign true signs them with git's "
+        "signing key)\n"
+        "ok    trust     ssh: gpg.ssh.allowedSignersFile not set; openpgp: gpg's keyring "
+        "(~/.gnupg)\n"
+        "ok    signed    0 verified, 32 unsigned, 0 bad, 0 unknown-key\n"
         "ok    notes     31 notes, 32 records, 0 invalid\n",
     )
     # doctor reads the notes again afterwards, which rebuilds only the notes cache.

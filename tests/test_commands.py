@@ -45,6 +45,8 @@ def test_checkpoint_json_and_previous_age(repo: Repo) -> None:
         "author": AUTHOR,
         "body": "reproduced under 50 concurrent enqueues",
         "commit": repo.head(),
+        "signature": "unsigned",
+        "signer": None,
     }
     assert record["id"].startswith("c-") and len(record["id"]) == 18
     repo.clock.advance(754.9)
@@ -299,6 +301,7 @@ def test_resume_records_and_resolves(repo: Repo) -> None:
         "recorded": True,
         "open_handovers": 2,
         "superseded": [first],
+        "untrusted": 0,
     }
     assert resumed["handover"]["id"] == second
     note = repo.git("notes", "--ref=majordomus", "show", "HEAD")
@@ -314,6 +317,7 @@ def test_resume_records_and_resolves(repo: Repo) -> None:
         "recorded": False,
         "open_handovers": 0,
         "superseded": [],
+        "untrusted": 0,
         "checkpoints_since": [],
     }
     text = repo.run("resume")
@@ -429,6 +433,8 @@ def test_show_lists_the_commit_records_in_note_order(repo: Repo) -> None:
         "author": AUTHOR,
         "title": "queue drops acks under load",
         "commit": repo.head(),
+        "signature": "unsigned",
+        "signer": None,
     }
     repo.commit("empty")
     assert repo.run("show").out == f"no records on {repo.head()[:12]}\n"

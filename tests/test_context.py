@@ -61,7 +61,8 @@ def test_json_shape_and_budget(repo: Repo) -> None:
     for n in range(8):
         repo.run("checkpoint", f"checkpoint number {n} " + "x" * 300)
     out = json.loads(repo.run("context", "--max-chars", "1500", "--json").out)
-    assert set(out) == {"task", "text", "chars", "included", "omitted"}
+    assert set(out) == {"task", "text", "chars", "included", "omitted", "untrusted"}
+    assert out["untrusted"] == 0
     assert out["chars"] == len(out["text"]) <= 1500
     assert len(out["included"]) + out["omitted"] == 8
     assert out["omitted"] > 0

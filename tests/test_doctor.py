@@ -19,6 +19,11 @@ def test_a_fresh_clone_needs_init_and_then_is_healthy(repo: Repo) -> None:
         "FAIL  config    notes.rewriteRef does not include refs/notes/majordomus: records "
         "will not follow amended or rebased commits (run majordomus init)\n"
         "ok    locks     no lock files\n"
+        "ok    signing   not signing records (majordomus.sign true signs them with git's "
+        "signing key)\n"
+        "ok    trust     ssh: gpg.ssh.allowedSignersFile not set; openpgp: gpg's keyring "
+        "(~/.gnupg)\n"
+        "ok    signed    0 verified, 1 unsigned, 0 bad, 0 unknown-key\n"
         "ok    notes     1 notes, 1 records, 0 invalid\n"
     )
     assert repo.run("init").code == 0

@@ -163,14 +163,17 @@ def test_a_persons_commands_never_let_attacker_text_start_a_line(
 def test_one_line_fields_show_their_line_breaks_as_escapes(lines: Scene) -> None:
     victim = lines.world.victim
     history = victim.run("history", "--task", lines.world.task).out
-    assert f"    by {one_line(hostile(CLAIMED))}, session {one_line(hostile('night shift'))}\n" in (
-        history
-    )
-    assert f"    by {one_line(hostile(MALLORY))}\n" in history
+    # An author that ends like a signature mark is followed by its real one: never passes
+    # for a verified record.
+    mark = " (unsigned)" if hostile(CLAIMED).rstrip().endswith(")") else ""
+    by = f"    by {one_line(hostile(CLAIMED))}{mark}"
+    assert f"{by}, session {one_line(hostile('night shift'))}\n" in history
+    mallory_mark = " (unsigned)" if hostile(MALLORY).rstrip().endswith(")") else ""
+    assert f"    by {one_line(hostile(MALLORY))}{mallory_mark}\n" in history
     resumed = victim.run("resume", "--peek").out.split("\n")
     assert resumed[:2] == [
         f"handover {FORGED_HANDOVER}  task {lines.world.task}  on {resumed[0][-12:]}",
-        f"    by {one_line(hostile(CLAIMED))}, {resumed[1].rsplit(', ', 1)[1]}",
+        f"{by}, {resumed[1].rsplit(', ', 1)[1]}",
     ]
     listed = victim.run("task", "list").out
     assert f"  {FORGED_TASK}  {one_line(hostile('fix the ack'))}  last activity" in listed

@@ -95,6 +95,7 @@ def test_layers_and_sources() -> None:
         "interval": "/w/.majordomus.toml",
         "checkpoint_max": "/w/.majordomus.toml",
         "handover_max": "/h/config.toml",
+        "trust": "built-in default",
     }
 
 
@@ -125,7 +126,7 @@ def test_unknown_profile_is_refused() -> None:
         (
             "[profiles.default]\nintervall = '5m'\n",
             "profiles.default: unknown key 'intervall' (known: interval, checkpoint_max, "
-            "handover_max).",
+            "handover_max, trust).",
         ),
         (
             "[profiles.default]\ncheckpoint_max = 2001\n",
@@ -170,6 +171,7 @@ def test_profile_command_and_caps_from_files(repo: Repo, home: Path) -> None:
         f"interval        5m (300s)        from {repo.path}/.majordomus.toml\n"
         f"checkpoint_max  280              from {repo.path}/.majordomus.toml\n"
         f"handover_max    500              from {user}/config.toml\n"
+        "trust           any              from built-in default\n"
     )
     repo.task()
     refused = repo.run("checkpoint", "x" * 281)
@@ -190,7 +192,7 @@ def test_a_bad_profile_file_stops_every_command_that_uses_it(repo: Repo) -> None
         assert result.code == 2, argv
         assert result.err == (
             f"majordomus: {repo.path}/.majordomus.toml: profiles.default: unknown key 'nope' "
-            "(known: interval, checkpoint_max, handover_max).\n"
+            "(known: interval, checkpoint_max, handover_max, trust).\n"
         )
     assert repo.notes_ref() == before
 

@@ -134,6 +134,8 @@ def as_json_record(stored: Stored) -> dict[str, Any]:
         else:
             out[key] = value
     out["commit"] = stored.target
+    if "sig" not in stored.table:  # these writers never sign
+        out["signature"], out["signer"] = "unsigned", None
     return out
 
 
