@@ -4,6 +4,7 @@ bare remote: who provably wrote a record, checked against git's own trust config
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -496,3 +497,65 @@ def test_an_expired_openpgp_key_does_not_verify(tmp_path: Path, repo: Repo) -> N
     assert repo.run("checkpoint", "signed in 2020").code == 0
     repo.git("config", "--unset", "gpg.program")  # read today: the key has expired
     assert statuses(repo)["signed in 2020"] == ("bad", AUTHOR)
+
+
+# ---- the README's by-hand check, run as the README shows it -----------------------------
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def by_hand_commands() -> list[str]:
+    """The commands of the README's by-hand check, continuation lines joined."""
+    text = README.read_text("utf-8")
+    start = text.index("By hand, for a commit whose note holds one record")
+    block = text[
+        text.index("```sh\n", start) + 6 : text.index("```", text.index("```sh\n", start) + 6)
+    ]
+    return [
+        command.strip() for command in block.replace("\\\n", " ").splitlines() if command.strip()
+    ]
+
+
+def run_by_hand(repo: Repo, commands: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", "\n".join(commands)],
+        cwd=repo.path,
+        env=repo.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_readme_s_by_hand_check_verifies_a_record_with_ssh_keygen(
+    repo: Repo, tmp_path: Path, keys: dict[str, SshKey]
+) -> None:
+    commands = by_hand_commands()
+    assert [c.split()[0] for c in commands] == ["git", "grep", "sed", "ssh-keygen", "gpg"]
+    allowed = allowed_signers(tmp_path / "allowed", [f"{EMAIL} {keys['ada'].line}"])
+    sign_with_ssh(repo, keys["ada"], allowed)
+    repo.task()
+    repo.commit("work")
+    assert repo.run("checkpoint", 'quotes " and \\ and a tab\tin the body').code == 0
+    ran = run_by_hand(repo, commands[:4])
+    assert ran.returncode == 0, ran.stderr
+    assert f'Good "majordomus" signature for {EMAIL} with ED25519 key' in ran.stdout
+    # The bytes checked are what majordomus verifies: changed, they fail by hand too.
+    note = repo.git("notes", "--ref=majordomus", "show", "HEAD").replace("a tab", "no tab")
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-F", "-", "HEAD", input=note)
+    assert run_by_hand(repo, commands[:4]).returncode != 0
+
+
+@pytest.mark.skipif(not HAVE_GPG, reason="gpg is not installed")
+def test_the_readme_s_by_hand_check_verifies_a_record_with_gpg(tmp_path: Path, repo: Repo) -> None:
+    commands = by_hand_commands()
+    keyring = gpg_home(tmp_path / "gnupg")
+    gpg_key(keyring, AUTHOR)
+    repo.environ = {**repo.environ, "GNUPGHOME": str(keyring)}
+    repo.git("config", "majordomus.sign", "true")
+    repo.task()
+    repo.commit("work")
+    assert repo.run("checkpoint", "signed with gpg").code == 0
+    ran = run_by_hand(repo, [*commands[:3], commands[4]])
+    assert ran.returncode == 0, ran.stderr
+    assert f'Good signature from "{AUTHOR}"' in ran.stderr
