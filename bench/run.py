@@ -34,6 +34,9 @@ from repo_cache import (
     set_commit_graph,
 )
 from report import SizeResult, describe_machine, document, majordomus_source, size_section
+from signing_rows import section as signing_section
+from signing_rows import signing_rows
+from signing_rows import write_section as write_signing_section
 from suite import (
     Row,
     Setup,
@@ -73,9 +76,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument(
         "--only",
-        choices=["graph", "fetch"],
+        choices=["graph", "fetch", "signing"],
         help="run only these rows (graph: branch switch, fresh clone, merge-heavy history; "
-        "fetch: 1,000 new records from a remote)",
+        "fetch: 1,000 new records from a remote; signing: signed records' reads and write)",
     )
     parser.add_argument(
         "--before",
@@ -341,6 +344,30 @@ def main_fetch(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_fetch_section, "fetch")
 
 
+SIGNING_COMMITS = 100_000
+
+
+def run_signing_rows(
+    args: argparse.Namespace, setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]
+) -> str:
+    """The signing rows on the repository of 100,000 commits; returns their section."""
+    fixture = ensure_fixture(shape_for(SIGNING_COMMITS), root, setup.env, log)
+    rows = signing_rows(setup, fixture, workdir / "signing", log)
+    for row in rows:
+        print(f"{row.name} | {row.majordomus.median_ms:.0f} ms | "
+              f"{row.baseline.median_ms:.0f} ms | {row.verdict}", file=sys.stderr)  # fmt: skip
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    text = signing_section(rows, fixture, command)
+    return text.replace(str(workdir / "signing"), "SCRATCH")
+
+
+def main_signing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
+        return run_signing_rows(args, setup, root, workdir, arguments)
+
+    return _section(args, rows, write_signing_section, "signing")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
@@ -348,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_graph(args, arguments)
     if args.only == "fetch":
         return main_fetch(args, arguments)
+    if args.only == "signing":
+        return main_signing(args, arguments)
     started = time.monotonic()
     sizes = parse_sizes(args.sizes or default_sizes(args))
     root = cache_root(os.environ)
@@ -365,6 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(size_section(results[-1]) + "\n", flush=True)
         fetched = run_fetch_rows(args, setup, root, workdir, fetch_base(sizes), arguments)
         print(fetched + "\n", flush=True)
+        signed = run_signing_rows(args, setup, root, workdir, arguments)
+        print(signed + "\n", flush=True)
         source_at_end = majordomus_source(setup)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -376,6 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if output is not None and not args.no_write:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
+        write_signing_section(output, signed)
         log(f"wrote {output}")
     log(f"done in {elapsed:.0f} s")
     return 0
