@@ -8,7 +8,7 @@ import re
 from majordomus.jsontext import rfc3339
 from majordomus.plaintext import counted, safe
 from majordomus.records import HANDOVER_FIELDS
-from majordomus.values import ShowResult
+from majordomus.values import AttachedRecord, ShowResult
 
 
 def _code_span(text: str) -> str:
@@ -28,6 +28,15 @@ def _fenced_block(text: str) -> list[str]:
     return [f"{fence}text", body, fence]
 
 
+def _signature(loc: AttachedRecord) -> str:
+    """The signature's status after the author (an unsigned record's only under `trust =
+    "signed"`), outside the author's code span: never taken for its text."""
+    sig = loc.signature
+    if sig is None or (sig.status == "unsigned" and not sig.strict):
+        return ""
+    return f" (**{'BAD SIGNATURE' if sig.status == 'bad' else sig.status}**)"
+
+
 def show(result: ShowResult) -> str:
     """Records on one commit as Markdown: for a CI job summary or a pull-request comment."""
     commit = f"`{result.commit[:12]}`"
@@ -40,7 +49,7 @@ def show(result: ShowResult) -> str:
         lines += ["", f"#### {record.kind} {_code_span(record.id)}", ""]
         facts = [
             f"task {_code_span(record.task)}",
-            f"by {_code_span(record.author)}",
+            f"by {_code_span(record.author)}{_signature(loc)}",
             rfc3339(record.at),
         ]
         if record.session:
