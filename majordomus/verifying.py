@@ -36,6 +36,7 @@ PGP_ARMOUR = "-----BEGIN PGP SIGNATURE-----"
 VERIFY_TIMEOUT_S = 10.0
 WORKERS = 8  # checks run side by side: each is a program waiting on a little I/O
 _EMAIL = re.compile(r".*<([^<>]*)>\s*")
+_PLAIN_EMAIL = re.compile(r"[^\s<>\x00-\x1f\x7f-\x9f]{1,254}")  # what may go on a command line
 _GPG_LEVELS = ("undefined", "never", "marginal", "fully", "ultimate")
 _GPG_FILES = ("pubring.kbx", "pubring.gpg", "trustdb.gpg")
 
@@ -50,8 +51,10 @@ def signature_of(record: Record) -> str | None:
 
 
 def author_email(author: str) -> str:
+    """The email of `Name <email>`, or "" (no email, or one no principal could be)."""
     match = _EMAIL.fullmatch(author)
-    return match.group(1).strip() if match else ""
+    email = match.group(1).strip() if match else ""
+    return email if _PLAIN_EMAIL.fullmatch(email) else ""
 
 
 class Check(NamedTuple):
@@ -213,10 +216,38 @@ def _unsigned(strict: bool) -> Signature:
 def verify(check: Check, trust: Trust) -> tuple[str, str | None]:
     """(status, signer) of one signature."""
     if check.sig.startswith(SSH_ARMOUR):
+        if not is_sshsig(check.sig):
+            return ("bad", None)  # not even shaped like one: no program is started for it
         return _verify_ssh(check, trust)
     if check.sig.startswith(PGP_ARMOUR):
         return _verify_gpg(check, trust)
     return ("bad", None)  # not a signature any program here reads
+
+
+def is_sshsig(text: str) -> bool:
+    """Whether `text` is an armoured ssh signature whose blob is shaped as one (the magic
+    `SSHSIG`, version 1, namespace `majordomus`): a junk signature costs no process."""
+    import base64
+    import binascii
+
+    lines = text.strip().splitlines()
+    if len(lines) < 3 or lines[-1] != "-----END SSH SIGNATURE-----":
+        return False
+    try:
+        blob = base64.b64decode("".join(lines[1:-1]), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    if blob[:6] != b"SSHSIG" or blob[6:10] != b"\x00\x00\x00\x01":
+        return False
+    at = 10
+    fields = []
+    for _ in range(2):  # the public key, then the namespace
+        if len(blob) < at + 4:
+            return False
+        size = int.from_bytes(blob[at : at + 4], "big")
+        fields.append(blob[at + 4 : at + 4 + size])
+        at += 4 + size
+    return fields[1] == SIGNATURE_NAMESPACE.encode()
 
 
 def _run(argv: Sequence[str], data: bytes, trust: Trust) -> tuple[int | None, str, bool]:

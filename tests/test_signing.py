@@ -139,6 +139,15 @@ def test_three_clones_tell_a_teammate_s_record_from_a_forgery(
     assert f"    by {AUTHOR} (BAD SIGNATURE)\n    objective: forged\n" in text
     assert "    by Bob Babbage <bob@example.com> (unknown key)\n    by an unknown key" in text
     assert "    by Bob Babbage <bob@example.com>\n    by bob, unsigned" in text
+    # Every read that lists a record says its status: check and task list too.
+    checked = as_json(carol, "check", "--task", task)
+    assert checked["last_checkpoint"]["signature"] == "verified"
+    assert (checked["open_handover"]["signature"], checked["open_handover"]["signer"]) == (
+        "bad",
+        "bob@example.com",
+    )
+    listed = as_json(carol, "task", "list")["tasks"]
+    assert [t["open_handover"]["signature"] for t in listed] == ["bad"]
     doctor = carol.run("doctor").out
     assert "ok    signing   records are signed (majordomus.sign): ssh, key " in doctor
     assert "FAIL  signed    4 verified, 1 unsigned, 1 bad, 1 unknown-key\n" in doctor
@@ -559,3 +568,37 @@ def test_the_readme_s_by_hand_check_verifies_a_record_with_gpg(tmp_path: Path, r
     ran = run_by_hand(repo, [*commands[:3], commands[4]])
     assert ran.returncode == 0, ran.stderr
     assert f'Good signature from "{AUTHOR}"' in ran.stderr
+
+
+def test_hostile_signatures_are_bad_and_stop_nothing(repo: Repo, tmp_path: Path) -> None:
+    """Notes written by hand with plain git: a signature that is not text, junk, junk in
+    an ssh or a pgp armour, a real-looking one under an author whose email is an option
+    or holds control characters: each read says bad or unknown, nothing crashes."""
+    trust_file(repo, allowed_signers(tmp_path / "allowed", []))
+    task = repo.task()
+    ssh_junk = "-----BEGIN SSH SIGNATURE-----\\nU1NIU0lH\\n-----END SSH SIGNATURE-----\\n"
+    pgp_junk = "-----BEGIN PGP SIGNATURE-----\\n\\nnot a signature\\n-----END PGP SIGNATURE-----\\n"
+    cases = {
+        "c-0000000000000001": ("42", AUTHOR),
+        "c-0000000000000002": ('"junk"', AUTHOR),
+        "c-0000000000000003": (f'"{ssh_junk}"', AUTHOR),
+        "c-0000000000000004": (f'"{pgp_junk}"', AUTHOR),
+        "c-0000000000000005": (f'"{ssh_junk}"', "Eve <-Overify-time=1>"),
+        "c-0000000000000006": (f'"{ssh_junk}"', "Eve <eve\\u0000@example.com>"),
+    }
+    tables = []
+    for ident, (sig, author) in cases.items():
+        tables.append(
+            f'[[checkpoint]]\nv = 1\nid = "{ident}"\ntask = "{task}"\nhead = "{repo.head()}"\n'
+            f'at = 2026-11-30T03:00:00Z\nauthor = "{author}"\nbody = "b{ident}"\nsig = {sig}\n'
+        )
+    repo.commit("hostile")
+    repo.git("notes", "--ref=majordomus", "add", "-F", "-", "HEAD", input="\n".join(tables))
+    found = as_json(repo, "show")
+    assert found["invalid"] == 0
+    assert {r["id"]: r["signature"] for r in found["records"]} == dict.fromkeys(cases, "bad")
+    for argv in (("history",), ("context",), ("doctor",), ("check",), ("resume", "--peek")):
+        result = repo.run(*argv)
+        assert result.code in (0, 1), (argv, result.err)
+        assert "Traceback" not in result.err
+    assert "0 verified, 1 unsigned, 6 bad, 0 unknown-key" in repo.run("doctor").out
