@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,20 @@ def as_person(repo: Repo, name: str, email: str) -> None:
 
 def as_bob(repo: Repo) -> None:
     as_person(repo, "Bob Babbage", "bob@example.com")
+
+
+@pytest.fixture(autouse=True)
+def _no_agent_left(tmp_path: Path) -> Iterator[None]:
+    """gpg starts an agent per GNUPGHOME: stopped when the test ends, not left running."""
+    yield
+    for home in (tmp_path / "gnupg", tmp_path / "empty-gnupg"):
+        if home.is_dir() and HAVE_GPG:
+            subprocess.run(
+                ["gpgconf", "--kill", "all"],
+                env={"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"},
+                capture_output=True,
+                check=False,
+            )
 
 
 @pytest.fixture(scope="module")
