@@ -111,6 +111,7 @@ _NOTHING_OPEN: dict[str, Any] = {
     "recorded": False,
     "open_handovers": 0,
     "superseded": [],
+    "untrusted": 0,
 }
 
 
