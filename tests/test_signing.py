@@ -251,6 +251,16 @@ def test_signatures_survive_amend_rebase_and_adopt(
     assert [(r["body"], r["signature"], r["signer"]) for r in landed] == [
         ("on the feature", "verified", EMAIL)
     ]
+    # Concatenated, as notes.rewriteMode = concatenate joins two notes: both still verify.
+    repo.commit("next")
+    assert repo.run("checkpoint", "on the next commit").code == 0
+    earlier = repo.git("notes", "--ref=majordomus", "show", "HEAD~1")
+    repo.git("notes", "--ref=majordomus", "append", "-F", "-", "HEAD", input=earlier)
+    joined = as_json(repo, "show")["records"]
+    assert [(r["body"], r["signature"]) for r in joined] == [
+        ("on the next commit", "verified"),
+        ("on the feature", "verified"),
+    ]
 
 
 def test_union_merge_of_both_clones_writing_on_one_commit_keeps_every_signature(
