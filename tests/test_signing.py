@@ -342,11 +342,11 @@ def test_a_signing_program_that_never_answers_is_stopped_at_the_deadline(
     waits.write_text("#!/bin/sh\nsleep 30\n")
     waits.chmod(0o755)
     repo.git("config", "gpg.ssh.program", str(waits))
-    repo.git("config", "majordomus.signTimeout", "1")
+    repo.git("config", "majordomus.signTimeout", "0.5")
     start = time.monotonic()
     err = refused_and_untouched(repo, "checkpoint", "x")
     assert time.monotonic() - start < 10
-    assert "did not answer within 1 seconds (a passphrase prompt?)" in err
+    assert "did not answer within 0.5 seconds (a passphrase prompt?)" in err
 
 
 def test_the_hooks_never_sign_or_prompt(repo: Repo, keys: dict[str, SshKey]) -> None:
