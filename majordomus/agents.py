@@ -376,9 +376,16 @@ def _warnings(agent: str, scope: str, path: Path, remove: bool) -> tuple[str, ..
             "app's PATH (see docs/agents.md)."
         )
     if agent == "codex" and not remove:
+        gate = (
+            "; a project's hooks run only once Codex trusts the project (start codex here "
+            "once and trust the folder: until then codex exec skips them without a word)"
+            if scope != "user"
+            else ""
+        )
         warnings.append(
-            "Codex runs new hooks only after you approve them, and only with "
-            "[features] codex_hooks = true in ~/.codex/config.toml."
+            "Codex runs new hooks only after you approve them, and not when its hooks feature "
+            "is off ([features] hooks = false, or codex_hooks = false, its former name, in "
+            f"~/.codex/config.toml){gate}."
         )
     return tuple(warnings)
 
@@ -405,7 +412,8 @@ def _read_quietly(path: Path) -> dict[str, Any] | None:
 def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFinding]:
     """Where majordomus' hooks are installed, and whether the agent's own settings switch
     them off (Claude Code `disableAllHooks`, Gemini CLI `hooksConfig.enabled = false`,
-    Codex `[features] codex_hooks = false`)."""
+    Codex `[features] hooks = false` or its former `codex_hooks`, and a project Codex does
+    not trust for hooks installed in the project)."""
     home = Path(environ.get("HOME") or Path.home())
     out: list[AgentFinding] = []
     for agent in AGENTS:
@@ -462,15 +470,44 @@ def _disabled_by(
             if isinstance(disabled, list) and "majordomus" in disabled:
                 return f"{path} lists majordomus in hooksConfig.disabled"
     if agent == "codex":
-        configs = [home / ".codex" / "config.toml"]
-        if workdir is not None:  # a committed link out of the tree is not read (/dev/zero)
-            shared = workdir / ".codex" / "config.toml"
-            configs += [shared] if _link_out(shared, workdir, ()) is None else []
-        for config_path in configs:
-            try:
-                features = tomllib.loads(config_path.read_text(encoding="utf-8")).get("features")
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if isinstance(features, dict) and features.get("codex_hooks") is False:
-                return f"{config_path} sets [features] codex_hooks = false: Codex runs no hooks"
+        return _codex_off(loaded, home, workdir)
     return None
+
+
+CODEX_FEATURES = ("hooks", "codex_hooks")  # the feature's name, then its former one
+
+
+def _codex_off(
+    loaded: Mapping[Path, dict[str, Any] | None], home: Path, workdir: Path | None
+) -> str | None:
+    """Why Codex would run none of the hooks installed: its hooks feature switched off,
+    or (for hooks installed in the project) a project Codex does not trust."""
+    user_config = home / ".codex" / "config.toml"
+    configs = [user_config]
+    if workdir is not None:  # a committed link out of the tree is not read (/dev/zero)
+        shared = workdir / ".codex" / "config.toml"
+        configs += [shared] if _link_out(shared, workdir, ()) is None else []
+    documents = {path: _toml_quietly(path) for path in configs}
+    for config_path, document in documents.items():
+        features = document.get("features")
+        for name in CODEX_FEATURES:
+            if isinstance(features, dict) and features.get(name) is False:
+                return f"{config_path} sets [features] {name} = false: Codex runs no hooks"
+    in_project = [p for p, data in loaded.items() if data and workdir and p.is_relative_to(workdir)]
+    if in_project and workdir is not None:
+        projects = documents[user_config].get("projects")
+        entry = projects.get(str(workdir)) if isinstance(projects, dict) else None
+        if not (isinstance(entry, dict) and entry.get("trust_level") == "trusted"):
+            return (
+                f"Codex runs a project's hooks only once it trusts the project, and "
+                f'{user_config} has no [projects."{workdir}"] trust_level = "trusted": start '
+                "codex here once, trust the folder and approve the hooks"
+            )
+    return None
+
+
+def _toml_quietly(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return {}

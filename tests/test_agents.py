@@ -228,6 +228,30 @@ def test_doctor_reports_gemini_and_codex_switches(repo: Repo) -> None:
     config.parent.mkdir()
     config.write_text("[features]\ncodex_hooks = false\n")
     assert "codex_hooks = false: Codex runs no hooks" in repo.run("doctor").out
+    config.write_text("[features]\nhooks = false\n")  # the feature's name since codex-cli 0.171
+    assert "sets [features] hooks = false: Codex runs no hooks" in repo.run("doctor").out
+
+
+def test_codex_s_trust_gate_is_explained_by_install_and_doctor(repo: Repo) -> None:
+    """Codex runs a project's hooks only once it trusts the project (until then `codex
+    exec` skips them without a word): install says so, and doctor says when the project
+    is not trusted, until ~/.codex/config.toml trusts it."""
+    installed = repo.run("agent", "install", "codex")
+    assert installed.code == 0
+    assert "a project's hooks run only once Codex trusts the project" in installed.err
+    doctor = repo.run("doctor")
+    assert doctor.code == 1
+    line = next(line for line in doctor.out.splitlines() if "codex hooks" in line)
+    assert line.startswith("FAIL  agent     codex hooks are installed in ")
+    assert f'has no [projects."{repo.path}"] trust_level = "trusted"' in line
+    config = Path(repo.environ["HOME"]) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'[projects."{repo.path}"]\ntrust_level = "trusted"\n')
+    line = next(line for line in repo.run("doctor").out.splitlines() if "codex hooks" in line)
+    assert line.startswith("ok    agent     codex hooks installed in ")
+    # Installed for the user, the project's trust is not asked for.
+    user = repo.run("agent", "install", "codex", "--scope", "user")
+    assert user.code == 0 and "trusts the project" not in user.err
 
 
 def test_user_scope_works_outside_a_repository(repo: Repo, tmp_path: Path) -> None:
