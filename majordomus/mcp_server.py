@@ -10,6 +10,7 @@ Only this module imports the MCP SDK, and only `majordomus mcp` imports this mod
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 from collections.abc import Callable, Mapping
@@ -212,7 +213,9 @@ def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> M
         tools.tool_task_list,
         tools.tool_task_use,
     ):
-        app.add_tool(tool, name=tool.__name__.removeprefix("tool_"))
+        # The docstring as a client shows it: without the indentation of the source.
+        description = inspect.cleandoc(tool.__doc__ or "").replace("\n", " ")
+        app.add_tool(tool, name=tool.__name__.removeprefix("tool_"), description=description)
     return app
 
 

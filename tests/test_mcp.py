@@ -64,6 +64,10 @@ def test_tools_in_process_against_a_real_repository(repo: Repo) -> None:
     async def body(client: Client) -> None:
         listed = await client.list_tools()
         assert {tool.name for tool in listed.tools} == TOOLS
+        for tool in listed.tools:  # one line each, none of the source's indentation
+            assert (
+                tool.description and "\n" not in tool.description and "  " not in tool.description
+            )
         created = structured(await client.call_tool("task_new", {"title": "queue drops acks"}))
         task = created["task"]
         assert created == {"task": task, "title": "queue drops acks"}
