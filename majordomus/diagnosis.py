@@ -38,13 +38,16 @@ def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
         return [*findings, *agent, *clone]
     findings += _invalid_findings(jobs, noteset)
     findings.extend(agent)
-    records = sum(len(a.summaries) for a in noteset.commits.values())
+    # A record on several commits (a rewrite or adopt copied it) is one record.
+    copies = sum(len(a.summaries) for a in noteset.commits.values())
+    records = len({s.id for a in noteset.commits.values() for s in a.summaries})
     with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
+    more = f" (and {copies - records} more copies on other commits)" if copies > records else ""
     findings.append(
         Finding(
             "notes",
             noteset.invalid == 0,
-            f"{len(with_notes)} notes, {records} records, {noteset.invalid} invalid",
+            f"{len(with_notes)} notes, {records} records{more}, {noteset.invalid} invalid",
         )
     )
     findings.extend(clone)

@@ -92,6 +92,7 @@ def _fetch_json(report: FetchReport) -> dict[str, Any]:
         "outcome": merge.outcome if merge else "none",
         "notes_commit": merge.notes_commit if merge else None,
         "records_added": merge.records_added if merge else 0,
+        "copies_added": merge.copies_added if merge else 0,
         "notes_united": merge.notes_united if merge else 0,
         "notes_raw": merge.notes_raw if merge else 0,
         "left_out": [
@@ -117,7 +118,7 @@ def _fetch_lines(report: FetchReport) -> list[str]:
     detail = how.get(merge.outcome, merge.outcome)
     if merge.notes_united:
         detail += f", {counted(merge.notes_united, 'note')} on both sides united"
-    lines = [f"{where}: {counted(merge.records_added, 'new record')} ({detail})"]
+    lines = [f"{where}: {_added(merge.records_added, merge.copies_added)} ({detail})"]
     if merge.notes_raw:
         lines.append(
             f"{counted(merge.notes_raw, 'note')} on both sides could not be read; both texts "
@@ -126,6 +127,16 @@ def _fetch_lines(report: FetchReport) -> list[str]:
     for commit, _, why in merge.left_out:  # `why` names the blob
         lines.append(f"{where}'s note on {commit[:12]} left out, not published from here: {why}")
     return lines
+
+
+def _added(records: int, copies: int) -> str:
+    """New records, each counted once, and the further copies of records (on other
+    commits: a rewrite or `adopt` copied them) said apart."""
+    text = counted(records, "new record")
+    more = copies - records
+    if more > 0:
+        text += f" and {more} more {'copy' if more == 1 else 'copies'} on other commits"
+    return text
 
 
 def fetch(report: FetchReport, as_json: bool) -> str:
@@ -158,8 +169,9 @@ def push(report: PushReport, as_json: bool) -> str:
         line = f"published records to {where}"
     if report.fetches:
         added = sum(f.merge.records_added for f in report.fetches if f.merge)
+        copies = sum(f.merge.copies_added for f in report.fetches if f.merge)
         line += (
-            f" ({where} had moved: merged {counted(added, 'new record')} from it, "
+            f" ({where} had moved: merged {_added(added, copies)} from it, "
             f"{counted(report.attempts, 'attempt')})"
         )
     return line
