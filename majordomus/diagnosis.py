@@ -68,11 +68,15 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
         findings.append(Finding("profile", True, f"{prof.name} ({_profile_line(prof)})"))
     except RefusedError as error:
         findings.append(Finding("profile", False, error.message))
+    # A clone without a git identity cannot write records: it reads them (a CI clone, a
+    # reviewer's). What only writing needs is a note there, not a fault.
+    reader = False
     try:
         findings.append(Finding("identity", True, jobs.repository.identity()))
     except RepositoryError as error:
-        findings.append(Finding("identity", False, error.message))
-    findings.extend(_config_findings(jobs))
+        reader = True
+        findings.append(Finding("identity", True, f"{_FOR_WRITING}{error.message}", note=True))
+    findings.extend(_config_findings(jobs, reader))
     locks = [
         Finding(
             "lock",
@@ -164,9 +168,13 @@ def _clone_findings(jobs: Jobs) -> list[Finding]:
     return findings
 
 
-def _config_findings(jobs: Jobs) -> list[Finding]:
-    """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy);
-    a remote that plain `git fetch` does not bring records from is worth knowing."""
+_FOR_WRITING = "none, which reading records does not need; to write them: "
+
+
+def _config_findings(jobs: Jobs, reader: bool) -> list[Finding]:
+    """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy,
+    but a note in a clone that only reads: it writes no record to strand); a remote that
+    plain `git fetch` does not bring records from is worth knowing."""
     rewrite = jobs.repository.git(
         "config", "--get-all", "notes.rewriteRef", check=False
     ).stdout.split()
@@ -175,9 +183,11 @@ def _config_findings(jobs: Jobs) -> list[Finding]:
         findings.append(
             Finding(
                 "config",
-                False,
-                "notes.rewriteRef does not include refs/notes/majordomus: records will not "
+                reader,
+                ("not needed for reading; to write records: " if reader else "")
+                + "notes.rewriteRef does not include refs/notes/majordomus: records will not "
                 "follow amended or rebased commits (run majordomus init)",
+                note=reader,
             )
         )
     for action in ("amend", "rebase"):

@@ -18,13 +18,23 @@ def doctor(findings: Sequence[Finding], as_json: bool) -> str:
             {
                 "healthy": all(f.healthy for f in findings),
                 "findings": [
-                    {"topic": f.topic, "healthy": f.healthy, "detail": f.detail} for f in findings
+                    {
+                        "topic": f.topic,
+                        "healthy": f.healthy,
+                        "status": _status(f),
+                        "detail": f.detail,
+                    }
+                    for f in findings
                 ],
             }
         )
-    return "\n".join(
-        f"{'ok  ' if f.healthy else 'FAIL'}  {f.topic:<9} {safe(f.detail)}" for f in findings
-    )
+    return "\n".join(f"{_status(f):<4}  {f.topic:<9} {safe(f.detail)}" for f in findings)
+
+
+def _status(finding: Finding) -> str:
+    if not finding.healthy:
+        return "FAIL"
+    return "note" if finding.note else "ok"
 
 
 def profile(prof: Profile, as_json: bool) -> str:

@@ -239,11 +239,14 @@ class CheckResult(NamedTuple):
 
 
 class Finding(NamedTuple):
-    """One line of `doctor`: what was checked, whether it is healthy, and what to do."""
+    """One line of `doctor`: what was checked, whether it is healthy, and what to do.
+    A `note` is healthy for this clone as it is used (reading) and says what writing
+    records would need."""
 
     topic: str
     healthy: bool
     detail: str
+    note: bool = False
 
 
 class SyncResult(NamedTuple):
