@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test lint typecheck check bench soak clean golden
+.PHONY: venv demo test lint typecheck check bench soak clean golden wheel-check
 
 # An editable install of the "compat" kind: a path in a .pth file, as cheap at start-up as
 # a regular install. The default kind installs an import finder that every Python start
@@ -53,6 +53,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict soak
 
 check: lint typecheck test
+
+# The package a user installs: sdist and wheel built with no warning, the wheel installed
+# into a clean virtual environment and walked through (scripts/wheel-check.sh). CI runs it.
+wheel-check: $(STAMP)
+	bash scripts/wheel-check.sh $(BIN)/python
 
 # Rewrite the golden transcripts in fixtures/golden/ after an intended change of output;
 # review the diff like code.

@@ -40,13 +40,16 @@ def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
     findings += _invalid_findings(jobs, noteset)
     findings += _signature_findings(jobs, noteset)
     findings.extend(agent)
-    records = sum(len(a.summaries) for a in noteset.commits.values())
+    # A record on several commits (a rewrite or adopt copied it) is one record.
+    copies = sum(len(a.summaries) for a in noteset.commits.values())
+    records = len({s.id for a in noteset.commits.values() for s in a.summaries})
     with_notes = set(noteset.commits) | {bad.commit for bad in noteset.unreadable if bad.commit}
+    more = f" (and {copies - records} more copies on other commits)" if copies > records else ""
     findings.append(
         Finding(
             "notes",
             noteset.invalid == 0,
-            f"{len(with_notes)} notes, {records} records, {noteset.invalid} invalid",
+            f"{len(with_notes)} notes, {records} records{more}, {noteset.invalid} invalid",
         )
     )
     findings.extend(clone)
@@ -156,11 +159,15 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
         findings.append(Finding("profile", True, f"{prof.name} ({_profile_line(prof)})"))
     except RefusedError as error:
         findings.append(Finding("profile", False, error.message))
+    # A clone without a git identity cannot write records: it reads them (a CI clone, a
+    # reviewer's). What only writing needs is a note there, not a fault.
+    reader = False
     try:
         findings.append(Finding("identity", True, jobs.repository.identity()))
     except RepositoryError as error:
-        findings.append(Finding("identity", False, error.message))
-    findings.extend(_config_findings(jobs))
+        reader = True
+        findings.append(Finding("identity", True, f"{_FOR_WRITING}{error.message}", note=True))
+    findings.extend(_config_findings(jobs, reader))
     locks = [
         Finding(
             "lock",
@@ -252,9 +259,13 @@ def _clone_findings(jobs: Jobs) -> list[Finding]:
     return findings
 
 
-def _config_findings(jobs: Jobs) -> list[Finding]:
-    """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy);
-    a remote that plain `git fetch` does not bring records from is worth knowing."""
+_FOR_WRITING = "none, which reading records does not need; to write them: "
+
+
+def _config_findings(jobs: Jobs, reader: bool) -> list[Finding]:
+    """What `init` sets up: missing rewrite settings strand records on rebase (unhealthy,
+    but a note in a clone that only reads: it writes no record to strand); a remote that
+    plain `git fetch` does not bring records from is worth knowing."""
     rewrite = jobs.repository.git(
         "config", "--get-all", "notes.rewriteRef", check=False
     ).stdout.split()
@@ -263,9 +274,11 @@ def _config_findings(jobs: Jobs) -> list[Finding]:
         findings.append(
             Finding(
                 "config",
-                False,
-                "notes.rewriteRef does not include refs/notes/majordomus: records will not "
+                reader,
+                ("not needed for reading; to write records: " if reader else "")
+                + "notes.rewriteRef does not include refs/notes/majordomus: records will not "
                 "follow amended or rebased commits (run majordomus init)",
+                note=reader,
             )
         )
     for action in ("amend", "rebase"):

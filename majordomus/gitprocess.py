@@ -72,10 +72,11 @@ def run_git(
     """git run against the remote shown as `where`, stopped past the `budget` or after
     `silence_s` seconds without a sign of life; `detached`: in a process group of its own."""
     timeout = None if budget is None else budget.left()
-    # HTTP has git's own low-speed limit: a server that stalls mid-transfer is left
-    # by git itself, with its own message; the watch below covers every transport.
+    # The watch below covers every transport and says what happened. HTTP also has
+    # git's own low-speed limit, set later than the watch: a backstop only, since git's
+    # words for a cut answer ("bad line length character") name no silence.
     silence = [] if silence_s is None else [
-        "-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={silence_s}"
+        "-c", "http.lowSpeedLimit=1", "-c", f"http.lowSpeedTime={2 * silence_s}"
     ]  # fmt: skip
     if silence_s is not None and not _watches_reads() and args[0] in ("fetch", "push"):
         args = (args[0], "--progress", *args[1:])  # git then talks while the remote sends
@@ -189,6 +190,10 @@ class _Watch:
         Waits on the readers, which end when git closes its output: at once, where
         Popen.wait(timeout) would poll (up to 50 ms late)."""
         start = self._monotonic()
+        # A look at git's counters dates activity to the look: looking four times per
+        # silence gives up within 1.25 silences (a look a second sufficed for 30 s, not
+        # for the 1 s a test sets).
+        every = 1.0 if silence_s is None else min(1.0, silence_s / 4)
         for thread in self._threads[:2]:
             while thread.is_alive():
                 now = self._monotonic()
@@ -198,7 +203,7 @@ class _Watch:
                     limits.append(self._last + silence_s - now)
                 if limits and min(limits) <= 0:
                     return "late" if budget_s is not None and now - start >= budget_s else "silent"
-                thread.join(min([1.0, *limits]) if limits else None)
+                thread.join(min([every, *limits]) if limits else None)
         self._process.wait()
         return None
 

@@ -31,13 +31,14 @@ class Merged(NamedTuple):
     """What one attempt at a merge built (the ref may still move under it)."""
 
     outcome: str
-    records_added: int
+    records_added: int  # records new here, each counted once
+    copies_added: int  # copies new here: a record on three new commits is three
     notes_united: int = 0
     notes_raw: int = 0
     left_out: tuple[tuple[str, str, str], ...] = ()  # (commit, blob, why) of notes not taken
 
 
-UP_TO_DATE = Merged("up-to-date", 0)
+UP_TO_DATE = Merged("up-to-date", 0, 0)
 
 
 class Merger:
@@ -92,19 +93,19 @@ class Merger:
             if tree_id == ours_tree.id:
                 return None, UP_TO_DATE
             commit = self._commit(message, tree_id, [ours])
-            return commit, Merged("restored", added, united, raw, self.left_out())
+            return commit, Merged("restored", *added, united, raw, self.left_out())
         if (
             self.descends(str(theirs.id), str(ours))
             and not self.lacks(their_tree, ours_tree)
             and not self._brings_unfit(ours_tree, their_tree)
         ):
-            return theirs.id, Merged("fast-forward", self.records_added(ours_tree, their_tree))
+            return theirs.id, Merged("fast-forward", *self.records_added(ours_tree, their_tree))
         # Diverged, or their ref descends from ours but dropped records we have, or
         # brings notes that are not taken: never a fast-forward over a deletion or onto
         # what this clone would not publish, a union instead.
         tree_id, added, united, raw = self.merged_tree(ours_tree, their_tree)
         commit = self._commit(message, tree_id, [ours, theirs.id])
-        return commit, Merged("merged", added, united, raw, self.left_out())
+        return commit, Merged("merged", *added, united, raw, self.left_out())
 
     def _created(
         self, theirs: pygit2.Commit, their_tree: pygit2.Tree, message: str
@@ -119,11 +120,11 @@ class Merger:
             if self._fit(name, [blob], report=True):
                 notes[name] = pygit2.Oid(hex=blob)
         if not self._left_out:
-            return theirs.id, Merged("created", added)
+            return theirs.id, Merged("created", *added)
         empty = self.repo.TreeBuilder().write()
         tree_id = notestree.insert_many(self.repo, None, notes) if notes else empty
         commit = self._commit(message, tree_id, [theirs.id])
-        return commit, Merged("created", added, left_out=self.left_out())
+        return commit, Merged("created", *added, left_out=self.left_out())
 
     def left_out(self) -> tuple[tuple[str, str, str], ...]:
         """The notes the last build did not take: (commit, blob, why), by commit."""
@@ -254,14 +255,15 @@ class Merger:
 
     def merged_tree(
         self, ours: pygit2.Tree, theirs: pygit2.Tree
-    ) -> tuple[pygit2.Oid, int, int, int]:
+    ) -> tuple[pygit2.Oid, tuple[int, int], int, int]:
         """Their notes written into our tree.
 
-        Returns the tree, the records it adds, the notes on both sides that were
-        united, and how many of those kept their texts unread (not valid TOML).
+        Returns the tree, the records and copies it adds, the notes on both sides that
+        were united, and how many of those kept their texts unread (not valid TOML).
         """
         changes: dict[str, pygit2.Oid] = {}
-        added = united = raw = 0
+        added = _Added(self, ours)
+        united = raw = 0
         for commit, (have, their_blobs) in self.differing(ours, theirs).items():
             fresh = [blob for blob in their_blobs if blob not in have]
             taken = self._fit(commit, fresh, report=True)
@@ -269,7 +271,7 @@ class Merger:
                 continue  # ours stays as it is: theirs holds nothing to add
             # Ours without what holds no record: a note over the limit is never joined.
             blobs = self._fit(commit, have) + taken
-            added += len(self.blobs.record_ids(blobs) - self.blobs.record_ids(have))
+            added.note(commit, have, blobs)
             if len(blobs) == 1:
                 changes[commit] = pygit2.Oid(hex=blobs[0])
             else:
@@ -277,7 +279,7 @@ class Merger:
                 united += 1
                 raw += not readable
         tree = notestree.insert_many(self.repo, ours, changes) if changes else ours.id
-        return tree, added, united, raw
+        return tree, added.counts(), united, raw
 
     def _united_blob(self, blob_ids: Sequence[str]) -> tuple[pygit2.Oid, bool]:
         """One note from several: the union of their records.
@@ -320,13 +322,59 @@ class Merger:
         parts = [data if data.endswith(b"\n") else data + b"\n" for data in kept_data]
         return self.repo.create_blob(b"\n".join(parts)), False
 
-    def records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> int:
-        """Records the move from `before` to `after` adds, counted per annotated commit."""
-        added = 0
-        for previous, blobs in self.differing(before, after).values():
+    def records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> tuple[int, int]:
+        """The records and the copies the move from `before` to `after` adds."""
+        added = _Added(self, before)
+        for commit, (previous, blobs) in self.differing(before, after).items():
             if blobs and blobs != previous:
-                added += len(self.blobs.record_ids(blobs) - self.blobs.record_ids(previous))
-        return added
+                added.note(commit, previous, blobs)
+        return added.counts()
+
+    def heads(self, blob_ids: Sequence[str]) -> dict[str, str]:
+        """Record id -> the commit it was written on, of the records these notes hold."""
+        heads: dict[str, str] = {}
+        for blob_id in blob_ids:
+            parsed = self.blobs.parse(blob_id)
+            if isinstance(parsed, Note):
+                heads.update((record.id, record.head) for record in parsed.records)
+        return heads
+
+
+class _Added:
+    """What a merge adds, counted twice: records (ids new here) and copies (a record new
+    on a commit). A record a rewrite or `adopt` copied is one record on several commits.
+
+    A copy whose record is here already sits, as a rule, beside the record's first copy,
+    on the commit it was written on (`head`): that note is looked at, not every note.
+    """
+
+    def __init__(self, merger: Merger, before: pygit2.Tree | None) -> None:
+        self._merger = merger
+        self._before = before
+        self._copies = 0
+        self._fresh: dict[str, str] = {}  # record id -> its head, of copies new here
+        self._had: set[str] = set()  # ids the changed notes held before
+        self._changed: set[str] = set()
+
+    def note(self, commit: str, before: Sequence[str], after: Sequence[str]) -> None:
+        had = self._merger.blobs.record_ids(before)
+        self._had |= had
+        self._changed.add(commit)
+        for record_id, head in self._merger.heads(after).items():
+            if record_id not in had:
+                self._copies += 1
+                self._fresh.setdefault(record_id, head)
+
+    def counts(self) -> tuple[int, int]:
+        new = {i: head for i, head in self._fresh.items() if i not in self._had}
+        if self._before is not None:
+            for head in {h for h in new.values() if h not in self._changed}:
+                blobs = [str(oid) for oid, kind in notestree.find_kinds(
+                    self._merger.repo, self._before, head
+                ) if kind == "note"]  # fmt: skip
+                for record_id in self._merger.blobs.record_ids(blobs):
+                    new.pop(record_id, None)
+        return len(new), self._copies
 
 
 def _united_onto_text(

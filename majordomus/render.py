@@ -18,7 +18,7 @@ from majordomus.jsontext import (
     with_members,
 )
 from majordomus.plaintext import age, ago, counted, interval, one_line, safe, signature_mark
-from majordomus.records import HANDOVER_FIELDS, UNSIGNED, Divergence, skew_s
+from majordomus.records import HANDOVER_FIELDS, UNSIGNED, Divergence, Record, skew_s
 from majordomus.values import (
     AdoptResult,
     AttachedRecord,
@@ -80,11 +80,18 @@ def _label(div: Divergence) -> str:
     return f"{div.label}, {div.ahead} ahead, {div.behind} behind"
 
 
+def _of_task(record: Record) -> str:
+    """ "  task t-…" after a record's id; nothing after a task's, whose id it is."""
+    if record.kind == "task" and record.id == record.task:
+        return ""
+    return f"  task {safe(record.task)}"
+
+
 def record_block(loc: AttachedRecord, suffix: str = "") -> str:
     """A record as `git log` would show a commit: a header line, then its text indented."""
     record = loc.record
     header = (
-        f"{rfc3339(record.at)}  {record.kind} {safe(record.id)}  task {safe(record.task)}  "
+        f"{rfc3339(record.at)}  {record.kind} {safe(record.id)}{_of_task(record)}  "
         f"on {loc.commit[:12]}{suffix}"
     )
     session = record.session
@@ -459,7 +466,7 @@ def _adopted_lines(result: AdoptResult) -> list[str]:
         for loc in a.records:
             record = loc.record
             lines.append(
-                f"    {record.kind} {safe(record.id)}  task {safe(record.task)}  "
+                f"    {record.kind} {safe(record.id)}{_of_task(record)}  "
                 f"written on {record.head[:12]}"
             )
     for amb in result.ambiguous:

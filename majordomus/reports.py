@@ -18,13 +18,23 @@ def doctor(findings: Sequence[Finding], as_json: bool) -> str:
             {
                 "healthy": all(f.healthy for f in findings),
                 "findings": [
-                    {"topic": f.topic, "healthy": f.healthy, "detail": f.detail} for f in findings
+                    {
+                        "topic": f.topic,
+                        "healthy": f.healthy,
+                        "status": _status(f),
+                        "detail": f.detail,
+                    }
+                    for f in findings
                 ],
             }
         )
-    return "\n".join(
-        f"{'ok  ' if f.healthy else 'FAIL'}  {f.topic:<9} {safe(f.detail)}" for f in findings
-    )
+    return "\n".join(f"{_status(f):<4}  {f.topic:<9} {safe(f.detail)}" for f in findings)
+
+
+def _status(finding: Finding) -> str:
+    if not finding.healthy:
+        return "FAIL"
+    return "note" if finding.note else "ok"
 
 
 def profile(prof: Profile, as_json: bool) -> str:
@@ -94,6 +104,7 @@ def _fetch_json(report: FetchReport) -> dict[str, Any]:
         "outcome": merge.outcome if merge else "none",
         "notes_commit": merge.notes_commit if merge else None,
         "records_added": merge.records_added if merge else 0,
+        "copies_added": merge.copies_added if merge else 0,
         "notes_united": merge.notes_united if merge else 0,
         "notes_raw": merge.notes_raw if merge else 0,
         "left_out": [
@@ -119,7 +130,7 @@ def _fetch_lines(report: FetchReport) -> list[str]:
     detail = how.get(merge.outcome, merge.outcome)
     if merge.notes_united:
         detail += f", {counted(merge.notes_united, 'note')} on both sides united"
-    lines = [f"{where}: {counted(merge.records_added, 'new record')} ({detail})"]
+    lines = [f"{where}: {_added(merge.records_added, merge.copies_added)} ({detail})"]
     if merge.notes_raw:
         lines.append(
             f"{counted(merge.notes_raw, 'note')} on both sides could not be read; both texts "
@@ -128,6 +139,16 @@ def _fetch_lines(report: FetchReport) -> list[str]:
     for commit, _, why in merge.left_out:  # `why` names the blob
         lines.append(f"{where}'s note on {commit[:12]} left out, not published from here: {why}")
     return lines
+
+
+def _added(records: int, copies: int) -> str:
+    """New records, each counted once, and the further copies of records (on other
+    commits: a rewrite or `adopt` copied them) said apart."""
+    text = counted(records, "new record")
+    more = copies - records
+    if more > 0:
+        text += f" and {more} more {'copy' if more == 1 else 'copies'} on other commits"
+    return text
 
 
 def fetch(report: FetchReport, as_json: bool) -> str:
@@ -160,8 +181,9 @@ def push(report: PushReport, as_json: bool) -> str:
         line = f"published records to {where}"
     if report.fetches:
         added = sum(f.merge.records_added for f in report.fetches if f.merge)
+        copies = sum(f.merge.copies_added for f in report.fetches if f.merge)
         line += (
-            f" ({where} had moved: merged {counted(added, 'new record')} from it, "
+            f" ({where} had moved: merged {_added(added, copies)} from it, "
             f"{counted(report.attempts, 'attempt')})"
         )
     return line

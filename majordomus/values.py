@@ -76,7 +76,8 @@ class MergeReport(NamedTuple):
 
     outcome: str  # up-to-date, created, fast-forward, merged, restored (removed here by hand)
     notes_commit: str
-    records_added: int
+    records_added: int  # records new here, each counted once
+    copies_added: int  # copies new here (a record copied onto other commits has several)
     notes_united: int  # notes present on both sides, united record by record
     notes_raw: int  # of those, notes kept as concatenated text (one side is not valid TOML)
     attempts: int
@@ -240,11 +241,14 @@ class CheckResult(NamedTuple):
 
 
 class Finding(NamedTuple):
-    """One line of `doctor`: what was checked, whether it is healthy, and what to do."""
+    """One line of `doctor`: what was checked, whether it is healthy, and what to do.
+    A `note` is healthy for this clone as it is used (reading) and says what writing
+    records would need."""
 
     topic: str
     healthy: bool
     detail: str
+    note: bool = False
 
 
 class SyncResult(NamedTuple):

@@ -162,6 +162,7 @@ class Writer:
             merged.outcome,
             swap.target,
             merged.records_added,
+            merged.copies_added,
             merged.notes_united,
             merged.notes_raw,
             swap.attempts,

@@ -10,8 +10,13 @@ export GIT_AUTHOR_NAME="Ada Lovelace" GIT_AUTHOR_EMAIL="ada@example.com"
 export GIT_COMMITTER_NAME="Ada Lovelace" GIT_COMMITTER_EMAIL="ada@example.com"
 mkdir -p "$HOME"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
-allow() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || printf '(exit %s)\n' "$?"; }
+# Commands in bold on a terminal only: redirected to a file or a pipe, plain text.
+bold='' plain=''
+if [ -t 1 ] && [ -z "${NO_COLOR+set}" ] && [ "${TERM:-}" != dumb ]; then
+    bold=$'\033[1m' plain=$'\033[0m'
+fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
+allow() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@" || printf '(exit %s)\n' "$?"; }
 
 cd "$demo" && git init -q -b main repo && cd repo
 printf 'def enqueue(item):\n    retry(item)\n' > queue.py

@@ -1140,3 +1140,40 @@ def test_adopt_in_a_partial_clone_reads_again_an_orphaned_note_that_went_missing
     result = as_json(partial, "adopt", "--dry-run")
     assert adopted_map(result) == adopted_map(before)
     assert result["invalid"] == 0
+
+
+def test_fetch_push_and_doctor_count_records_once_and_copies_apart(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, feature_template: Feature
+) -> None:
+    # The squash's teammate adopts (three records copied onto the squash) and publishes.
+    feature = Feature.copied(feature_template, tmp_path, environ, clock)
+    squash = feature.squash_merge()
+    mate = feature.teammate()
+    assert mate.run("adopt").code == 0
+    assert mate.run("push").code == 0
+    # A clone that had nothing: the task, two checkpoints and a handover, four records;
+    # three of them also on the squash.
+    third = clone(f"file://{feature.remote}", tmp_path / "third", environ, clock)
+    fetched = third.run("fetch")
+    assert (fetched.code, fetched.err) == (0, "")
+    assert fetched.out == (
+        "origin: 4 new records and 3 more copies on other commits (first fetch)\n"
+    )
+    fetched_json = as_json(third, "fetch")  # up to date now: nothing new
+    assert (fetched_json["records_added"], fetched_json["copies_added"]) == (0, 0)
+    doctor = third.run("doctor")
+    notes = [line for line in doctor.out.splitlines() if line.split()[1:2] == ["notes"]]
+    assert notes == [
+        "ok    notes     4 notes, 4 records (and 3 more copies on other commits), 0 invalid"
+    ]
+    # The writer, who has the four records, pushes a fifth: the remote moved (the
+    # adopt), so the push merges the copies first: no record new to it, three copies.
+    feature.dev.clock.advance(60)
+    assert feature.dev.run("checkpoint", "squashed upstream").code == 0
+    pushed = feature.dev.run("push")
+    assert (pushed.code, pushed.err) == (0, "")
+    assert pushed.out == (
+        "published records to origin (origin had moved: merged 0 new records and 3 more "
+        "copies on other commits from it, 2 attempts)\n"
+    )
+    assert sorted(note_ids(feature.dev, squash)) == sorted(feature.ids)

@@ -527,3 +527,13 @@ def test_version_and_help(repo: Repo) -> None:
     bad = repo.run("checkpoint", "--nope")
     assert bad.code == 2
     assert bad.err == "majordomus: No such option: --nope (see majordomus checkpoint --help)\n"
+
+
+def test_a_tasks_line_in_history_names_it_once(repo: Repo) -> None:
+    task = repo.task()
+    assert repo.run("checkpoint", "seen once").code == 0
+    lines = [line for line in repo.run("history").out.splitlines() if not line.startswith(" ")]
+    assert [line.split("  ")[1:3] for line in lines] == [
+        [f"checkpoint {lines[0].split()[2]}", f"task {task}"],
+        [f"task {task}", f"on {repo.head()[:12]}"],
+    ]

@@ -63,7 +63,7 @@ def test_a_shallow_clone_is_named_with_what_it_limits(
     )
     assert clone_findings(ci) == (
         [f"ok    clone     {detail}"],
-        [{"topic": "clone", "healthy": True, "detail": detail}],
+        [{"topic": "clone", "healthy": True, "status": "ok", "detail": detail}],
     )
     # Informational: the clone is healthy.
     assert ci.run("doctor").code == 0
@@ -85,7 +85,7 @@ def test_a_blobless_clone_is_named_with_the_note_objects_it_lacks(
     )
     assert (lines, findings) == (
         [f"ok    clone     {detail}"],
-        [{"topic": "clone", "healthy": True, "detail": detail}],
+        [{"topic": "clone", "healthy": True, "status": "ok", "detail": detail}],
     )
     # The notes fetched by plain git, through the filter: their blobs stay on the remote.
     ci.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
@@ -98,7 +98,7 @@ def test_a_blobless_clone_is_named_with_the_note_objects_it_lacks(
         f"objects included, are not here until fetched; {missing} note objects are not here "
         "yet; majordomus fetch origin brings every note object in one batch"
     )
-    assert findings == [{"topic": "clone", "healthy": True, "detail": detail}]
+    assert findings == [{"topic": "clone", "healthy": True, "status": "ok", "detail": detail}]
     assert missing_note_objects(ci) == 0  # the read brought them, in one batch
 
 

@@ -32,7 +32,7 @@ def test_invalid_notes_are_skipped_and_counted(repo: Repo) -> None:
     assert (shown["records"], shown["invalid"]) == ([], 1)
     assert repo.run("check").code == 0
     assert repo.run("history").out == (
-        f"2026-11-30T03:00:00Z  task {task}  task {task}  on {first[:12]}\n"
+        f"2026-11-30T03:00:00Z  task {task}  on {first[:12]}\n"
         f"    by {AUTHOR}\n"
         "    queue drops acks under load\n"
         "(3 invalid notes or records skipped; majordomus doctor lists them)\n"

@@ -211,7 +211,7 @@ class RacingMerger(Merger):
 
     def merged_tree(
         self, ours: pygit2.Tree, theirs: pygit2.Tree
-    ) -> tuple[pygit2.Oid, int, int, int]:
+    ) -> tuple[pygit2.Oid, tuple[int, int], int, int]:
         if not self.writer.raced:
             self.writer.raced = True
             result = self.writer.repo_for_race.run("checkpoint", "written meanwhile", "--json")

@@ -1,5 +1,6 @@
-"""A remote that accepts the connection and never answers: fetch, push and sync give up
-after `majordomus.remoteTimeout` seconds of silence, exit 4, and change nothing here."""
+"""A remote that accepts the connection and never answers, or a real smart-HTTP server
+stopped with SIGSTOP mid-session: fetch, push and sync give up after
+`majordomus.remoteTimeout` seconds of silence, exit 4, and change nothing here."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support.repo import Repo
+from tests.support import smarthttp
+from tests.support.cli import Result
+from tests.support.env import Clock
+from tests.support.git import bare, git
+from tests.support.repo import Repo, clone, history_ids
 
 SERVER_LIFETIME_S = 20.0  # the mute server stops by itself, whatever the test does
 
@@ -133,3 +139,93 @@ def test_where_the_kernel_does_not_count_reads_git_is_asked_to_talk(
     with mute_server() as port:
         result = worked.run(verb, f"git://127.0.0.1:{port}/team.git")
     assert result.code == 4 and "sent nothing for 1 s" in result.err, result.err
+
+
+# ---- a real smart-HTTP server stopped mid-session --------------------------------------
+
+
+@pytest.fixture
+def team(worked: Repo, environ: dict[str, str], clock: Clock) -> Path:
+    """A bare repository served over HTTP below `team.parent`, holding a teammate's
+    records that `worked` has not fetched (so a fetch asks for objects)."""
+    remote = bare(worked.path.parent / "served" / "team.git", environ)
+    teammate = clone(str(remote), worked.path.parent / "teammate", environ, clock)
+    teammate.commit("initial")
+    teammate.git("push", "-q", "origin", "main")
+    teammate.task("flaky under load")
+    assert teammate.run("checkpoint", "seen twice in fifty runs").code == 0
+    assert teammate.run("push").code == 0
+    return remote
+
+
+def _refs(repo: Repo) -> str:
+    return repo.git("for-each-ref")
+
+
+def _given_up(result: Result, served: smarthttp.Served) -> None:
+    assert result.code == 4, result.err
+    assert result.out == "" and result.err.count("\n") == 1, result.err
+    assert result.err.startswith("majordomus: team sent nothing for 1 s, so git "), result.err
+    assert "Traceback" not in result.err
+    assert served.stopped()  # the server was stopped, not merely slow
+
+
+@pytest.mark.parametrize("stop", ["upload", "answer"])
+def test_fetch_from_a_server_stopped_mid_session_gives_up(
+    worked: Repo, team: Path, stop: str
+) -> None:
+    # "upload": the refs were listed, then the server stopped when asked for objects;
+    # "answer": it stopped after the first bytes of its answer.
+    before = _refs(worked)
+    with smarthttp.serving(team.parent, stop=stop) as served:
+        url = f"{served.url}/team.git"
+        worked.git("remote", "add", "team", url)
+        started = time.monotonic()
+        result = worked.run("fetch", "team")
+        took = time.monotonic() - started
+        _given_up(result, served)
+    assert took < 10, took
+    assert _refs(worked) == before  # no notes ref, no remote-tracking ref moved
+
+
+def test_push_to_a_server_stopped_mid_session_gives_up(
+    worked: Repo, team: Path, environ: dict[str, str]
+) -> None:
+    # The teammate's records fetched first (from the folder), so the push sends at once.
+    worked.git("remote", "add", "team", str(team))
+    assert worked.run("fetch", "team").code == 0
+    before, remote_before = _refs(worked), git(team, environ, "for-each-ref")
+    with smarthttp.serving(team.parent, stop="receive") as served:
+        worked.git("remote", "set-url", "team", f"{served.url}/team.git")
+        result = worked.run("push", "team")
+        _given_up(result, served)
+    assert _refs(worked) == before
+    assert git(team, environ, "for-each-ref") == remote_before
+
+
+def test_sync_keeps_what_it_fetched_when_the_server_stops_during_the_push(
+    worked: Repo, team: Path, environ: dict[str, str]
+) -> None:
+    mine = worked.notes_ref()
+    remote_before = git(team, environ, "for-each-ref")
+    with smarthttp.serving(team.parent, stop="receive") as served:
+        worked.git("remote", "add", "team", f"{served.url}/team.git")
+        result = worked.run("sync", "team")
+        _given_up(result, served)
+    # The fetch finished before the server stopped: both clones' records are here, the
+    # notes ref moved forward by that merge only, and the remote holds what it held.
+    assert len(history_ids(worked)) == 4  # two tasks, two checkpoints
+    merged = worked.notes_ref()
+    assert merged is not None and mine is not None
+    assert worked.git("merge-base", "--is-ancestor", mine, merged, check=False) == ""
+    assert git(team, environ, "for-each-ref") == remote_before
+
+
+def test_the_served_remote_answers_when_not_stopped(worked: Repo, team: Path) -> None:
+    # The same server, never stopped: every verb works through it with a 1 s timeout.
+    with smarthttp.serving(team.parent) as served:
+        worked.git("remote", "add", "team", f"{served.url}/team.git")
+        for verb in ("fetch", "push", "sync"):
+            result = worked.run(verb, "team")
+            assert result.code == 0, (verb, result.err)
+    assert len(history_ids(worked)) == 4

@@ -218,6 +218,7 @@ TEXT_OWN = re.compile(
     "|".join(
         [
             rf"{_AT}  {_KIND} {_ID}  task {_TASK}  on {_HEX12}(?:  \[[a-z0-9 ,;]+\])?",
+            rf"{_AT}  task {_TASK}  on {_HEX12}(?:  \[[a-z0-9 ,;]+\])?",  # a task: its id
             rf"\(\d+ more on commits not reachable from {_HEX12}; --all shows them\)",
             r"\(\d+ invalid notes or records skipped; majordomus doctor lists them\)",
             rf"no records on (?:commits reachable from )?{_HEX12}",
