@@ -37,7 +37,7 @@ from majordomus.records import new_record
 from majordomus.tasks import open_jobs
 from majordomus.viewparts import ViewCache, _shard_of, state_key
 from majordomus.write import _write
-from tests.support.env import AUTHOR, Clock
+from tests.support.env import AUTHOR, Clock, doctor_signing_lines
 from tests.support.repo import Repo, clone, seeded
 
 CACHES = (READ_FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
@@ -289,12 +289,8 @@ def test_cache_files_live_in_the_git_dir_and_garbage_is_ignored(repo: Repo) -> N
         "FAIL  config    notes.rewriteRef does not include refs/notes/majordomus: records will "
         "not follow amended or rebased commits (run majordomus init)\n"
         "ok    locks     no lock files\n"
-        "ok    signing   not signing records (majordomus.sign true signs them with git's "
-        "signing key)\n"
-        "ok    trust     ssh: gpg.ssh.allowedSignersFile not set; openpgp: gpg's keyring "
-        "(~/.gnupg)\n"
-        "ok    signed    0 verified, 32 unsigned, 0 bad, 0 unknown-key\n"
-        "ok    notes     31 notes, 32 records, 0 invalid\n",
+        + doctor_signing_lines(32)
+        + "ok    notes     31 notes, 32 records, 0 invalid\n",
     )
     # doctor reads the notes again afterwards, which rebuilds only the notes cache.
     assert sorted(p.name for p in git_dir.glob("majordomus-*")) == [

@@ -13,6 +13,18 @@ NAME, EMAIL = "Ada Lovelace", "ada@example.com"
 AUTHOR = f"{NAME} <{EMAIL}>"
 
 
+def doctor_signing_lines(records: int) -> str:
+    """What `doctor` says of signing in a clone of the hermetic environment, which signs
+    nothing and has no trust configuration, holding `records` unsigned records."""
+    return (
+        "ok    signing   not signing records (majordomus.sign true signs them with git's "
+        "signing key)\n"
+        "ok    trust     ssh: gpg.ssh.allowedSignersFile not set; openpgp: gpg's keyring "
+        "(~/.gnupg)\n"
+        f"ok    signed    0 verified, {records} unsigned, 0 bad, 0 unknown-key\n"
+    )
+
+
 def hermetic_environ(home: Path) -> dict[str, str]:
     """A minimal environment: own HOME and XDG dirs, no system git config, fixed identity,
     no automatic gc."""
