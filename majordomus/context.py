@@ -21,7 +21,6 @@ from majordomus.tasks import (
     NoTaskError,
     check_task,
     current_task,
-    is_verified,
     load_profile,
     open_here,
 )
@@ -129,8 +128,8 @@ def status(inputs: Inputs, task: str | None = None, checkpoints: int = 20) -> St
     # not verified are kept out, named.
     located = [index.locate(item) for item in [*listed[: 1 + OTHERS_MAX], *shown]]
     attached = jobs.attach(located, strict)
-    kept = [loc for loc in attached if not strict or is_verified(loc)]
-    untrusted = tuple(loc for loc in attached if strict and not is_verified(loc))
+    kept = [loc for loc in attached if not strict or loc.signed.verified]
+    untrusted = tuple(loc for loc in attached if strict and not loc.signed.verified)
     pending = [loc for loc in kept if loc.record.kind == "handover"]
     unlisted = max(0, len(listed) - 1 - OTHERS_MAX)  # never read: counted, as before
     handover = pending[0] if pending else None
@@ -159,17 +158,13 @@ def status(inputs: Inputs, task: str | None = None, checkpoints: int = 20) -> St
 def _signed(loc: AttachedRecord) -> str:
     """The signature's status on a line of ours (never on a quoted line, where an author
     could write the same words)."""
-    sig = loc.signature
-    if sig is None or (sig.status == "unsigned" and not sig.strict):
-        return ""
-    return f", signature {sig.status}"
+    return f", signature {loc.signed.status}" if loc.signed.marked else ""
 
 
 def untrusted_lines(loc: AttachedRecord) -> list[str]:
     """A record `trust = "signed"` keeps out, named: id, status, and its author quoted."""
-    status = loc.signature.status if loc.signature else "unsigned"
     return [
-        f"- {loc.record.kind} {loc.record.id} on {loc.commit[:12]}, signature {status}:",
+        f"- {loc.record.kind} {loc.record.id} on {loc.commit[:12]}, signature {loc.signed.status}:",
         *_quoted(f"author: {loc.record.author}"),
     ]
 

@@ -5,12 +5,15 @@ profile); each a function that returns what it found, and the command that print
 
 from __future__ import annotations
 
+import shutil
 from typing import TYPE_CHECKING
 
 from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
+from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
+from majordomus.plaintext import one_line
 from majordomus.tasks import Jobs, load_profile, missing_note_objects, open_here
 from majordomus.values import Finding, NoteSet
 
@@ -62,9 +65,6 @@ BAD_NAMED = 10  # records with a bad signature named one by one; more are counte
 def _signature_findings(jobs: Jobs, noteset: NoteSet) -> list[Finding]:
     """Whether this clone signs (key, program), where its trust configuration is, and
     what the records' signatures say, every record counted once."""
-    from majordomus.index import Index
-    from majordomus.plaintext import one_line
-
     trust = jobs.verifier.trust
     config = trust.config
     findings = [_signing_finding(config)]
@@ -90,13 +90,12 @@ def _signature_findings(jobs: Jobs, noteset: NoteSet) -> list[Finding]:
     attached = jobs.attach(located)
     counts = dict.fromkeys(("verified", "unsigned", "bad", "unknown-key"), 0)
     for loc in attached:
-        assert loc.signature is not None
-        counts[loc.signature.status] += 1
+        counts[loc.signed.status] += 1
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
     findings.append(Finding("signed", counts["bad"] == 0, summary))
-    bad = [loc for loc in attached if loc.signature and loc.signature.status == "bad"]
+    bad = [loc for loc in attached if loc.signed.status == "bad"]
     for loc in bad[:BAD_NAMED]:
-        signer = loc.signature.signer if loc.signature else None
+        signer = loc.signed.signer
         by = f", signed by {one_line(signer)}" if signer else ""
         findings.append(
             Finding(
@@ -120,10 +119,6 @@ def _signing_finding(config: SignConfig) -> Finding:
             True,
             "not signing records (majordomus.sign true signs them with git's signing key)",
         )
-    import shutil
-
-    from majordomus.plaintext import one_line
-
     fmt = config.format
     program = config.program(fmt)
     key = config.get("user.signingKey") or (

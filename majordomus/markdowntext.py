@@ -31,8 +31,8 @@ def _fenced_block(text: str) -> list[str]:
 def _signature(loc: AttachedRecord) -> str:
     """The signature's status after the author (an unsigned record's only under `trust =
     "signed"`), outside the author's code span: never taken for its text."""
-    sig = loc.signature
-    if sig is None or (sig.status == "unsigned" and not sig.strict):
+    sig = loc.signed
+    if not sig.marked:
         return ""
     return f" (**{'BAD SIGNATURE' if sig.status == 'bad' else sig.status}**)"
 

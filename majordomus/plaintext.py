@@ -28,7 +28,12 @@ def one_line(text: str) -> str:
     return safe(text).replace("\n", "\\n")
 
 
-_MARKS = {"verified": " (verified)", "bad": " (BAD SIGNATURE)", "unknown-key": " (unknown key)"}
+_MARKS = {
+    "verified": " (verified)",
+    "bad": " (BAD SIGNATURE)",
+    "unknown-key": " (unknown key)",
+    "unsigned": " (unsigned)",
+}
 
 
 def signature_mark(signature: Signature | None, author: str = "") -> str:
@@ -37,10 +42,9 @@ def signature_mark(signature: Signature | None, author: str = "") -> str:
     author of "Ada (verified)" must not pass for a verified one)."""
     if signature is None:
         return ""
-    mark = _MARKS.get(signature.status)
-    if mark is not None:
-        return mark
-    return " (unsigned)" if signature.strict or author.rstrip().endswith(")") else ""
+    if signature.marked or author.rstrip().endswith(")"):
+        return _MARKS[signature.status]
+    return ""
 
 
 def age(seconds: int | None) -> str:

@@ -75,8 +75,23 @@ class Signature(NamedTuple):
     signer: str | None = None
     strict: bool = False
 
+    @property
+    def marked(self) -> bool:
+        """Whether text shows the status: always, but for an unsigned record read under
+        `trust = "any"`."""
+        return self.status != "unsigned" or self.strict
+
+    @property
+    def verified(self) -> bool:
+        return self.status == "verified"
+
 
 UNSIGNED = Signature("unsigned")
+
+
+def unsigned(strict: bool = False) -> Signature:
+    """The status of a record that holds no signature."""
+    return Signature("unsigned", None, strict)
 
 
 def is_refused_char(char: str) -> bool:

@@ -18,7 +18,7 @@ from majordomus.jsontext import (
     with_members,
 )
 from majordomus.plaintext import age, ago, counted, interval, one_line, safe, signature_mark
-from majordomus.records import HANDOVER_FIELDS, UNSIGNED, Divergence, Record, skew_s
+from majordomus.records import HANDOVER_FIELDS, Divergence, Record, skew_s
 from majordomus.values import (
     AdoptResult,
     AttachedRecord,
@@ -40,9 +40,8 @@ def record_json(loc: AttachedRecord) -> dict[str, Any]:
     status and signer."""
     out = record_members(loc.record)
     out["commit"] = loc.commit
-    signature = loc.signature or UNSIGNED
-    out["signature"] = signature.status
-    out["signer"] = signature.signer
+    out["signature"] = loc.signed.status
+    out["signer"] = loc.signed.signer
     return out
 
 
@@ -57,9 +56,8 @@ def untrusted_lines(untrusted: Sequence[AttachedRecord]) -> list[str]:
         return []
     lines = [f'not shown: {counted(len(untrusted), "record")} not verified (trust = "signed"):']
     for loc in untrusted:
-        status = (loc.signature or UNSIGNED).status
         lines.append(
-            f"    {loc.record.kind} {loc.record.id} on {loc.commit[:12]}, {status}, by "
+            f"    {loc.record.kind} {loc.record.id} on {loc.commit[:12]}, {loc.signed.status}, by "
             f"{one_line(loc.record.author)}"
         )
     return lines

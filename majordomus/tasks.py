@@ -23,7 +23,7 @@ from majordomus.index import Index, Views
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
-from majordomus.records import SIGNATURE_KEY, UNSIGNED, age_s, skew_s
+from majordomus.records import SIGNATURE_KEY, age_s, skew_s, unsigned
 from majordomus.repository import Repository
 from majordomus.values import AttachedRecord, CheckResult, Listed
 
@@ -62,8 +62,8 @@ class Jobs:
         "signed"`); records that hold no signature are told so without a check."""
         if any(SIGNATURE_KEY in loc.record.table for loc in located):
             return self.verifier.attach(located, strict)
-        unsigned = UNSIGNED._replace(strict=True) if strict else UNSIGNED
-        return [loc._replace(signature=unsigned) for loc in located]
+        none = unsigned(strict)
+        return [loc._replace(signature=none) for loc in located]
 
     def attach_one(self, loc: AttachedRecord, strict: bool = False) -> AttachedRecord:
         return self.attach([loc], strict)[0]
@@ -191,11 +191,7 @@ def _verified_open(jobs: Jobs, views: Views, task: str, reach: Collection[str]) 
     items = [item for item in index.open_handovers(task) if item.commit in reach]
     index.preload(items)
     located = jobs.attach([index.locate(item) for item in items], strict=True)
-    return any(is_verified(loc) for loc in located)
-
-
-def is_verified(loc: AttachedRecord) -> bool:
-    return loc.signature is not None and loc.signature.status == "verified"
+    return any(loc.signed.verified for loc in located)
 
 
 def trusted(
@@ -206,8 +202,8 @@ def trusted(
     attached = jobs.attach(located, strict)
     if not strict:
         return attached, []
-    return [loc for loc in attached if is_verified(loc)], [
-        loc for loc in attached if not is_verified(loc)
+    return [loc for loc in attached if loc.signed.verified], [
+        loc for loc in attached if not loc.signed.verified
     ]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar, overload
 
-from majordomus.records import Divergence, Record, Signature, Summary
+from majordomus.records import UNSIGNED, Divergence, Record, Signature, Summary
 
 # ---- Notes as a read finds them, and what a write did ------------------------------------
 
@@ -96,6 +96,11 @@ class AttachedRecord(NamedTuple):
     commit: str
     position: int  # order of the record within that commit's note
     signature: Signature | None = None  # set by the read that shows it (`verifying`)
+
+    @property
+    def signed(self) -> Signature:
+        """Its signature status; unsigned when no read set one."""
+        return self.signature or UNSIGNED
 
 
 class RecordText(NamedTuple):

@@ -23,9 +23,9 @@ from majordomus.notes import canonical
 from majordomus.records import (
     SIGNATURE_KEY,
     SIGNATURE_NAMESPACE,
-    UNSIGNED,
     Record,
     Signature,
+    unsigned,
 )
 from majordomus.repository import Repository
 from majordomus.signconfig import SignConfig, read, run
@@ -158,7 +158,7 @@ class Verifier:
         """Each record's signature status; `strict`: read under `trust = "signed"`."""
         found = [signature_of(record) for record in records]
         if all(sig is None for sig in found):
-            return [_unsigned(strict)] * len(records)
+            return [unsigned(strict)] * len(records)
         checks = {
             index: check_of(record, sig)
             for index, (record, sig) in enumerate(zip(records, found, strict=True))
@@ -169,7 +169,7 @@ class Verifier:
         for index in range(len(records)):
             check = checks.get(index)
             if check is None:
-                out.append(_unsigned(strict))
+                out.append(unsigned(strict))
             else:
                 status, signer = answers[check.key]
                 out.append(Signature(status, signer, strict))
@@ -204,10 +204,6 @@ class Verifier:
                 answers = loaded[1]
             self._answers = answers
         return self._answers
-
-
-def _unsigned(strict: bool) -> Signature:
-    return UNSIGNED._replace(strict=True) if strict else UNSIGNED
 
 
 # ---- one check --------------------------------------------------------------------------
