@@ -89,11 +89,21 @@ ALLOWED = {
         "values",
     },
     "front": {"context", "freshness", "invocation", "read", "sharing", "write"},
+    "drawing": {"repository", "values"},
     "gitfiles": set(),
     "gitobjects": set(),
     "gitprocess": {"errors", "profile"},
     "graph": {"chains", "divergence", "records", "tally"},
-    "history": {"cachefile", "errors", "gitfiles", "gitobjects", "graph", "repository"},
+    "graphtext": {"plaintext", "values"},
+    "history": {
+        "cachefile",
+        "drawing",
+        "errors",
+        "gitfiles",
+        "gitobjects",
+        "graph",
+        "repository",
+    },
     "hooks": {"agents", "context", "errors", "invocation", "plaintext", "tasks", "values"},
     "index": {
         "cachefile",
@@ -144,7 +154,9 @@ ALLOWED = {
     "profile": {"errors", "records"},
     "read": {
         "commitnotes",
+        "drawing",
         "errors",
+        "graphtext",
         "index",
         "invocation",
         "markdowntext",
@@ -227,7 +239,7 @@ ALLOWED = {
     },
 }
 STORE_LAYER = {
-    "repository", "location", "gitfiles", "gitobjects", "history", "notestree", "blobs",
+    "repository", "location", "gitfiles", "gitobjects", "history", "drawing", "notestree", "blobs",
     "readrefs", "commitnotes", "partialclone", "notesread", "notesref", "merge", "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
@@ -238,6 +250,7 @@ OWNERS = {
     "subprocess": {
         "repository",
         "history",
+        "drawing",
         "location",
         "gitfiles",
         "gitobjects",
