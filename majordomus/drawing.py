@@ -26,6 +26,7 @@ REFS = "refs/majordomus-graph/"
 MARK = "\x01"  # around a commit's id on its own line: nothing git draws is a control character
 FORMAT = "--format=%x01%H%x01%w(1,0,0)%D"
 # What locates or shapes the repository for git, replaced by the throwaway directory's own.
+_ALTERNATES = "GIT_ALTERNATE_OBJECT_DIRECTORIES"
 _LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_NAMESPACE")
 
 
@@ -45,36 +46,101 @@ def draw(
 ) -> Drawn:
     """`git log --graph` of TIPS simplified to the commits of COUNTS (each drawn with as many
     lines as its count) and the merges and roots git keeps between them; at most LIMIT
-    commits. REPLACEMENTS: the history is read through replacements (their refs copied)."""
+    commits. REPLACEMENTS: the history is read through replacements (their refs copied).
+
+    git judges a root commit by its files, not its refs: a root without files (`git commit
+    --allow-empty` first) is left out however many refs it has. Such a root carrying
+    records is drawn through a replacement made in the throwaway directory alone: the same
+    commit with one file, under its own id."""
     folder = tempfile.mkdtemp(prefix="majordomus-graph-")
     try:
         gitdir = Path(folder)
-        _make_gitdir(repository, gitdir, counts, replacements, tips)
-        args = [
-            "log",
-            "--graph",
-            "--simplify-by-decoration",
-            f"--decorate-refs={REFS}",
-            "--no-show-signature",
-            "--color=always" if colour else "--no-color",
-            FORMAT,
-            *([f"--max-count={limit}"] if limit is not None else []),
-            "--stdin",
-        ]
-        result = subprocess.run(
-            ["git", *args],
-            input="".join(f"{tip}\n" for tip in tips),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            env=_environ(repository, gitdir),
-            check=False,
-        )
-        check_exit("log", result.returncode, result.stderr)
-        return parse(result.stdout)
+        refs = _make_gitdir(repository, gitdir, counts, replacements, tips)
+        env = _environ(repository, gitdir)
+        drawn = _log(tips, env, colour, limit)
+        left = [commit for commit in counts if commit not in drawn.commits]
+        if left and limit is None and "GIT_NO_REPLACE_OBJECTS" not in env:
+            roots = _empty_roots(left, env, len(tips[0]) == 64)
+            if roots:
+                env = _own_objects(gitdir, env)
+                refs += [f"{_with_a_file(root, env)} refs/replace/{root}" for root in roots]
+                _write_refs(gitdir, refs)
+                drawn = _log(tips, env, colour, limit)
+        return drawn
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _log(tips: Sequence[str], env: Mapping[str, str], colour: bool, limit: int | None) -> Drawn:
+    args = [
+        "log",
+        "--graph",
+        "--simplify-by-decoration",
+        f"--decorate-refs={REFS}",
+        "--no-show-signature",
+        "--color=always" if colour else "--no-color",
+        FORMAT,
+        *([f"--max-count={limit}"] if limit is not None else []),
+        "--stdin",
+    ]
+    return parse(_git(args, env, "".join(f"{tip}\n" for tip in tips)))
+
+
+def _git(args: Sequence[str], env: Mapping[str, str], given: str = "") -> str:
+    result = subprocess.run(
+        ["git", *args],
+        input=given,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=dict(env),
+        check=False,
+    )
+    check_exit(args[0], result.returncode, result.stderr)
+    return result.stdout
+
+
+EMPTY_TREES = {  # the tree of no files, in each object format
+    False: "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    True: "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+}
+
+
+def _empty_roots(commits: Sequence[str], env: Mapping[str, str], sha256: bool) -> list[str]:
+    """Which of these commits are roots without files, as git reads them here."""
+    out = _git(["log", "--no-walk=unsorted", "--format=%H %T %P", "--stdin"], env, _lines(commits))
+    roots = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1] == EMPTY_TREES[sha256]:
+            roots.append(fields[0])
+    return roots
+
+
+def _own_objects(gitdir: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment with the throwaway directory's objects first, where what it makes is
+    written, and the repository's read after them."""
+    borrowed = [env["GIT_OBJECT_DIRECTORY"], *filter(None, [env.get(_ALTERNATES)])]
+    return {
+        **env,
+        "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
+        _ALTERNATES: os.pathsep.join(borrowed),
+    }
+
+
+def _with_a_file(root: str, env: Mapping[str, str]) -> str:
+    """A copy of ROOT with one file in its tree (its parents, author and message kept)."""
+    blob = _git(["hash-object", "-w", "--stdin"], env, "drawn\n").strip()
+    tree = _git(["mktree"], env, f"100644 blob {blob}\tdrawn\n").strip()
+    raw = _git(["cat-file", "commit", root], env)
+    head, _, rest = raw.partition("\n")
+    copy = f"tree {tree}\n{rest}" if head.startswith("tree ") else raw
+    return _git(["hash-object", "-t", "commit", "-w", "--stdin"], env, copy).strip()
+
+
+def _lines(items: Sequence[str]) -> str:
+    return "".join(f"{item}\n" for item in items)
 
 
 def parse(out: str) -> Drawn:
@@ -106,13 +172,13 @@ def _make_gitdir(
     counts: Mapping[str, int],
     replacements: bool,
     tips: Sequence[str],
-) -> None:
+) -> list[str]:
+    """The throwaway directory made, its refs written; returns them (`_write_refs`)."""
     (gitdir / "refs").mkdir()
     (gitdir / "objects").mkdir()
     (gitdir / "HEAD").write_text("ref: refs/heads/unborn\n", encoding="ascii")
-    sha256 = any(len(tip) == 64 for tip in tips)
     config = "[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
-    if sha256:
+    if any(len(tip) == 64 for tip in tips):
         config += "[extensions]\n\tobjectFormat = sha256\n"
     (gitdir / "config").write_text(config, encoding="ascii")
     refs = [
@@ -120,11 +186,17 @@ def _make_gitdir(
     ]
     if replacements:
         refs += _replace_refs(repository)
-    refs.sort(key=lambda line: line.split(" ", 1)[1].encode())
-    packed = "# pack-refs with: peeled fully-peeled sorted \n" + "".join(f"{r}\n" for r in refs)
-    (gitdir / "packed-refs").write_text(packed, encoding="ascii")
+    _write_refs(gitdir, refs)
     with contextlib.suppress(OSError):  # a shallow clone's boundary, as git reads it here
         shutil.copyfile(repository.commondir / "shallow", gitdir / "shallow")
+    return refs
+
+
+def _write_refs(gitdir: Path, refs: Sequence[str]) -> None:
+    """REFS (`id name` lines) as the directory's packed-refs file, sorted as git keeps it."""
+    ordered = sorted(refs, key=lambda line: line.split(" ", 1)[1].encode())
+    packed = "# pack-refs with: peeled fully-peeled sorted \n" + _lines(ordered)
+    (gitdir / "packed-refs").write_text(packed, encoding="ascii")
 
 
 def _replace_refs(repository: Repository) -> list[str]:

@@ -6,9 +6,13 @@ can draw a line of the graph or pass for another record."""
 
 from __future__ import annotations
 
+import re
+
 from majordomus.plaintext import counted, one_line, skipped
 from majordomus.values import GraphRecord, GraphResult
 
+_SGR = re.compile(r"\x1b\[[0-9;]*m")  # git's colours in a graph it drew
+_PLAIN = re.compile(r"[| ]*")  # a graph line of columns only
 SHORT = 12  # a commit's id as every other output of majordomus shortens it
 _YELLOW, _RESET = "\x1b[33m", "\x1b[m"
 _LABEL_COLOURS = {
@@ -44,6 +48,13 @@ def history_graph(result: GraphResult, colour: bool = False) -> str:
             out.append(line.graph)
             continue
         drawn = result.records.get(line.commit, ())
+        if 0 < len(drawn) <= line.line:
+            # A line past the commit's records: git's `grafted` word of a shallow clone's
+            # boundary took one. A line of columns only is left out (git draws a commit of
+            # fewer lines without it); a line that bends a column is git's next line anyway.
+            if _PLAIN.fullmatch(_SGR.sub("", line.graph)) is None:
+                out.append(line.graph.rstrip(" "))
+            continue
         text = record_text(drawn[line.line], colour) if line.line < len(drawn) else ""
         if line.line == 0:
             short = line.commit[:SHORT]
