@@ -47,6 +47,8 @@ def graph(t: Transcript) -> None:
     t.git(repo, "switch", "-q", "main")
     _commit(t, repo, "main: bump version")
     t.run(repo, "checkpoint", "version bumped while the feature was under way")
+    t.clock.advance(60)
+    t.run(repo, "checkpoint", "a second record on the same commit")
     t.note("main and feature have each moved: two lines of records")
     t.run(repo, "history", "--graph")
     t.run(repo, "history", "--graph", "--all")
@@ -71,6 +73,9 @@ def graph(t: Transcript) -> None:
         "hostile/forged-ids-in-every-id-field.toml",
         "hostile/a-task-id-that-drives-the-terminal.toml",
         "hostile/raw-c1-bidi-and-zero-width-characters.toml",
+        "hostile/duplicate-ids-in-one-note.toml",
+        "hostile/the-same-id-on-another-commit.toml",
+        "hostile/a-task-id-that-shares-the-real-task-s-prefix.toml",
         "invalid/not-toml.toml",
     ):
         _plant(t, repo, task, name)
