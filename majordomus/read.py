@@ -9,7 +9,6 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from majordomus.drawing import Drawn
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index, Views, newest_first
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
@@ -133,6 +132,8 @@ def history_graph(
         records.setdefault(item.commit, []).append(drawn)
     counts = {on: len(items) for on, items in records.items()}
     tips = [commit, *sorted(here)]
+    from majordomus.drawing import Drawn  # here: only history --graph draws
+
     # Nothing to draw: git is not asked (it would draw the root commit alone).
     drawing = jobs.history.draw(tips, counts, colour, limit) if counts else Drawn((), frozenset())
     left_out = sum(n for on, n in counts.items() if on not in drawing.commits)
