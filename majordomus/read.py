@@ -114,6 +114,7 @@ def history_graph(
     jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.refs.ref_targets()))
     task_id, index = _index_shown(jobs, commit, task, 1)
     chosen = index.records if task_id is None else index.of_task(task_id)
+    _expect_labels(jobs, commit, chosen, None)
     order = index.graph_order
     off = {item.commit for item in chosen if item.commit not in order}
     here = jobs.history.commits_here(off) if include_all and off else set()
