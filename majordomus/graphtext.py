@@ -69,7 +69,7 @@ def history_graph(result: GraphResult, colour: bool = False) -> str:
 def _tail(result: GraphResult) -> list[str]:
     rev = result.rev[:SHORT]
     tail = []
-    if not result.records and not result.hidden and not result.missing:
+    if not result.records and not result.missing:  # as `history` says it
         tail.append(f"no records on commits reachable from {rev}")
     if result.left_out:
         tail.append(

@@ -71,6 +71,8 @@ def oracle(
     lines = "".join(
         f"create refs/oracle/{c}/{n} {c}\n" for c, count in counts.items() for n in range(count)
     )
+    replaced = repo.git("for-each-ref", "--format=create %(refname) %(objectname)", "refs/replace/")
+    lines += "".join(f"{line}\n" for line in replaced.splitlines())
     env = {**repo.environ, "GIT_DIR": str(copy)}
     run = Repo(where, env, repo.clock)
     run.git("update-ref", "--stdin", input=lines)
@@ -222,6 +224,30 @@ def test_a_root_without_files_is_drawn_with_its_records(tmp_path: Path) -> None:
     assert out.splitlines()[-1].startswith(f"* {root} task t-")
     assert "not drawn" not in out
     assert repo.git("for-each-ref", "refs/replace/").strip() == ""  # nothing written here
+
+
+def test_a_replacement_in_force_is_drawn_as_git_reads_it(tmp_path: Path) -> None:
+    """`git replace --graft`: git reads the history through it, and so does the drawing;
+    the repository is left as it was (its refs and its objects)."""
+    repo = Repo.init(tmp_path / "r", hermetic_environ(tmp_path / "home"), Clock(), commit=False)
+    repo.commit("a", {"f": "a"})
+    repo.task()
+    repo.git("switch", "-q", "-c", "side")
+    side = repo.commit("side", {"f": "side"})
+    assert repo.run("checkpoint", "on the side").code == 0
+    repo.git("switch", "-q", "main")
+    repo.commit("b", {"f": "b"})
+    tip = repo.commit("c", {"f": "c"})
+    assert repo.run("checkpoint", "on c").code == 0
+    before = _shape(drawn(repo))
+    assert [c for _, c in before if c] == [tip[:12], repo.git("rev-parse", "HEAD~2").strip()[:12]]
+    repo.git("replace", "--graft", tip, side)
+    refs = repo.git("for-each-ref")
+    objects = repo.git("count-objects", "-v")
+    after = _shape(drawn(repo))
+    assert [c for _, c in after if c][:2] == [tip[:12], side[:12]]
+    assert after == oracle(repo, tmp_path, "HEAD")
+    assert (repo.git("for-each-ref"), repo.git("count-objects", "-v")) == (refs, objects)
 
 
 def test_hostile_notes_draw_no_line_of_their_own(tmp_path: Path) -> None:
