@@ -375,7 +375,8 @@ def main_signing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
 def run_drawing_rows(setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]) -> str:
     """The drawing row on the repository of 100,000 commits; returns its section."""
     fixture = ensure_fixture(shape_for(SIGNING_COMMITS), root, setup.env, log)
-    rows = drawing_rows(setup, fixture, workdir / "drawing", log)
+    merges = merge_heavy(root, SIGNING_COMMITS, setup.env, log)
+    rows = drawing_rows(setup, fixture, merges, workdir / "drawing", log)
     for row in rows:
         print(f"{row.name} | {row.majordomus.median_ms:.0f} ms | "
               f"{row.baseline.median_ms:.0f} ms | {row.verdict}", file=sys.stderr)  # fmt: skip
