@@ -45,8 +45,11 @@ def _shape(text: str) -> Shape:
     return lines
 
 
-def _records(repo: Repo, rev: str, include_all: bool = False) -> dict[str, int]:
+def _records(
+    repo: Repo, rev: str, include_all: bool = False, task: str | None = None
+) -> dict[str, int]:
     args = ["history", rev, "--json", *(["--all"] if include_all else [])]
+    args += ["--task", task] if task else []
     result = repo.run(*args)
     assert result.code == 0, result.err
     counts: dict[str, int] = {}
@@ -56,12 +59,18 @@ def _records(repo: Repo, rev: str, include_all: bool = False) -> dict[str, int]:
 
 
 def oracle(
-    repo: Repo, where: Path, rev: str, include_all: bool = False, wrap: bool = True
+    repo: Repo,
+    where: Path,
+    rev: str,
+    include_all: bool = False,
+    wrap: bool = True,
+    task: str | None = None,
+    limit: int | None = None,
 ) -> Shape:
     """git's own drawing: a copy of the repository's git directory without its refs, a ref
     on each commit that carries records (one per record), and `git log --graph
     --simplify-by-decoration` of REV (and, with INCLUDE_ALL, of those commits)."""
-    counts = _records(repo, rev, include_all)
+    counts = _records(repo, rev, include_all, task)
     gitdir = Path(repo.git("rev-parse", "--absolute-git-dir").strip())
     copy = where / "oracle.git"
     shutil.rmtree(copy, ignore_errors=True)
@@ -78,8 +87,15 @@ def oracle(
     run.git("update-ref", "--stdin", input=lines)
     tips = [head, *(c for c in counts if include_all)]
     fmt = "--format=%x01%H%x01%w(1,0,0)%D" if wrap else "--format=%x01%H"
+    most = [f"--max-count={limit}"] if limit else []
     out = run.git(
-        "log", "--graph", "--simplify-by-decoration", "--decorate-refs=refs/oracle/", fmt, *tips
+        "log",
+        "--graph",
+        "--simplify-by-decoration",
+        "--decorate-refs=refs/oracle/",
+        fmt,
+        *most,
+        *tips,
     )
     shape: Shape = []
     for line in out.splitlines():
@@ -129,6 +145,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Repo, Path
         step(f"{branch} 2")
     repo.git("switch", "-q", "main")
     step("main 2", "main moved")
+    repo.task("a second task")  # the records after it are of this task
     repo.git("merge", "-q", "--no-edit", "left", "right")  # an octopus
     step("after the octopus")
     repo.git("merge", "-q", "--no-edit", "feature")
@@ -151,6 +168,28 @@ def test_the_shape_is_git_s_drawing_of_the_same_commits(world: tuple[Repo, Path]
     shape = _shape(drawn(repo, rev))
     assert shape == oracle(repo, root, rev)
     assert any(graph.startswith("*") and commit for graph, commit in shape)
+
+
+def test_one_task_and_a_limit_are_git_s_drawing_too(world: tuple[Repo, Path]) -> None:
+    repo, root = world
+    first = json.loads(repo.run("history", "--json").out)["records"][-1]["task"]
+    one = drawn(repo, "--task", first)
+    assert _shape(one) == oracle(repo, root, "main", task=first)
+    assert _shape(one) != _shape(drawn(repo))
+    limited = drawn(repo, "--limit", "3")
+    assert _shape(limited) == oracle(repo, root, "main", limit=3)
+    assert sum(1 for graph, commit in _shape(limited) if commit) == 3
+    assert "more records on commits not drawn; majordomus history lists them" in limited
+
+
+def test_a_linked_worktree_draws_what_its_repository_holds(world: tuple[Repo, Path]) -> None:
+    repo, root = world
+    repo.git("worktree", "add", "-q", "--detach", str(root / "linked"), "feature")
+    try:
+        linked = Repo(root / "linked", repo.environ, repo.clock)
+        assert _shape(drawn(linked)) == oracle(repo, root, "feature")
+    finally:
+        repo.git("worktree", "remove", "--force", str(root / "linked"))
 
 
 def test_merges_branches_and_every_record_are_drawn(world: tuple[Repo, Path]) -> None:
