@@ -59,7 +59,7 @@ def draw(
         env = _environ(repository, gitdir)
         drawn = _log(tips, env, colour, limit)
         left = [commit for commit in counts if commit not in drawn.commits]
-        if left and limit is None and "GIT_NO_REPLACE_OBJECTS" not in env:
+        if left and "GIT_NO_REPLACE_OBJECTS" not in env:  # (with LIMIT: past it, often)
             roots = _empty_roots(left, env, len(tips[0]) == 64)
             if roots:
                 env = _own_objects(gitdir, env)

@@ -262,6 +262,7 @@ def test_a_root_without_files_is_drawn_with_its_records(tmp_path: Path) -> None:
     root = repo.git("rev-list", "--max-parents=0", "HEAD").strip()[:12]
     assert out.splitlines()[-1].startswith(f"* {root} task t-")
     assert "not drawn" not in out
+    assert drawn(repo, "--limit", "2") == out
     assert repo.git("for-each-ref", "refs/replace/").strip() == ""  # nothing written here
 
 
