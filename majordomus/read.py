@@ -120,35 +120,45 @@ def history_graph(
     here = jobs.history.commits_here(off) if include_all and off else set()
     shown = [item for item in chosen if item.commit in order or item.commit in here]
     selected = newest_first(shown, index.order_of)
-    handovers = [item.commit for item in selected if item.summary.kind == "handover"]
-    labels = jobs.history.graph().labels(commit, handovers)
-    resolved = index.resolved_handovers()
-    records: dict[str, list[GraphRecord]] = {}
+    counts: dict[str, int] = {}
     for item in selected:
-        summary = item.summary
-        if summary.kind == "handover":
-            drawn = GraphRecord(summary, labels[item.commit], summary.id in resolved)
-        else:
-            drawn = GraphRecord(summary, None, None)
-        records.setdefault(item.commit, []).append(drawn)
-    counts = {on: len(items) for on, items in records.items()}
+        counts[item.commit] = counts.get(item.commit, 0) + 1
     tips = [commit, *sorted(here)]
     from majordomus.drawing import Drawn  # here: only history --graph draws
 
     # Nothing to draw: git is not asked (it would draw the root commit alone).
     drawing = jobs.history.draw(tips, counts, colour, limit) if counts else Drawn((), frozenset())
-    left_out = sum(n for on, n in counts.items() if on not in drawing.commits)
     unreached = sum(1 for item in chosen if item.commit in off)
     return GraphResult(
         rev=commit,
         task=task_id,
         lines=drawing.lines,
-        records={on: tuple(items) for on, items in records.items()},
-        left_out=left_out,
+        records=_drawn_records(jobs, index, commit, selected, drawing.commits),
+        left_out=sum(n for on, n in counts.items() if on not in drawing.commits),
         hidden=0 if include_all else unreached,
         missing=sum(1 for item in chosen if item.commit in off - here) if include_all else 0,
         invalid=index.invalid,
     )
+
+
+def _drawn_records(
+    jobs: Jobs, index: Index, rev: str, selected: Sequence[Listed], drawn: frozenset[str]
+) -> dict[str, tuple[GraphRecord, ...]]:
+    """The records of each commit drawn, in the order given, a handover with its label
+    against REV (read for the handovers drawn only) and whether it is resolved."""
+    selected = [item for item in selected if item.commit in drawn]
+    handovers = [item.commit for item in selected if item.summary.kind == "handover"]
+    labels = jobs.history.graph().labels(rev, handovers)
+    resolved = index.resolved_handovers()
+    records: dict[str, list[GraphRecord]] = {}
+    for item in selected:
+        summary = item.summary
+        if summary.kind == "handover":
+            record = GraphRecord(summary, labels[item.commit], summary.id in resolved)
+        else:
+            record = GraphRecord(summary, None, None)
+        records.setdefault(item.commit, []).append(record)
+    return {on: tuple(items) for on, items in records.items()}
 
 
 def _index_shown(
