@@ -117,6 +117,7 @@ def test_anchors_follow_github_s_rules() -> None:
     assert (
         anchor("Sharing records: init, fetch, push, sync") == "sharing-records-init-fetch-push-sync"
     )
+    assert anchor('trust = "signed"') == "trust--signed"
     assert anchor("`majordomus init` and `--remote`") == "majordomus-init-and---remote"
     assert anchor("Where the spec is silent: what majordomus does") == (
         "where-the-spec-is-silent-what-majordomus-does"
