@@ -24,6 +24,9 @@ from fetch_rows import fetch_rows
 from fetch_rows import section as fetch_section
 from fetch_rows import write_section as write_fetch_section
 from graph_rows import GraphFixture, graph_rows, merge_heavy, section, write_section
+from mcp_rows import mcp_rows
+from mcp_rows import section as mcp_section
+from mcp_rows import write_section as write_mcp_section
 from repo_cache import (
     GRAPH_VARIANTS,
     Fixture,
@@ -76,9 +79,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument(
         "--only",
-        choices=["graph", "fetch", "signing"],
+        choices=["graph", "fetch", "signing", "mcp"],
         help="run only these rows (graph: branch switch, fresh clone, merge-heavy history; "
-        "fetch: 1,000 new records from a remote; signing: signed records' reads and write)",
+        "fetch: 1,000 new records from a remote; signing: signed records' reads and write; "
+        "mcp: the MCP server's start-up)",
     )
     parser.add_argument(
         "--before",
@@ -368,9 +372,27 @@ def main_signing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_signing_section, "signing")
 
 
+def run_mcp_rows(setup: Setup, workdir: Path, arguments: Sequence[str]) -> str:
+    """The MCP server's start-up, on a small repository; returns its section."""
+    rows = mcp_rows(setup, workdir / "mcp", log)
+    for field in ("sdk", "server", "context"):
+        log(f"mcp {field}: median {rows.median_ms(field):.0f} ms ({rows.spread_ms(field)})")
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    return mcp_section(rows, command)
+
+
+def main_mcp(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
+        return run_mcp_rows(setup, workdir, arguments)
+
+    return _section(args, rows, write_mcp_section, "mcp")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
+    if args.only == "mcp":
+        return main_mcp(args, arguments)
     if args.only == "graph":
         return main_graph(args, arguments)
     if args.only == "fetch":
@@ -396,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(fetched + "\n", flush=True)
         signed = run_signing_rows(args, setup, root, workdir, arguments)
         print(signed + "\n", flush=True)
+        served = run_mcp_rows(setup, workdir, arguments)
+        print(served + "\n", flush=True)
         source_at_end = majordomus_source(setup)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -408,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
         write_signing_section(output, signed)
+        write_mcp_section(output, served)
         log(f"wrote {output}")
     log(f"done in {elapsed:.0f} s")
     return 0

@@ -374,3 +374,159 @@ def test_without_the_sdk_one_sentence_and_exit_2(repo: Repo) -> None:
         "majordomus: the MCP SDK is not installed; install it with pip install "
         "'majordomus[mcp]'.\n",
     )
+
+
+# ---- what a client reads of the tools, and a server called before it is asked for them ----
+
+
+def test_every_tool_has_a_readable_title_and_every_parameter_a_description(repo: Repo) -> None:
+    """Over every tool the server lists (a tool added later included): titles a person can
+    read, on the tool and its schemas, and a one-line description for each parameter."""
+
+    async def body(client: Client) -> None:
+        listed = await client.list_tools()
+        assert {tool.name for tool in listed.tools} == TOOLS
+        for tool in listed.tools:
+            words = tool.name.replace("_", " ")
+            assert tool.title == words
+            schema = tool.input_schema
+            assert schema["title"] == f"{words} arguments"
+            assert tool.output_schema is not None
+            assert tool.output_schema["title"] == f"{words} answer"
+            shown = json.dumps(tool.model_dump(by_alias=True))
+            assert "tool_" not in shown and "Arguments" not in shown and "DictOutput" not in shown
+            for name, parameter in schema["properties"].items():
+                described = parameter.get("description")
+                assert isinstance(described, str) and described.strip(), (tool.name, name)
+                assert "\n" not in described and described.endswith("."), (tool.name, name)
+
+    in_process(repo, body)
+
+
+class Wire:
+    """`majordomus mcp` started as an agent starts it, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, repo: Repo) -> None:
+        import queue
+        import threading
+
+        self.child = subprocess.Popen(
+            [*MAJORDOMUS, "mcp"],
+            cwd=repo.path,
+            env=repo.environ,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        assert self.child.stdout is not None
+        out = self.child.stdout
+
+        def read() -> None:  # lines as they come, so a test waits with a timeout, never hangs
+            for line in out:
+                self.lines.put(line)
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        """All `messages` in one write: a client that does not wait between them."""
+        assert self.child.stdin is not None
+        self.child.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        self.child.stdin.flush()
+
+    def answer(self, ident: int) -> dict[str, Any]:
+        while True:
+            message = json.loads(self.lines.get(timeout=60))
+            if message.get("id") == ident:
+                assert isinstance(message, dict)
+                return message
+
+    def close(self) -> str:
+        assert self.child.stdin is not None and self.child.stderr is not None
+        self.child.stdin.close()
+        assert self.child.wait(timeout=60) == 0
+        return self.child.stderr.read().decode()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+def call(ident: int, tool: str, **arguments: Any) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+def world_with_a_hand_written_note(repo: Repo) -> str:
+    """A task on a history with a merge, another branch checked out, and a note a teammate
+    wrote by hand with plain git: invisible characters and forged lines in its body."""
+    from tests.support.attacks import hostile, record, write_note
+
+    task = repo.task()
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side: smaller batch")
+    repo.git("checkout", "-q", "-")
+    repo.commit("main: retry on timeout")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    body = hostile("flush() drops the last ack\u200b\u2028\u202e\x1b[31m")
+    note = record("checkpoint", "c-00000000000000aa", task, base, repo.clock.now, body=body)
+    write_note(repo, repo.head(), note)
+    repo.git("checkout", "-q", "-b", "topic")
+    return task
+
+
+def test_a_call_sent_with_initialize_before_any_answer_or_tools_list_is_answered(
+    repo: Repo,
+) -> None:
+    """A client that sends a tool call straight after `initialize`, without waiting for its
+    answer and without `notifications/initialized` or `tools/list` (a client that lists the
+    tools later, or never), gets the tool's answer: every tool is registered before the
+    server reads its first line."""
+    from tests.support.agent_text import invisible
+
+    task = world_with_a_hand_written_note(repo)
+    wire = Wire(repo)
+    wire.send(INITIALIZE, call(2, "checkpoint", text="reproduced on topic"), call(3, "context"))
+    assert wire.answer(1)["result"]["serverInfo"]["name"] == "majordomus"
+    point = wire.answer(2)["result"]
+    assert point["isError"] is False
+    assert point["structuredContent"]["record"]["body"] == "reproduced on topic"
+    assert point["structuredContent"]["record"]["task"] == task
+    context = wire.answer(3)["result"]
+    assert context["isError"] is False
+    (block,) = context["content"]
+    assert invisible(block["text"]) == []  # the teammate's characters escaped, never raw
+    text = context["structuredContent"]["text"]
+    assert "reproduced on topic" in text and "flush() drops the last ack" in text
+    assert all(line.startswith("> ") for line in text.splitlines() if "evil.example" in line)
+    wire.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+    listed = wire.answer(4)["result"]["tools"]
+    assert {tool["name"] for tool in listed} == TOOLS
+    assert wire.close() == ""
+    shown = json.loads(repo.run("history", "--json").out)["records"]
+    assert next(r["body"] for r in shown if r["kind"] == "checkpoint") == "reproduced on topic"
+
+
+def test_a_call_before_initialize_gets_an_error_answer_and_records_nothing(repo: Repo) -> None:
+    repo.task()
+    before = repo.notes_ref()
+    wire = Wire(repo)
+    wire.send(call(1, "checkpoint", text="too early"))
+    early = wire.answer(1)
+    assert "error" in early and "result" not in early  # an answer, not silence
+    assert repo.notes_ref() == before
+    wire.send({**INITIALIZE, "id": 2}, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    wire.send(call(3, "checkpoint", text="after initialize"))
+    wire.answer(2)
+    assert wire.answer(3)["result"]["structuredContent"]["record"]["body"] == "after initialize"
+    wire.close()
+    assert repo.notes_ref() != before

@@ -1,0 +1,210 @@
+"""The MCP rows (`bench/run.py --only mcp`): how long `majordomus mcp` takes to be ready.
+
+Each run starts a fresh server the way an agent does (a child process over stdio) and
+talks JSON-RPC to it as a client does: `initialize`, then `notifications/initialized`
+and `tools/list`, then one `tools/call` of `context`. The child first imports the MCP
+SDK, notes the time (`time.monotonic`, one clock for every process of the machine), then
+runs majordomus' own `main` with `mcp`, so one run gives three figures:
+
+- the SDK's import (the child started to the SDK imported): not majordomus' to make faster;
+- the server's own start-up (the SDK imported to the `tools/list` answer read): the
+  target, at most 0.2 s;
+- the first `context` call (sent to answered), for the record.
+
+The repository is a small one made for the purpose (a task, three checkpoints and a
+handover): the start-up reads nothing of it, and reads have rows of their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from repo_cache import run_git
+from suite import Setup, replace_section
+
+Log = Callable[[str], None]
+BEGIN = "<!-- mcp rows: begin -->"
+END = "<!-- mcp rows: end -->"
+TARGET_S = 0.2  # the server's own part: the SDK imported to the first tools/list answered
+MARK = "mcp-bench sdk imported at "
+CHILD = f"""
+import sys, time
+import mcp.server.mcpserver
+sys.stderr.write("{MARK}" + repr(time.monotonic()) + "\\n")
+sys.stderr.flush()
+from majordomus.__main__ import main
+sys.argv = ["majordomus", "mcp"]
+raise SystemExit(main())
+"""
+TIMEOUT_S = 60.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Run:
+    """One server started: seconds from spawn to the SDK imported, from the SDK imported
+    to the tools/list answer, and of the first context call; what went wrong, if anything."""
+
+    sdk: float
+    server: float
+    context: float
+    tools: tuple[str, ...]
+    error: str = ""
+
+
+def _send(stdin: IO[bytes], message: Mapping[str, Any]) -> None:
+    stdin.write(json.dumps(message).encode() + b"\n")
+    stdin.flush()
+
+
+def _answer(stdout: IO[bytes], ident: int) -> dict[str, Any]:
+    """The response to request `ident` (notifications and log lines before it skipped)."""
+    while True:
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError(f"the server closed its output before answering request {ident}")
+        message = json.loads(line)
+        if isinstance(message, dict) and message.get("id") == ident:
+            return message
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
+
+
+def probe(python: Path, repo: Path, env: Mapping[str, str]) -> Run:
+    """One server started, listed and called once; closed by closing its input."""
+    started = time.monotonic()
+    child = subprocess.Popen(
+        [str(python), "-c", CHILD],
+        cwd=repo,
+        env=dict(env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    try:
+        _send(child.stdin, INITIALIZE)
+        _answer(child.stdout, 1)
+        _send(child.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(child.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        listed = _answer(child.stdout, 2)
+        ready = time.monotonic()
+        asked = time.monotonic()
+        call = {"name": "context", "arguments": {}}
+        _send(child.stdin, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        answer = _answer(child.stdout, 3)
+        answered = time.monotonic()
+        child.stdin.close()
+        child.wait(timeout=TIMEOUT_S)
+        err = child.stderr.read().decode("utf-8", "replace")
+    except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as error:
+        child.kill()
+        child.wait()
+        return Run(0.0, 0.0, 0.0, (), f"{type(error).__name__}: {error}")
+    marks = [line for line in err.splitlines() if line.startswith(MARK)]
+    imported = float(marks[0].removeprefix(MARK)) if marks else started
+    tools = tuple(tool["name"] for tool in listed.get("result", {}).get("tools", []))
+    wrong = "" if answer.get("result", {}).get("isError") is False else f"context: {answer}"
+    return Run(imported - started, ready - imported, answered - asked, tools, wrong)
+
+
+def small_repository(setup: Setup, where: Path, log: Log) -> Path:
+    """A repository of a few commits with a task, three checkpoints and a handover."""
+    repo = where / "repo"
+    repo.mkdir(parents=True)
+    run_git(["init", "-q", "-b", "main"], setup.env, repo)
+
+    def mj(*args: str) -> None:
+        command = [str(setup.majordomus), "-C", str(repo), *args]
+        subprocess.run(command, env=dict(setup.env), check=True, capture_output=True)
+
+    mj("init")
+    for n in range(3):
+        run_git(["commit", "-q", "--allow-empty", "-m", f"step {n}"], setup.env, repo)
+        if n == 0:
+            mj("task", "new", "the queue drops acks")
+        mj("checkpoint", f"step {n}: what was true")
+    mj("handover", "--objective=find it", "--state=half way", "--next=read flush()")
+    log(f"mcp: a small repository at {repo}")
+    return repo
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rows:
+    runs: tuple[Run, ...]
+
+    @property
+    def good(self) -> tuple[Run, ...]:
+        return tuple(run for run in self.runs if not run.error)
+
+    def median_ms(self, field: str) -> float:
+        values = [getattr(run, field) for run in self.good]
+        return statistics.median(values) * 1000 if values else float("nan")
+
+    def spread_ms(self, field: str) -> str:
+        values = [getattr(run, field) * 1000 for run in self.good]
+        return f"{min(values):.0f} to {max(values):.0f}" if values else "—"
+
+
+def mcp_rows(setup: Setup, workdir: Path, log: Log) -> Rows:
+    repo = small_repository(setup, workdir, log)
+    runs: list[Run] = []
+    for round_no in range(setup.warmup + setup.runs):
+        run = probe(setup.python, repo, setup.env)
+        if run.error:
+            log(f"mcp: run {round_no + 1} failed: {run.error}")
+        if round_no >= setup.warmup:
+            runs.append(run)
+    return Rows(tuple(runs))
+
+
+def section(rows: Rows, command: str) -> str:
+    server = rows.median_ms("server")
+    verdict = "met" if server <= TARGET_S * 1000 else "MISSED"
+    failed = len(rows.runs) - len(rows.good)
+    tools = sorted({name for run in rows.good for name in run.tools})
+    lines = [
+        BEGIN,
+        "## MCP server start-up",
+        "",
+        f"Generated by `{command}`: {len(rows.runs)} servers started one after another "
+        "(after one warm-up), each driven over stdio as an agent drives it (`initialize`, "
+        "`tools/list`, one `tools/call` of `context`) on a small repository. The SDK's "
+        "import is the SDK's; the target is the server's own part, from the SDK imported "
+        f"to the `tools/list` answer read: at most {TARGET_S * 1000:.0f} ms.",
+        "",
+        "| measured | median ms | range ms | target | verdict |",
+        "| --- | ---: | ---: | --- | --- |",
+        f"| `import mcp.server.mcpserver` (child started to SDK imported) "
+        f"| {rows.median_ms('sdk'):.0f} | {rows.spread_ms('sdk')} | — | for the record |",
+        f"| server's own start-up (SDK imported to `tools/list` answered) "
+        f"| {server:.0f} | {rows.spread_ms('server')} | ≤ {TARGET_S * 1000:.0f} ms | {verdict} |",
+        f"| first `context` call (sent to answered) "
+        f"| {rows.median_ms('context'):.0f} | {rows.spread_ms('context')} | — | for the record |",
+        "",
+        f"Tools listed: {', '.join(tools) or 'none'}."
+        + (f" {failed} of {len(rows.runs)} runs failed." if failed else ""),
+        "",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, text: str) -> None:
+    replace_section(path, text, BEGIN, END)
