@@ -24,7 +24,7 @@ from fetch_rows import fetch_rows
 from fetch_rows import section as fetch_section
 from fetch_rows import write_section as write_fetch_section
 from graph_rows import GraphFixture, graph_rows, merge_heavy, section, write_section
-from mcp_rows import mcp_rows
+from mcp_rows import mcp_rows, prepared
 from mcp_rows import section as mcp_section
 from mcp_rows import write_section as write_mcp_section
 from repo_cache import (
@@ -372,18 +372,22 @@ def main_signing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_signing_section, "signing")
 
 
-def run_mcp_rows(setup: Setup, workdir: Path, arguments: Sequence[str]) -> str:
-    """The MCP server's start-up, on a small repository; returns its section."""
-    rows = mcp_rows(setup, workdir / "mcp", log)
+MCP_COMMITS = 100_000
+
+
+def run_mcp_rows(setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]) -> str:
+    """The MCP server's start-up, on the repository of 100,000 commits; returns its section."""
+    fixture = ensure_fixture(shape_for(MCP_COMMITS), root, setup.env, log)
+    rows = mcp_rows(setup, prepared(setup, fixture, workdir / "mcp", log), log)
     for field in ("sdk", "server", "context"):
         log(f"mcp {field}: median {rows.median_ms(field):.0f} ms ({rows.spread_ms(field)})")
     command = " ".join([".venv/bin/python bench/run.py", *arguments])
-    return mcp_section(rows, command)
+    return mcp_section(rows, fixture, command)
 
 
 def main_mcp(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     def rows(setup: Setup, root: Path, workdir: Path) -> str:
-        return run_mcp_rows(setup, workdir, arguments)
+        return run_mcp_rows(setup, root, workdir, arguments)
 
     return _section(args, rows, write_mcp_section, "mcp")
 
@@ -418,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(fetched + "\n", flush=True)
         signed = run_signing_rows(args, setup, root, workdir, arguments)
         print(signed + "\n", flush=True)
-        served = run_mcp_rows(setup, workdir, arguments)
+        served = run_mcp_rows(setup, root, workdir, arguments)
         print(served + "\n", flush=True)
         source_at_end = majordomus_source(setup)
     finally:

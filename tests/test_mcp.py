@@ -8,11 +8,13 @@ import json
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.support.cli import MAJORDOMUS
+from tests.support.mcp_wire import LIST, Wire, call, initialize, sdk_handshake
 from tests.support.repo import Repo
 
 if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
@@ -403,68 +405,6 @@ def test_every_tool_has_a_readable_title_and_every_parameter_a_description(repo:
     in_process(repo, body)
 
 
-class Wire:
-    """`majordomus mcp` started as an agent starts it, spoken to in raw JSON-RPC lines."""
-
-    def __init__(self, repo: Repo) -> None:
-        import queue
-        import threading
-
-        self.child = subprocess.Popen(
-            [*MAJORDOMUS, "mcp"],
-            cwd=repo.path,
-            env=repo.environ,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        assert self.child.stdout is not None
-        out = self.child.stdout
-
-        def read() -> None:  # lines as they come, so a test waits with a timeout, never hangs
-            for line in out:
-                self.lines.put(line)
-
-        threading.Thread(target=read, daemon=True).start()
-
-    def send(self, *messages: dict[str, Any]) -> None:
-        """All `messages` in one write: a client that does not wait between them."""
-        assert self.child.stdin is not None
-        self.child.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
-        self.child.stdin.flush()
-
-    def answer(self, ident: int) -> dict[str, Any]:
-        while True:
-            message = json.loads(self.lines.get(timeout=60))
-            if message.get("id") == ident:
-                assert isinstance(message, dict)
-                return message
-
-    def close(self) -> str:
-        assert self.child.stdin is not None and self.child.stderr is not None
-        self.child.stdin.close()
-        assert self.child.wait(timeout=60) == 0
-        return self.child.stderr.read().decode()
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-
-
-def call(ident: int, tool: str, **arguments: Any) -> dict[str, Any]:
-    params = {"name": tool, "arguments": arguments}
-    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
-
-
 def world_with_a_hand_written_note(repo: Repo) -> str:
     """A task on a history with a merge, another branch checked out, and a note a teammate
     wrote by hand with plain git: invisible characters and forged lines in its body."""
@@ -494,8 +434,8 @@ def test_a_call_sent_with_initialize_before_any_answer_or_tools_list_is_answered
     from tests.support.agent_text import invisible
 
     task = world_with_a_hand_written_note(repo)
-    wire = Wire(repo)
-    wire.send(INITIALIZE, call(2, "checkpoint", text="reproduced on topic"), call(3, "context"))
+    wire = Wire(repo.path, repo.environ)
+    wire.send(initialize(1), call(2, "checkpoint", text="reproduced on topic"), call(3, "context"))
     assert wire.answer(1)["result"]["serverInfo"]["name"] == "majordomus"
     point = wire.answer(2)["result"]
     assert point["isError"] is False
@@ -519,14 +459,84 @@ def test_a_call_sent_with_initialize_before_any_answer_or_tools_list_is_answered
 def test_a_call_before_initialize_gets_an_error_answer_and_records_nothing(repo: Repo) -> None:
     repo.task()
     before = repo.notes_ref()
-    wire = Wire(repo)
+    wire = Wire(repo.path, repo.environ)
     wire.send(call(1, "checkpoint", text="too early"))
     early = wire.answer(1)
     assert "error" in early and "result" not in early  # an answer, not silence
     assert repo.notes_ref() == before
-    wire.send({**INITIALIZE, "id": 2}, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    wire.send(initialize(2), {"jsonrpc": "2.0", "method": "notifications/initialized"})
     wire.send(call(3, "checkpoint", text="after initialize"))
     wire.answer(2)
     assert wire.answer(3)["result"]["structuredContent"]["record"]["body"] == "after initialize"
     wire.close()
     assert repo.notes_ref() != before
+
+
+def test_the_handshake_answered_before_the_sdk_is_loaded_is_the_sdk_s(repo: Repo) -> None:
+    """`initialize` and `tools/list` as the front answers them (from `mcptable`) and as the
+    SDK's server answers them, word for word; when this fails after a change of a tool,
+    run .venv/bin/python -m tests.support.mcp_wire."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from majordomus import mcpfront, mcptable
+
+    assert tuple(HANDSHAKE_PROTOCOL_VERSIONS) == mcptable.HANDSHAKE_VERSIONS
+    latest = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    sdk = sdk_handshake(repo.path, repo.environ, latest)
+    wire = Wire(repo.path, repo.environ)
+    wire.send(initialize(1, latest), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    wire.send(LIST)
+    front = wire.answer(1)["result"], wire.answer(2)["result"]
+    assert wire.close() == ""
+    assert front == sdk
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:  # the SDK's rule: the client's, if known
+        answer = mcpfront.initialize_result(initialize(1, version)["params"])
+        assert answer is not None and answer["protocolVersion"] == version
+    unknown = mcpfront.initialize_result(initialize(1, "1999-01-01")["params"])
+    assert unknown is not None and unknown["protocolVersion"] == latest
+    malformed_params: list[Any] = [None, [], {"protocolVersion": 7}, {"protocolVersion": latest}]
+    for malformed in malformed_params:
+        assert mcpfront.initialize_result(malformed) is None  # left to the SDK to refuse
+
+
+# A Python whose MCP SDK cannot finish importing until the test allows it: the import
+# waits (in the thread that imports it) for the file named in MCP_GO to exist.
+HELD_SDK = """
+import os, sys, threading, time
+
+class Held:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp" and threading.current_thread() is not threading.main_thread():
+            while not os.path.exists(os.environ["MCP_GO"]):
+                time.sleep(0.01)
+        return None
+
+sys.meta_path.insert(0, Held())
+from majordomus.__main__ import main
+raise SystemExit(main())
+"""
+
+
+def test_the_handshake_does_not_wait_for_the_sdk_and_a_call_waits_for_it(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """With the SDK's import held, `initialize` and `tools/list` are answered all the
+    same (a client's start-up does not wait for the SDK); a tool call sent meanwhile is
+    answered once the import is let go, with the tool's own answer."""
+    import time
+
+    repo.task()
+    go = tmp_path / "go"
+    held = [sys.executable, "-c", HELD_SDK, "mcp"]
+    wire = Wire(repo.path, {**repo.environ, "MCP_GO": str(go)}, held)
+    wire.send(initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"}, LIST)
+    assert wire.answer(1)["result"]["serverInfo"]["name"] == "majordomus"
+    assert {tool["name"] for tool in wire.answer(2)["result"]["tools"]} == TOOLS
+    wire.send(call(3, "checkpoint", text="sent while the SDK loads"))
+    time.sleep(0.3)
+    assert wire.lines.empty()  # nothing answered it yet: the import is held
+    go.touch()
+    point = wire.answer(3)["result"]
+    assert point["isError"] is False
+    assert point["structuredContent"]["record"]["body"] == "sent while the SDK loads"
+    assert wire.close() == ""
