@@ -379,8 +379,9 @@ def run_mcp_rows(setup: Setup, root: Path, workdir: Path, arguments: Sequence[st
     """The MCP server's start-up, on the repository of 100,000 commits; returns its section."""
     fixture = ensure_fixture(shape_for(MCP_COMMITS), root, setup.env, log)
     rows = mcp_rows(setup, prepared(setup, fixture, workdir / "mcp", log), log)
-    for field in ("sdk", "server", "context"):
-        log(f"mcp {field}: median {rows.median_ms(field):.0f} ms ({rows.spread_ms(field)})")
+    for name, series in (("SDK first", rows.sdk_first), ("as shipped", rows.shipped)):
+        for field in ("sdk", "server", "context"):
+            log(f"mcp {name} {field}: {series.median_ms(field):.0f} ms ({series.spread_ms(field)})")
     command = " ".join([".venv/bin/python bench/run.py", *arguments])
     return mcp_section(rows, fixture, command)
 
