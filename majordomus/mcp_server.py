@@ -5,7 +5,10 @@ the command's (its JSON text is the tool's text, invisible characters from notes
 as the command escapes them; the value is the structured content); a refusal (exit 2
 or 3) is a tool error carrying its sentence and `{"exit": N, "message": ...}`; exit-1
 answers (stale, nothing open) are ordinary results.
-Only this module imports the MCP SDK, and only `majordomus mcp` imports this module.
+Only this module imports the MCP SDK, and only `majordomus mcp` imports this module,
+in a thread while `mcpfront` answers the handshake from `mcptable`: after a change of a
+tool (a new one, a docstring, a parameter), `python -m tests.support.mcp_wire` rewrites
+that table, and a test fails until it matches what this server answers.
 """
 
 from __future__ import annotations

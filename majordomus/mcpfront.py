@@ -4,8 +4,9 @@ The SDK takes about a second to import (two and more on a busy machine), and a c
 gives a server little time: Codex leaves an optional server's tools out of a turn when
 its `initialize` and `tools/list` are not answered within a second (its
 `OPTIONAL_MCP_STARTUP_GRACE`), and a model that calls one then gets "unsupported call".
-So `serve` starts the SDK's import in a thread and, meanwhile, answers `initialize` and
-`tools/list` from `mcptable` (what the SDK itself answers, a test holds the two equal).
+So `serve` starts the SDK's import in a thread and, meanwhile, answers `initialize`,
+`tools/list` and the (empty) lists of prompts and resources from `mcptable` (what the
+SDK itself answers: a test holds the two equal).
 The first message it does not answer so (a tool call, say) waits for the import, then
 the SDK's server takes over the connection: the client's `initialize` replayed to it
 (its answer, already given, dropped), then that message and the rest, in order.
@@ -117,8 +118,9 @@ class Handshake:
             self.initialized = line
             return True
         plain = params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
-        if method == "tools/list" and ident is not None and plain:
-            self._answer(ident, {"tools": mcptable.TOOLS})
+        if method in mcptable.LISTINGS and ident is not None and plain:  # no cursor: page one
+            listing: Any = mcptable.LISTINGS[method]
+            self._answer(ident, listing)
             return True
         return False
 

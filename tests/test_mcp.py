@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.support.cli import MAJORDOMUS
-from tests.support.mcp_wire import LIST, Wire, call, initialize, sdk_handshake
+from tests.support.mcp_wire import (
+    INITIALIZED,
+    LIST,
+    Wire,
+    call,
+    initialize,
+    listings,
+    sdk_handshake,
+)
 from tests.support.repo import Repo
 
 if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
@@ -473,8 +481,8 @@ def test_a_call_before_initialize_gets_an_error_answer_and_records_nothing(repo:
 
 
 def test_the_handshake_answered_before_the_sdk_is_loaded_is_the_sdk_s(repo: Repo) -> None:
-    """`initialize` and `tools/list` as the front answers them (from `mcptable`) and as the
-    SDK's server answers them, word for word; when this fails after a change of a tool,
+    """`initialize` and the listings as the front answers them (from `mcptable`) and as
+    the SDK's server answers them, word for word; when this fails after a change of a tool,
     run .venv/bin/python -m tests.support.mcp_wire."""
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -484,11 +492,11 @@ def test_the_handshake_answered_before_the_sdk_is_loaded_is_the_sdk_s(repo: Repo
     latest = HANDSHAKE_PROTOCOL_VERSIONS[-1]
     sdk = sdk_handshake(repo.path, repo.environ, latest)
     wire = Wire(repo.path, repo.environ)
-    wire.send(initialize(1, latest), {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    wire.send(LIST)
-    front = wire.answer(1)["result"], wire.answer(2)["result"]
+    wire.send(initialize(1, latest), INITIALIZED)
+    front = wire.answer(1)["result"], listings(wire)
     assert wire.close() == ""
     assert front == sdk
+    assert {tool["name"] for tool in sdk[1]["tools/list"]["tools"]} == TOOLS
     for version in HANDSHAKE_PROTOCOL_VERSIONS:  # the SDK's rule: the client's, if known
         answer = mcpfront.initialize_result(initialize(1, version)["params"])
         assert answer is not None and answer["protocolVersion"] == version

@@ -82,19 +82,29 @@ def call(ident: int, tool: str, **arguments: Any) -> dict[str, Any]:
 
 
 PING = {"jsonrpc": "2.0", "id": 0, "method": "ping"}  # the front leaves it: the SDK answers
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+# What a client lists at start, each answered by the front from the table.
+LISTINGS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+
+def listings(wire: Wire) -> dict[str, Any]:
+    """Each of LISTINGS asked (ids 10 on) in one write, and answered."""
+    asked = [{"jsonrpc": "2.0", "id": 10 + n, "method": m} for n, m in enumerate(LISTINGS)]
+    wire.send(*asked)
+    return {m: wire.answer(10 + n)["result"] for n, m in enumerate(LISTINGS)}
 
 
 def sdk_handshake(cwd: Path, environ: Mapping[str, str], version: str) -> tuple[Any, Any]:
-    """`initialize` and `tools/list` as the SDK itself answers them: a ping first, which
+    """`initialize` and the listings as the SDK itself answers them: a ping first, which
     only the SDK answers, so the server has handed over before the handshake."""
     wire = Wire(cwd, environ)
     wire.send(PING)
     wire.answer(0)
     wire.send(initialize(1, version))
     initialized = wire.answer(1)["result"]
-    wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"}, LIST)
-    listed = wire.answer(2)["result"]
+    wire.send(INITIALIZED)
+    listed = listings(wire)
     wire.close()
     return initialized, listed
 
@@ -114,7 +124,7 @@ def main() -> None:
     table = {
         "HANDSHAKE_VERSIONS": tuple(HANDSHAKE_PROTOCOL_VERSIONS),
         "CAPABILITIES": initialized["capabilities"],
-        "TOOLS": listed["tools"],
+        "LISTINGS": listed,
     }
     assert initialized["instructions"] == mcptable.INSTRUCTIONS
     body = "".join(
