@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from majordomus.errors import RepositoryError
 from majordomus.repository import Repository, check_exit
 from majordomus.values import DrawnLine
 
@@ -52,10 +53,23 @@ def draw(
     --allow-empty` first) is left out however many refs it has. Such a root carrying
     records is drawn through a replacement made in the throwaway directory alone: the same
     commit with one file, under its own id."""
-    folder = tempfile.mkdtemp(prefix="majordomus-graph-")
+    try:
+        # In TMPDIR as the command was given it (what git and every tool it runs use).
+        where = repository.environ.get("TMPDIR") or None
+        folder = tempfile.mkdtemp(prefix="majordomus-graph-", dir=where)
+    except OSError as error:
+        raise RepositoryError(
+            f"cannot make a temporary folder for git to draw the graph in ({error.strerror}); "
+            "set TMPDIR to a folder you can write to."
+        ) from None
     try:
         gitdir = Path(folder)
-        refs = _make_gitdir(repository, gitdir, counts, replacements, tips)
+        try:
+            refs = _make_gitdir(repository, gitdir, counts, replacements, tips)
+        except OSError as error:
+            raise RepositoryError(
+                f"cannot write git's drawing folder {folder} ({error.strerror})."
+            ) from None
         env = _environ(repository, gitdir)
         drawn = _log(tips, env, colour, limit)
         left = [commit for commit in counts if commit not in drawn.commits]
@@ -87,16 +101,19 @@ def _log(tips: Sequence[str], env: Mapping[str, str], colour: bool, limit: int |
 
 
 def _git(args: Sequence[str], env: Mapping[str, str], given: str = "") -> str:
-    result = subprocess.run(
-        ["git", *args],
-        input=given,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=dict(env),
-        check=False,
-    )
+    try:
+        result = subprocess.run(
+            ["git", *args],
+            input=given,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env=dict(env),
+            check=False,
+        )
+    except FileNotFoundError:
+        raise RepositoryError("git is not installed or not on PATH; install git.") from None
     check_exit(args[0], result.returncode, result.stderr)
     return result.stdout
 

@@ -90,7 +90,7 @@ ALLOWED = {
         "values",
     },
     "front": {"context", "freshness", "invocation", "read", "sharing", "write"},
-    "drawing": {"repository", "values"},
+    "drawing": {"errors", "repository", "values"},
     "gitfiles": set(),
     "gitobjects": set(),
     "gitprocess": {"errors", "profile"},

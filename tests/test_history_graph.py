@@ -316,3 +316,14 @@ def test_colour_on_a_terminal_and_never_off_it(world: tuple[Repo, Path]) -> None
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.out) == plain
     no_colour = repo.run("history", "--graph", tty=True, environ={"NO_COLOR": "1"})
     assert no_colour.out == plain
+
+
+def test_no_temporary_folder_is_one_sentence_and_exit_3(world: tuple[Repo, Path]) -> None:
+    repo, root = world
+    refs = repo.git("for-each-ref")
+    (root / "a-file").write_text("not a folder\n")
+    result = repo.run("history", "--graph", environ={"TMPDIR": str(root / "a-file")})
+    assert (result.code, result.out) == (3, "")
+    assert result.err.startswith("majordomus: cannot make a temporary folder for git to draw")
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert repo.git("for-each-ref") == refs
