@@ -22,6 +22,9 @@ from majordomus.setupcli import (
     JsonOpt,
     SessionOpt,
     TaskOpt,
+    complete_agent,
+    complete_revision,
+    complete_task,
     invocation_of,
     run_with,
 )
@@ -29,9 +32,10 @@ from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import freshness, hooks, plaintext, read, write
+    from majordomus import completion, freshness, hooks, plaintext, read, write
 else:
     adoption = OnFirstUse("majordomus.adopt")
+    completion = OnFirstUse("majordomus.completion")
     freshness = OnFirstUse("majordomus.freshness")
     hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
@@ -161,7 +165,11 @@ def task_use(
     ctx: typer.Context,
     task: Annotated[
         str,
-        typer.Argument(metavar="TASK", help="Task id or a unique prefix of 4+ hex digits."),
+        typer.Argument(
+            metavar="TASK",
+            help="Task id or a unique prefix of 4+ hex digits.",
+            autocompletion=complete_task,
+        ),
     ],
 ) -> None:
     """Make a task current in this work tree.
@@ -274,7 +282,12 @@ def resume(
 def history(
     ctx: typer.Context,
     rev: Annotated[
-        str | None, typer.Argument(metavar="REV", help="Read from this commit (default HEAD).")
+        str | None,
+        typer.Argument(
+            metavar="REV",
+            autocompletion=complete_revision,
+            help="Read from this commit (default HEAD).",
+        ),
     ] = None,
     include_all: Annotated[
         bool, typer.Option("--all", help="Also records on commits not reachable from REV.")
@@ -304,7 +317,10 @@ def history(
 def show(
     ctx: typer.Context,
     rev: Annotated[
-        str | None, typer.Argument(metavar="REV", help="The commit (default HEAD).")
+        str | None,
+        typer.Argument(
+            metavar="REV", autocompletion=complete_revision, help="The commit (default HEAD)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
     markdown: Annotated[
@@ -382,7 +398,12 @@ app.registered_groups += setupcli.app.registered_groups
 @app.command()
 def hook(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
+    agent: Annotated[
+        str,
+        typer.Argument(
+            metavar="AGENT", help="claude, codex or gemini.", autocompletion=complete_agent
+        ),
+    ],
     event: Annotated[
         str | None,
         typer.Argument(
@@ -442,7 +463,11 @@ def adopt(
     ctx: typer.Context,
     rev: Annotated[
         str | None,
-        typer.Argument(metavar="REV", help="The branch the work landed on (default HEAD)."),
+        typer.Argument(
+            metavar="REV",
+            autocompletion=complete_revision,
+            help="The branch the work landed on (default HEAD).",
+        ),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be adopted; write nothing.")
@@ -474,6 +499,39 @@ def adopt(
       majordomus adopt main
     """
     run_with(ctx, adoption.adopt_command)
+
+
+# ---- shell completion ---------------------------------------------------------------------
+
+
+def _complete_shell(incomplete: str) -> list[str]:
+    return [shell for shell in ("bash", "zsh", "fish") if shell.startswith(incomplete)]
+
+
+@app.command("completion")
+def completion_cmd(
+    ctx: typer.Context,
+    shell: Annotated[
+        str,
+        typer.Argument(metavar="SHELL", help="bash, zsh or fish.", autocompletion=_complete_shell),
+    ],
+) -> None:
+    """Print the shell completion script: Tab completes commands, options, task ids and
+    REVs (branches and tags).
+
+    Load it in the shell's start-up file: for bash, eval "$(majordomus completion
+    bash)" in ~/.bashrc; for zsh, the same line after compinit in ~/.zshrc; for
+    fish, majordomus completion fish | source in ~/.config/fish/config.fish (or
+    save the script in ~/.config/fish/completions/majordomus.fish).
+
+    Examples:
+
+    \b
+      majordomus completion bash
+      majordomus completion zsh
+      majordomus completion fish
+    """
+    run_with(ctx, completion.completion_command)
 
 
 # ---- the one place errors become exit codes ------------------------------------------------
@@ -532,6 +590,9 @@ def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
     """`argv` read by typer (`command`: `command_for(argv)`) and run: typer's own refusals
     become exit codes here; majordomus' errors go on to `__main__.run`, which answers them."""
     terminal = invocation.terminal
+    instruction = invocation.environ.get("_MAJORDOMUS_COMPLETE")
+    if instruction:  # the completion script asking, as the user presses Tab
+        return completion.answer(command, instruction, invocation)
     try:
         with (
             contextlib.redirect_stdout(terminal.stdout),
