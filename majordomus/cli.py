@@ -297,7 +297,13 @@ def history(
     ] = None,
     task: Annotated[
         str | None,
-        typer.Option("--task", "-t", metavar="TASK", help="Only this task (default: every task)."),
+        typer.Option(
+            "--task",
+            "-t",
+            metavar="TASK",
+            help="Only this task (default: every task).",
+            autocompletion=complete_task,
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -386,7 +392,7 @@ def watch(
 
     \b
       majordomus watch --every 60 --count 1
-      majordomus watch --seconds 10
+      majordomus watch --task TASK --count 3
     """
     run_with(ctx, freshness.watch_command)
 

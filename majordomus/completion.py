@@ -225,7 +225,7 @@ def completion_command(invocation: Invocation, shell: str) -> int:
     """`majordomus completion SHELL`: the script printed."""
     if shell not in SCRIPTS:
         raise RefusedError(
-            f"no completion for {plaintext.one_line(shell)!r}: the shells are bash, zsh and fish."
+            f"no completion for '{plaintext.one_line(shell)}': the shells are bash, zsh and fish."
         )
     invocation.out(script(shell))
     return 0
