@@ -93,8 +93,8 @@ task_app = typer.Typer(
 app.add_typer(task_app, name="task")
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # a completion reads the line, runs nothing
         print(f"majordomus {__version__}")
         raise typer.Exit(0)
 

@@ -224,11 +224,20 @@ def test_fish_completes_from_the_sourced_script(world: World) -> None:
 def test_nothing_offered_is_anything_but_a_plain_word(world: World) -> None:
     """A forged id, escapes and line breaks in a teammate's note: none reaches the shell;
     outside a repository a REV or a task completes to nothing, without a word on stderr."""
-    for shell_name in ("bash", "zsh", "fish"):
-        for line in ("majordomus history --task ", "majordomus task use ", "majordomus show "):
-            offered = answered(world, shell_name, line)
-            assert offered and all(value.isascii() and value.isprintable() for value in offered)
-            assert not any("evil" in value or "5ca1ab1e" in value for value in offered), offered
+    for shell_name, line in (
+        ("bash", "majordomus history --task "),
+        ("bash", "majordomus show "),
+        ("zsh", "majordomus task use "),
+        ("fish", "majordomus check -t "),
+    ):
+        offered = answered(world, shell_name, line)
+        assert offered and all(value.isascii() and value.isprintable() for value in offered)
+        assert not any("evil" in value or "5ca1ab1e" in value for value in offered), offered
+    # What the line holds is read, not run: --version is no candidate, --help no help.
+    assert answered(world, "bash", "majordomus --version ") == answered(
+        world, "bash", "majordomus "
+    )
+    assert answered(world, "bash", "majordomus --help che") == ["checkpoint", "check"]
     outside = dataclasses.replace(world, repo=Repo(world.repo.path.parent, world.environ, Clock()))
     assert answered(outside, "bash", "majordomus show ") == []
     assert answered(outside, "bash", "majordomus history --task ") == []
