@@ -10,8 +10,9 @@ typer's own completion (`--install-completion`) loads its machinery, and asks wh
 shell runs it, on every start of the command line, which a `--version` should not pay.
 
 Commands, their options and the values of a few (`--scope`, an agent's name) complete
-from the declarations; a task (`--task`, `task use`) from the repository's task ids; a
-REV from its branches and tags. A value read from a note is offered only when it is a
+from the declarations; a file (`--file`) or a directory (`-C`) the shell completes with
+its own; a task (`--task`, `task use`) from the repository's task ids; a REV from its
+branches and tags. A value read from a note or a ref is offered only when it is a
 plain word: a teammate's note cannot put a control character on the user's terminal.
 """
 
@@ -21,7 +22,14 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from typer._click.shell_completion import CompletionItem, ShellComplete, split_arg_string
+from typer._click.core import Parameter
+from typer._click.shell_completion import (
+    CompletionItem,
+    ShellComplete,
+    _resolve_context,
+    _resolve_incomplete,
+    split_arg_string,
+)
 
 from majordomus import plaintext
 from majordomus.errors import MajordomusError, RefusedError
@@ -33,6 +41,8 @@ if TYPE_CHECKING:
 PROG = "majordomus"
 VARIABLE = "_MAJORDOMUS_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")
+# The parameters naming a file or a directory: the shell completes them with its own.
+PATHS = {"file": "file", "directory": "dir"}
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@+-]{0,199}")
 
 _BASH = """\
@@ -160,6 +170,14 @@ class _Shell(ShellComplete):
         except ValueError:
             at = len(words)
         return words[1:at], words[at] if 0 < at < len(words) else ""
+
+    def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
+        """click's, but a file or a directory is the shell's to complete."""
+        ctx = _resolve_context(self.cli, self.ctx_args, self.prog_name, args)
+        asked, incomplete = _resolve_incomplete(ctx, args, incomplete)
+        if isinstance(asked, Parameter) and (path := PATHS.get(asked.name or "")):
+            return [CompletionItem(incomplete, type=path)]
+        return asked.shell_complete(ctx, incomplete)
 
     def format_completion(self, item: CompletionItem) -> str:
         described = _one_line(item.help) if item.help else ""

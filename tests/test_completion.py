@@ -218,6 +218,29 @@ def test_fish_completes_from_the_sourced_script(world: World) -> None:
     assert answered(world, "fish", "majordomus che") == ["checkpoint", "check"]
 
 
+def test_a_file_or_a_directory_is_the_shells_to_complete(world: World) -> None:
+    """`-F` and `-C` are answered with the kind of value, which the script hands to the
+    shell's own completion: fish lists the files."""
+    for shell_name, kind, line in (
+        ("bash", "file", "majordomus checkpoint -F ma"),
+        ("zsh", "dir", "majordomus -C "),
+        ("bash", "file", "majordomus handover --file "),
+    ):
+        words = line.split() + ([""] if line.endswith(" ") else [])
+        done = run(
+            world,
+            ["majordomus"],
+            _MAJORDOMUS_COMPLETE=f"{shell_name}_complete",
+            COMP_WORDS=line,
+            COMP_CWORD=str(len(words) - 1),
+        )
+        expected = f"{kind},{words[-1]}\n" if shell_name == "bash" else f"{kind}\n{words[-1]}\n_\n"
+        assert (done.returncode, done.stdout, done.stderr) == (0, expected, ""), line
+    script = 'majordomus completion fish | source; complete -C "majordomus checkpoint -F ma"'
+    done = run(world, [shell("fish"), "--no-config", "-c", script])
+    assert (done.stdout, done.stderr) == ("main.txt\n", "")
+
+
 # ---- the protocol and the command --------------------------------------------------------
 
 
