@@ -523,12 +523,14 @@ def completion_cmd(
     ],
 ) -> None:
     """Print the shell completion script: Tab completes commands, options, task ids and
-    REVs (branches and tags).
+    REVs (branches and tags), files for --file and directories for -C.
 
-    Load it in the shell's start-up file: for bash, eval "$(majordomus completion
-    bash)" in ~/.bashrc; for zsh, the same line after compinit in ~/.zshrc; for
-    fish, majordomus completion fish | source in ~/.config/fish/config.fish (or
-    save the script in ~/.config/fish/completions/majordomus.fish).
+    Load it from the shell's start-up file:
+
+    \b
+      eval "$(majordomus completion bash)"   # in ~/.bashrc
+      eval "$(majordomus completion zsh)"    # in ~/.zshrc, after compinit
+      majordomus completion fish | source    # in ~/.config/fish/config.fish
 
     Examples:
 

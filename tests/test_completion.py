@@ -113,7 +113,7 @@ def answered(world: World, shell_name: str, line: str) -> list[str]:
 
 
 BASH_TAB = """\
-source <(majordomus completion bash)
+eval "$(majordomus completion bash)"  # as its --help says
 complete -p majordomus
 tab() {
     COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=()
@@ -169,7 +169,7 @@ def test_bash_completes_options_with_their_names(world: World) -> None:
 # take them (_describe and compadd, which run only inside a completion widget).
 ZSH_TAB = """\
 autoload -U compinit && compinit -u -D
-source <(majordomus completion zsh)
+eval "$(majordomus completion zsh)"  # as its --help says
 print -r -- "registered: $_comps[majordomus]"
 _describe() { print -rl -- "${(@P)3}" }
 compadd() { print -rl -- "${(@P)${@[-1]}}" }
