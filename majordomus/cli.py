@@ -22,9 +22,6 @@ from majordomus.setupcli import (
     JsonOpt,
     SessionOpt,
     TaskOpt,
-    complete_agent,
-    complete_revision,
-    complete_task,
     invocation_of,
     run_with,
 )
@@ -165,11 +162,7 @@ def task_use(
     ctx: typer.Context,
     task: Annotated[
         str,
-        typer.Argument(
-            metavar="TASK",
-            help="Task id or a unique prefix of 4+ hex digits.",
-            autocompletion=complete_task,
-        ),
+        typer.Argument(metavar="TASK", help="Task id or a unique prefix of 4+ hex digits."),
     ],
 ) -> None:
     """Make a task current in this work tree.
@@ -285,7 +278,6 @@ def history(
         str | None,
         typer.Argument(
             metavar="REV",
-            autocompletion=complete_revision,
             help="Read from this commit (default HEAD).",
         ),
     ] = None,
@@ -297,13 +289,7 @@ def history(
     ] = None,
     task: Annotated[
         str | None,
-        typer.Option(
-            "--task",
-            "-t",
-            metavar="TASK",
-            help="Only this task (default: every task).",
-            autocompletion=complete_task,
-        ),
+        typer.Option("--task", "-t", metavar="TASK", help="Only this task (default: every task)."),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -324,9 +310,7 @@ def show(
     ctx: typer.Context,
     rev: Annotated[
         str | None,
-        typer.Argument(
-            metavar="REV", autocompletion=complete_revision, help="The commit (default HEAD)."
-        ),
+        typer.Argument(metavar="REV", help="The commit (default HEAD)."),
     ] = None,
     as_json: JsonOpt = False,
     markdown: Annotated[
@@ -404,12 +388,7 @@ app.registered_groups += setupcli.app.registered_groups
 @app.command()
 def hook(
     ctx: typer.Context,
-    agent: Annotated[
-        str,
-        typer.Argument(
-            metavar="AGENT", help="claude, codex or gemini.", autocompletion=complete_agent
-        ),
-    ],
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
     event: Annotated[
         str | None,
         typer.Argument(
@@ -471,7 +450,6 @@ def adopt(
         str | None,
         typer.Argument(
             metavar="REV",
-            autocompletion=complete_revision,
             help="The branch the work landed on (default HEAD).",
         ),
     ] = None,
@@ -510,16 +488,12 @@ def adopt(
 # ---- shell completion ---------------------------------------------------------------------
 
 
-def _complete_shell(incomplete: str) -> list[str]:
-    return [shell for shell in ("bash", "zsh", "fish") if shell.startswith(incomplete)]
-
-
 @app.command("completion")
 def completion_cmd(
     ctx: typer.Context,
     shell: Annotated[
         str,
-        typer.Argument(metavar="SHELL", help="bash, zsh or fish.", autocompletion=_complete_shell),
+        typer.Argument(metavar="SHELL", help="bash, zsh or fish."),
     ],
 ) -> None:
     """Print the shell completion script: Tab completes commands, options, task ids and

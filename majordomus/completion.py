@@ -9,20 +9,21 @@ and a description on three lines (zsh). The scripts are click's (8.x), for major
 typer's own completion (`--install-completion`) loads its machinery, and asks which
 shell runs it, on every start of the command line, which a `--version` should not pay.
 
-Commands, their options and the values of a few (`--scope`, an agent's name) complete
-from the declarations; a file (`--file`) or a directory (`-C`) the shell completes with
-its own; a task (`--task`, `task use`) from the repository's task ids; a REV from its
-branches and tags. A value read from a note or a ref is offered only when it is a
-plain word: a teammate's note cannot put a control character on the user's terminal.
+Commands and their options complete from the declarations; a file (`--file`) or a
+directory (`-C`) the shell completes with its own; a parameter of VALUES (by its name:
+a task, a REV, a REMOTE, an agent, its event, a scope, a shell) from where its values
+are, read only as the user presses Tab, so the declarations carry nothing a start pays
+for. A value read from a note or a ref is offered only when it is a plain word: a
+teammate's note cannot put a control character on the user's terminal.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from typer._click.core import Parameter
+from typer._click.core import Context, Parameter
 from typer._click.shell_completion import (
     CompletionItem,
     ShellComplete,
@@ -172,11 +173,17 @@ class _Shell(ShellComplete):
         return words[1:at], words[at] if 0 < at < len(words) else ""
 
     def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
-        """click's, but a file or a directory is the shell's to complete."""
+        """click's answer, but a file or a directory is the shell's to complete, and a
+        parameter of `VALUES` completes to its values (found only as the user presses Tab:
+        the declarations carry nothing of completion, which every start would pay for)."""
         ctx = _resolve_context(self.cli, self.ctx_args, self.prog_name, args)
         asked, incomplete = _resolve_incomplete(ctx, args, incomplete)
-        if isinstance(asked, Parameter) and (path := PATHS.get(asked.name or "")):
-            return [CompletionItem(incomplete, type=path)]
+        name = (asked.name or "") if isinstance(asked, Parameter) else ""
+        if name in PATHS:
+            return [CompletionItem(incomplete, type=PATHS[name])]
+        if name in VALUES:
+            found = VALUES[name](_located(ctx), ctx.params)
+            return [CompletionItem(value) for value in words(found, incomplete)]
         return asked.shell_complete(ctx, incomplete)
 
     def format_completion(self, item: CompletionItem) -> str:
@@ -207,36 +214,88 @@ def answer(command: Command, instruction: str, invocation: Invocation) -> int:
     return 0
 
 
-def words(found: list[str], incomplete: str) -> list[str]:
+def words(found: Iterable[str], incomplete: str) -> list[str]:
     """The candidates of `found` that start with `incomplete` and are plain words (a value
     read from a note or a ref is offered only so)."""
     return [word for word in found if word.startswith(incomplete) and _WORD.fullmatch(word)]
 
 
-def task_ids(invocation: Invocation, incomplete: str) -> list[str]:
-    """The repository's task ids that start with `incomplete`; none outside a repository."""
+def _located(ctx: Context) -> Invocation:
+    """The invocation where the line's -C and --profile put it (a completion reads the
+    line and runs no callback: the app's own, which does this, has not run)."""
+    root = ctx.find_root()
+    invocation = root.obj
+    assert isinstance(invocation, Invocation)
+    return invocation.located(root.params.get("directory") or (), root.params.get("profile"))
+
+
+def _task_ids(invocation: Invocation, params: Mapping[str, Any]) -> list[str]:
+    """The repository's task ids; none outside a repository."""
     from majordomus.index import Views
     from majordomus.tasks import open_here
 
     try:
         jobs = open_here(invocation.inputs())
-        found = list(Views(jobs.reader, jobs.history).task_ids)
+        return sorted(Views(jobs.reader, jobs.history).task_ids)
     except (MajordomusError, OSError):
         return []
-    return words(sorted(found), incomplete)
 
 
-def revisions(invocation: Invocation, incomplete: str) -> list[str]:
-    """HEAD, the branches (remote-tracking too) and the tags that start with `incomplete`."""
+def _git_lines(invocation: Invocation, *args: str) -> list[str] | None:
+    """What git answers, a line each; None outside a repository (or when git fails)."""
     from majordomus.tasks import open_here
 
     try:
-        listed = open_here(invocation.inputs()).repository.git(
-            "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/remotes", "refs/tags"
-        )
+        return open_here(invocation.inputs()).repository.git(*args).stdout.splitlines()
     except (MajordomusError, OSError):
-        return []
-    return words(["HEAD", *listed.stdout.splitlines()], incomplete)
+        return None
+
+
+def _revisions(invocation: Invocation, params: Mapping[str, Any]) -> list[str]:
+    """HEAD, the branches (remote-tracking too) and the tags."""
+    refs = ("refs/heads", "refs/remotes", "refs/tags")
+    found = _git_lines(invocation, "for-each-ref", "--format=%(refname:short)", *refs)
+    return [] if found is None else ["HEAD", *found]
+
+
+def _remotes(invocation: Invocation, params: Mapping[str, Any]) -> list[str]:
+    return _git_lines(invocation, "remote") or []
+
+
+def _agents(invocation: Invocation, params: Mapping[str, Any]) -> Iterable[str]:
+    from majordomus import agents
+
+    return agents.AGENTS
+
+
+def _scopes(invocation: Invocation, params: Mapping[str, Any]) -> Iterable[str]:
+    from majordomus import agents
+
+    return agents.SCOPES
+
+
+def _events(invocation: Invocation, params: Mapping[str, Any]) -> Iterable[str]:
+    """The hook events of the agent named before (`hook claude <Tab>`)."""
+    from majordomus import agents
+
+    events = agents.EVENTS.get(str(params.get("agent")))
+    return events if events is not None else ()
+
+
+def _shells(invocation: Invocation, params: Mapping[str, Any]) -> Iterable[str]:
+    return SHELLS
+
+
+# The parameters, by name, whose values complete, and where the values come from.
+VALUES: Mapping[str, Callable[[Invocation, Mapping[str, Any]], Iterable[str]]] = {
+    "task": _task_ids,
+    "rev": _revisions,
+    "remote": _remotes,
+    "agent": _agents,
+    "scope": _scopes,
+    "event": _events,
+    "shell": _shells,
+}
 
 
 def completion_command(invocation: Invocation, shell: str) -> int:

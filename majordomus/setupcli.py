@@ -19,11 +19,10 @@ from majordomus.values import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from majordomus import agentsetup, completion, diagnosis, sharing
+    from majordomus import agentsetup, diagnosis, sharing
     from majordomus import context as contexts
 else:
     agentsetup = OnFirstUse("majordomus.agentsetup")
-    completion = OnFirstUse("majordomus.completion")
     contexts = OnFirstUse("majordomus.context")
     diagnosis = OnFirstUse("majordomus.diagnosis")
     sharing = OnFirstUse("majordomus.sharing")
@@ -46,30 +45,6 @@ def run_with(ctx: typer.Context, command: Callable[..., int]) -> None:
         raise typer.Exit(int(code))
 
 
-def located(ctx: typer.Context) -> Invocation:
-    """The invocation where the command line's -C and --profile put it, for a completion
-    (which reads the line, and runs no callback)."""
-    root = ctx.find_root()
-    directories = root.params.get("directory") or ()
-    return invocation_of(ctx).located(directories, root.params.get("profile"))
-
-
-def complete_task(ctx: typer.Context, incomplete: str) -> list[str]:
-    return completion.task_ids(located(ctx), incomplete)
-
-
-def complete_revision(ctx: typer.Context, incomplete: str) -> list[str]:
-    return completion.revisions(located(ctx), incomplete)
-
-
-def complete_agent(incomplete: str) -> list[str]:
-    return [name for name in ("claude", "codex", "gemini") if name.startswith(incomplete)]
-
-
-def complete_scope(incomplete: str) -> list[str]:
-    return [scope for scope in ("local", "project", "user") if scope.startswith(incomplete)]
-
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 TaskOpt = Annotated[
     str | None,
@@ -77,7 +52,6 @@ TaskOpt = Annotated[
         "--task",
         "-t",
         metavar="TASK",
-        autocompletion=complete_task,
         help="Task id or a unique prefix of 4+ hex digits (beats MAJORDOMUS_TASK and the "
         "current task).",
     ),
@@ -294,18 +268,12 @@ def context(
 @agent_app.command("install")
 def agent_install(
     ctx: typer.Context,
-    agent: Annotated[
-        str,
-        typer.Argument(
-            metavar="AGENT", help="claude, codex or gemini.", autocompletion=complete_agent
-        ),
-    ],
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="claude, codex or gemini.")],
     scope: Annotated[
         str,
         typer.Option(
             "--scope",
             metavar="SCOPE",
-            autocompletion=complete_scope,
             help="local: this clone only, kept out of git (default); project: the shared, "
             "committed file; user: your home directory.",
         ),

@@ -49,7 +49,7 @@ ALLOWED = {
         "values",
         "write",
     },
-    "completion": {"errors", "index", "invocation", "plaintext", "tasks"},
+    "completion": {"agents", "errors", "index", "invocation", "plaintext", "tasks"},
     "clonesetup": {"errors", "remote", "repository", "values"},
     "commitnotes": {"blobs", "gitobjects", "notestree", "notetoml", "readrefs", "repository"},
     "context": {

@@ -127,6 +127,10 @@ tab majordomus task use t-
 tab majordomus agent install --scope p
 tab majordomus -C ../teammate history --task ""
 tab majordomus completion ""
+tab majordomus push ""
+tab majordomus init --remote o
+tab majordomus hook gemini ""
+tab majordomus hook c
 """
 
 
@@ -144,6 +148,10 @@ def test_bash_completes_commands_options_tasks_and_revs(world: World) -> None:
         "project|",
         f"{world.teammate}|",
         "bash|zsh|fish|",
+        "origin|",
+        "origin|",
+        "SessionStart|BeforeAgent|AfterAgent|",
+        "claude|codex|",
     ]
     assert world.repo.git("rev-parse", NOTES_REF) == world.notes_before
 
