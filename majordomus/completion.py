@@ -136,11 +136,6 @@ complete --no-files --command majordomus --arguments "(_majordomus_completion)"
 SCRIPTS = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}
 
 
-def script(shell: str) -> str:
-    """The completion script for `shell` (one of SHELLS)."""
-    return SCRIPTS[shell]
-
-
 class _Shell(ShellComplete):
     """One shell's side of the protocol, reading the words from `environ`."""
 
@@ -304,5 +299,5 @@ def completion_command(invocation: Invocation, shell: str) -> int:
         raise RefusedError(
             f"no completion for '{plaintext.one_line(shell)}': the shells are bash, zsh and fish."
         )
-    invocation.out(script(shell))
+    invocation.out(SCRIPTS[shell])
     return 0

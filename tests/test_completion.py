@@ -222,7 +222,7 @@ def test_fish_completes_from_the_sourced_script(world: World) -> None:
         "checkpoint\tRecord what is true right now on HEAD, for...",
     ]
     assert blocks[1] == ["main"]
-    assert blocks[2] == sorted([world.own, world.teammate])
+    assert sorted(blocks[2]) == sorted([world.own, world.teammate])  # fish's order: natural
     assert answered(world, "fish", "majordomus che") == ["checkpoint", "check"]
 
 
@@ -288,3 +288,16 @@ def test_the_completion_command_refuses_an_unknown_shell(world: World) -> None:
     assert (wrong.returncode, wrong.stdout) == (2, "")
     assert wrong.stderr.count("\n") == 1
     assert world.repo.git("rev-parse", NOTES_REF) == world.notes_before
+
+
+def test_a_start_loads_no_completion_machinery(world: World) -> None:
+    """Only a completion loads it: not `--version`, not a command typer reads."""
+    probe = (
+        "import io, sys\n"
+        "from majordomus.__main__ import run\n"
+        "for argv in (['--version'], ['task', 'list'], ['doctor', '--json']):\n"
+        "    run(argv, stdout=io.StringIO(), stderr=io.StringIO())\n"
+        "print('majordomus.completion' in sys.modules)\n"
+    )
+    done = run(world, [sys.executable, "-c", probe])
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False\n", "")
