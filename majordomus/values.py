@@ -364,3 +364,4 @@ class Change(NamedTuple):
 class AgentFinding(NamedTuple):
     healthy: bool
     detail: str
+    note: bool = False  # healthy, with advice (doctor's `note`)
