@@ -1,0 +1,162 @@
+"""The hooks as the real clients run them: what the model receives.
+
+Every session runs in a victim's clone (a history with merges, a second clone behind a
+bare remote, a hostile teammate's checkpoint written with plain git and merged), its
+records days old: the task is stale. What each client does with the text is pinned
+(docs/agents.md, "What each client does with the text"), so a client bump that changes
+it fails here, naming the client and its version.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import clients, stubs
+from tests.e2e.sessions import (
+    CONTEXT_HEAD,
+    HOSTILE_ID,
+    STALE,
+    Setup,
+    block_of,
+    bodies,
+    history,
+    install,
+    setup,
+    world,
+)
+from tests.support.agent_text import assert_agent_text
+
+HOOKED = ("claude", "codex", "gemini")
+
+
+def _context(client: str, seen: stubs.Seen, program: str) -> str:
+    """The block as the model reads it, its wrapping checked and taken off, the absolute
+    program path written back as `majordomus` (the form agent_text's checks know)."""
+    if client == "claude":
+        # A message of its own with the system role, the block after a fixed lead.
+        carriers = [
+            m["content"]
+            for m in seen.body["messages"]
+            if m.get("role") == "system" and CONTEXT_HEAD in str(m.get("content"))
+        ]
+        assert carriers and carriers[0].startswith("SessionStart hook additional context: ")
+        text = carriers[0]
+    elif client == "codex":
+        # A developer message whose text is the block, as the hook gave it.
+        carriers = [
+            part["text"]
+            for item in seen.body["input"]
+            if item.get("role") == "developer"
+            for part in item.get("content", [])
+            if CONTEXT_HEAD in part.get("text", "")
+        ]
+        assert carriers and carriers[0].startswith(CONTEXT_HEAD)
+        text = carriers[0]
+    else:
+        # Inside <hook_context>...</hook_context>, HTML-escaped: `> ` arrives as `&gt; `.
+        carriers = [p for p in seen.text.split("\n<") if "<hook_context>" + CONTEXT_HEAD in p]
+        raw = next(p for p in seen.text.split("<hook_context>")[1:] if p.startswith(CONTEXT_HEAD))
+        assert "\n&gt; " in raw and "\n> " not in raw.split("</hook_context>")[0], raw[:400]
+        text = html.unescape(raw.split("</hook_context>")[0])
+        del carriers
+    return block_of(text).replace(program, "majordomus")
+
+
+def _offered(block: str) -> str:
+    found = stubs.offered_command(block)
+    assert found is not None, block
+    return found
+
+
+@pytest.mark.parametrize("client", HOOKED)
+def test_startup_carries_the_handover_the_reminder_and_one_stop_block(
+    client: str, programs: dict[str, Path], node_dir: Path, tmp_path: Path
+) -> None:
+    victim = world(tmp_path / "world").victim
+    hook = install(victim, client, "--enforce")
+    program = hook.removesuffix(f" hook {client}")
+    with setup(client, programs[client], tmp_path, node_dir) as session:
+        session.trust(victim.path)
+        before = victim.notes_ref()
+        ran = session.run(victim.path, "hello")
+        turns = session.main_requests()
+    where = clients.label(client)
+    assert turns, f"{where}: the model received no request"
+    first = turns[0]
+    block = _context(client, first, program)
+    # The handover, whole; the hostile checkpoint on quoted lines only, nothing invisible raw.
+    lines = assert_agent_text(block)
+    assert "> objective: find the dropped ack" in lines, (where, block)
+    assert any(line.startswith(f"- {HOSTILE_ID} ") for line in lines), (where, block)
+    assert f"Record: {program} checkpoint" in html.unescape(first.text), where
+    # The stale reminder, once on the first turn.
+    assert len(STALE.findall(html.unescape(first.text))) == 1, where
+    # The Stop hook blocked once: its reason is handed to the model as a user turn of the
+    # second request, and there is no third (the second stop has stop_hook_active set).
+    assert len(turns) == 2, (where, [t.path for t in turns])
+    assert "Before stopping, run: " not in html.unescape(first.text), where
+    reason, after = _reason_turn(client, turns[1])
+    assert f'{program} checkpoint "<what is true now>"' in _reason_as_sent(client, reason), where
+    # Gemini runs BeforeAgent again for the turn the block starts: the reminder follows
+    # the reason, and the model has read it twice. The others add nothing after it.
+    reminders = len(STALE.findall(html.unescape(turns[1].text)))
+    if client == "gemini":
+        assert STALE.search(after) and after.startswith("<hook_context>"), (where, after)
+        assert reminders == 2, (where, reminders)
+    else:
+        assert after == "" and reminders == 1, (where, after, reminders)
+    assert victim.notes_ref() == before, where  # the hooks never write
+    _pin_final_answer(client, ran)
+
+
+def _user_turns(client: str, seen: stubs.Seen) -> list[str]:
+    """The text of each user turn of a request, oldest first."""
+    body = seen.body
+    if client == "claude":
+        turns = [m["content"] for m in body["messages"] if m.get("role") == "user"]
+    elif client == "codex":
+        turns = [i["content"] for i in body["input"] if i.get("role") == "user"]
+    else:
+        turns = [p for c in body["contents"] if c.get("role", "user") == "user" for p in c["parts"]]
+    return [stubs.strings(turn) for turn in turns]
+
+
+def _reason_turn(client: str, seen: stubs.Seen) -> tuple[str, str]:
+    """The one user turn that carries the Stop reason, and the user turns after it."""
+    turns = _user_turns(client, seen)
+    carrying = [
+        n for n, text in enumerate(turns) if "Before stopping, run: " in html.unescape(text)
+    ]
+    assert len(carrying) == 1, (clients.label(client), turns)
+    return turns[carrying[0]], "\n".join(turns[carrying[0] + 1 :])
+
+
+def _reason_as_sent(client: str, reason: str) -> str:
+    """The Stop reason as the client hands it to the model: Codex inside <hook_prompt> with
+    `<` and `>` escaped, the others as written."""
+    if client == "claude":
+        assert "\nStop hook feedback:\nmajordomus: task " in reason, reason
+        return reason
+    if client == "codex":
+        assert "<hook_prompt" in reason and "&lt;what is true now&gt;" in reason, reason
+        return html.unescape(reason)
+    return reason
+
+
+def _pin_final_answer(client: str, ran: clients.Ran) -> None:
+    """What -p / exec prints as the answer after the one block."""
+    if client == "claude":
+        assert json.loads(ran.out)["result"] == "ok", ran.out
+    elif client == "gemini":
+        assert json.loads(ran.out)["response"].count("ok") >= 1, ran.out
+
+
+def session_of(setup_: Setup) -> list[stubs.Seen]:
+    return setup_.main_requests()
+
+
+__all__ = ["bodies", "history"]
