@@ -61,12 +61,16 @@ def ensure_installed(prefix: Path) -> dict[str, Path]:
     for client, (package, version) in PINNED.items():
         if installed_version(prefix, package) == version and _program(prefix, client).exists():
             continue
+        # Saved in the prefix's package.json: a later install prunes what is not listed.
+        argv = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
         try:
             done = subprocess.run(
-                ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                 "--no-save", f"{package}@{version}"],  # fmt: skip
-                capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
-            )  # fmt: skip
+                [*argv, f"{package}@{version}"],
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_TIMEOUT_S,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             raise ClientError(
                 f"npm install of {package}@{version} took over {INSTALL_TIMEOUT_S} s"

@@ -247,7 +247,7 @@ def anthropic(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) -> None:
         if stop == "tool_use"
         else {"type": "text_delta", "text": block["text"]}
     )
-    message = {
+    message: dict[str, Any] = {
         "id": f"msg_{len(stub.seen)}",
         "type": "message",
         "role": "assistant",
@@ -285,8 +285,8 @@ def openai_responses(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) ->
     body = seen.body
     items = [i for i in body.get("input", []) if isinstance(i, dict)]
     newest_user = -1
-    for n, item in enumerate(items):
-        if item.get("role") == "user" and item.get("type", "message") == "message":
+    for n, given in enumerate(items):
+        if given.get("role") == "user" and given.get("type", "message") == "message":
             newest_user = n
     after = items[newest_user + 1 :]
     has_result = any(i.get("type") == "function_call_output" for i in after)
@@ -328,7 +328,7 @@ def openai_responses(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) ->
             "id": f"msg_{number}",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         }
-    response = {
+    response: dict[str, Any] = {
         "id": f"resp_{number}",
         "object": "response",
         "model": body.get("model"),
