@@ -35,7 +35,7 @@ OFFERED_BODY = "offered, and it ran"
 MCP_BODY = "recorded through MCP"
 DONE_TEXT = "done"
 # The session-start block's line that says how to record: `Record: PROGRAM checkpoint ...`.
-_RECORD = re.compile(r'Record: (?P<command>\S.*? checkpoint(?: --task t-[0-9a-f]{12})?) "')
+_RECORD = re.compile(r'(?m)^Record: (?P<command>\S.*? checkpoint(?: --task t-[0-9a-f]{12})?) "')
 
 
 @dataclass
@@ -110,6 +110,7 @@ class Stub:
         self.name = name
         self.answer = answer
         self.seen: list[Seen] = []
+        self.replies: list[Reply] = []  # what the fake model answered, tool calls included
         self.lock = threading.Lock()
         self.deadline = time.monotonic() + LIFETIME_S
         stub = self
@@ -151,6 +152,11 @@ class Stub:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def commands(self) -> list[str]:
+        """The shell commands the fake model asked the client to run."""
+        with self.lock:
+            return [r.arguments["command"] for r in self.replies if r.tool == "shell"]
 
     def requests(self, path_part: str = "") -> list[Seen]:
         with self.lock:
@@ -211,6 +217,7 @@ def anthropic(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) -> None:
         isinstance(b, dict) and b.get("type") == "tool_result" for b in newest
     )
     reply = decide(strings(newest), has_result, seen.text)
+    stub.replies.append(reply)
     names = [t.get("name", "") for t in body.get("tools", []) if isinstance(t, dict)]
     block: dict[str, Any]
     if reply.tool == "shell":
@@ -227,11 +234,11 @@ def anthropic(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) -> None:
     usage = {"input_tokens": 10, "output_tokens": 5}
     if not body.get("stream"):
         full = {**block, "input": arguments} if stop == "tool_use" else block
-        message = {"id": f"msg_{len(stub.seen)}", "type": "message", "role": "assistant"}
+        whole = {"id": f"msg_{len(stub.seen)}", "type": "message", "role": "assistant"}
         send_json(
             handler,
             200,
-            message
+            whole
             | {
                 "model": model,
                 "content": [full],
@@ -292,6 +299,7 @@ def openai_responses(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) ->
     has_result = any(i.get("type") == "function_call_output" for i in after)
     newest = strings(items[newest_user]) if newest_user >= 0 else ""
     reply = decide(newest, has_result, seen.text)
+    stub.replies.append(reply)
     names = [str(t.get("name", "")) for t in body.get("tools", []) if isinstance(t, dict)]
     number = len(stub.seen)
     item: dict[str, Any]
@@ -394,6 +402,7 @@ def gemini(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) -> None:
     newest = users[-1].get("parts", []) if users else []
     has_result = any(isinstance(p, dict) and "functionResponse" in p for p in newest)
     reply = decide(strings(newest), has_result, seen.text)
+    stub.replies.append(reply)
     names = [
         str(d.get("name", ""))
         for t in body.get("tools", [])

@@ -10,6 +10,7 @@ it fails here, naming the client and its version.
 from __future__ import annotations
 
 import html
+import shutil
 import json
 from pathlib import Path
 
@@ -160,3 +161,37 @@ def session_of(setup_: Setup) -> list[stubs.Seen]:
 
 
 __all__ = ["bodies", "history"]
+
+
+# How many copies of the block the first request of a resumed session carries.
+# Claude Code -c: the copy of the session start, kept in the transcript (no second one);
+# Codex: the old copy and a new one; Gemini: the new one only.
+RESUMED_COPIES = {"claude": 1, "codex": 2, "gemini": 1}
+
+
+@pytest.mark.parametrize("client", HOOKED)
+def test_resume_carries_the_handover_and_the_offered_command_runs_off_path(
+    client: str, programs: dict[str, Path], node_dir: Path, tmp_path: Path
+) -> None:
+    victim = world(tmp_path / "world").victim
+    program = install(victim, client).removesuffix(f" hook {client}")
+    with setup(client, programs[client], tmp_path, node_dir) as session:
+        assert shutil.which("majordomus", path=session.environ["PATH"]) is None
+        session.trust(victim.path)
+        session.run(victim.path, "hello")
+        started = len(session.main_requests())
+        session.run(victim.path, stubs.RUN_OFFERED, resume=True)
+        turns = session.main_requests()[started:]
+        commands = session.stub.commands()
+    where = clients.label(client)
+    assert len(turns) == 2, (where, len(turns))  # the tool call, then the answer to its result
+    first = html.unescape(turns[0].text)
+    copies = first.count(CONTEXT_HEAD)
+    assert copies == RESUMED_COPIES[client], (where, copies)
+    block = _context(client, turns[0], program)
+    assert "> objective: find the dropped ack" in block.split("\n"), where
+    # The model ran exactly the command the block offered (absolute path, not on PATH).
+    offered = _offered(html.unescape(first))
+    assert offered == f"{program} checkpoint", (where, offered)
+    assert commands == [f'{offered} "{stubs.OFFERED_BODY}"'], (where, commands)
+    assert stubs.OFFERED_BODY in bodies(victim), (where, bodies(victim))
