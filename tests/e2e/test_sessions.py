@@ -10,8 +10,8 @@ it fails here, naming the client and its version.
 from __future__ import annotations
 
 import html
-import shutil
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -195,3 +195,74 @@ def test_resume_carries_the_handover_and_the_offered_command_runs_off_path(
     assert offered == f"{program} checkpoint", (where, offered)
     assert commands == [f'{offered} "{stubs.OFFERED_BODY}"'], (where, commands)
     assert stubs.OFFERED_BODY in bodies(victim), (where, bodies(victim))
+
+
+# The scope that works from a subdirectory: Claude Code and Gemini CLI read project and
+# local settings only from the folder they start in; Codex finds the project's from any.
+SUBDIRECTORY_SCOPE = {"claude": "user", "codex": "local", "gemini": "user"}
+
+
+@pytest.mark.parametrize("client", HOOKED)
+def test_a_start_from_a_subdirectory_on_another_branch_carries_the_handover(
+    client: str, programs: dict[str, Path], node_dir: Path, tmp_path: Path
+) -> None:
+    victim = world(tmp_path / "world").victim
+    victim.git("checkout", "-q", "-b", "topic")
+    victim.commit("topic: try a smaller batch", {"src/deep/batch.py": "batch = 8\n"})
+    deep = victim.path / "src" / "deep"
+    scope = SUBDIRECTORY_SCOPE[client]
+    with setup(client, programs[client], tmp_path, node_dir) as session:
+        program = install(victim, client, "--scope", scope, home=session.home)
+        program = program.removesuffix(f" hook {client}")
+        session.trust(victim.path)
+        session.run(deep, "hello")
+        turns = session.main_requests()
+    where = clients.label(client)
+    assert turns, where
+    block = _context(client, turns[0], program)
+    lines = assert_agent_text(block)
+    assert "> objective: find the dropped ack" in lines, (where, block)
+    assert any(line.startswith(f"- {HOSTILE_ID} ") for line in lines), (where, block)
+    # The handover was written on main: on this branch it is behind HEAD.
+    assert any(line.startswith("Open handover ") and "(advanced" in line for line in lines), block
+
+
+def test_codex_in_a_linked_worktree_runs_the_main_worktrees_project_hooks(
+    programs: dict[str, Path], node_dir: Path, tmp_path: Path
+) -> None:
+    """Codex takes a linked work tree's project settings from the repository's main work
+    tree: hooks installed in the linked one are not run, the main one's are (with the
+    linked work tree as cwd, so the block is that work tree's)."""
+    attacked = world(tmp_path / "world")
+    topic = attacked.topic()  # another branch, in a linked work tree
+    with setup("codex", programs["codex"], tmp_path, node_dir) as session:
+        session.trust(topic.path)
+        session.trust(attacked.victim.path)
+        program = install(topic, "codex").removesuffix(" hook codex")
+        session.run(topic.path, "hello")
+        alone = session.main_requests()
+        install(attacked.victim, "codex")
+        session.run(topic.path, "hello")
+        both = session.main_requests()[len(alone) :]
+    where = clients.label("codex")
+    assert alone and CONTEXT_HEAD not in alone[0].text, where
+    assert both, where
+    block = _context("codex", both[0], program)
+    assert f"- {HOSTILE_ID} " in block and "> objective: find the dropped ack" in block, block
+
+
+@pytest.mark.parametrize("client", ("claude", "gemini"))
+def test_the_local_scope_is_not_read_from_a_subdirectory(
+    client: str, programs: dict[str, Path], node_dir: Path, tmp_path: Path
+) -> None:
+    """Why the user scope above: started in a subdirectory, Claude Code and Gemini CLI do
+    not read the clone's own settings, and the session starts without the block."""
+    victim = world(tmp_path / "world").victim
+    deep = victim.path / "src"
+    deep.mkdir()
+    install(victim, client)
+    with setup(client, programs[client], tmp_path, node_dir) as session:
+        session.trust(victim.path)
+        session.run(deep, "hello")
+        turns = session.main_requests()
+    assert turns and all(CONTEXT_HEAD not in t.text for t in turns), clients.label(client)
