@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.e2e import clients, stubs
 from tests.support.attacks import World, attacked, hostile, record, write_note
-from tests.support.env import hermetic_environ
+from tests.support.env import EMAIL, NAME, hermetic_environ
 from tests.support.repo import Repo
 
 API = {"claude": stubs.anthropic, "codex": stubs.openai_responses, "gemini": stubs.gemini}
@@ -91,10 +91,16 @@ class Setup:
             path = self.home / "mcp.json"
             server = {"type": "stdio", "command": majordomus, "args": ["mcp"]}
             path.write_text(json.dumps({"mcpServers": {"majordomus": server}}))
+            # -p does not wait for MCP servers unless told: a slow start leaves them out.
+            self.environ["MCP_CONNECTION_NONBLOCKING"] = "false"
             return ["--mcp-config", str(path), "--strict-mcp-config"]
         config = self.home / ".codex" / "config.toml"
         with config.open("a", encoding="utf-8") as handle:
-            handle.write(f'\n[mcp_servers.majordomus]\ncommand = "{majordomus}"\nargs = ["mcp"]\n')
+            # required: the session waits for the server to be ready before its first turn.
+            handle.write(
+                f'\n[mcp_servers.majordomus]\ncommand = "{majordomus}"\nargs = ["mcp"]\n'
+                "required = true\n"
+            )
         return []
 
     def main_requests(self) -> list[stubs.Seen]:
@@ -146,7 +152,12 @@ def setup(client: str, program: Path, root: Path, node_dir: Path) -> Iterator[Se
 
 
 def world(root: Path) -> World:
-    return attacked(root, attack)
+    """The victim's world after the attack, its identity in the clone's own config too:
+    Codex starts MCP servers with few of its environment's variables (no GIT_AUTHOR_*)."""
+    attacked_world = attacked(root, attack)
+    for key, value in (("user.name", NAME), ("user.email", EMAIL)):
+        attacked_world.victim.git("config", key, value)
+    return attacked_world
 
 
 def install(repo: Repo, client: str, *options: str, home: Path | None = None) -> str:

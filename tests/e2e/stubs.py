@@ -320,12 +320,14 @@ def openai_responses(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) ->
             "name": name,
             "arguments": json.dumps(arguments),
         }
-    elif reply.tool == "mcp-checkpoint" and mcp_tool_name(names):
+    elif reply.tool == "mcp-checkpoint" and _namespaced(body):
+        # Codex offers an MCP server's tools as a namespace: the call names both.
         item = {
             "type": "function_call",
             "id": f"fc_{number}",
             "call_id": f"call_{number}",
-            "name": mcp_tool_name(names),
+            "namespace": _namespaced(body),
+            "name": "checkpoint",
             "arguments": json.dumps(reply.arguments),
         }
     else:
@@ -384,6 +386,17 @@ def openai_responses(stub: Stub, handler: BaseHTTPRequestHandler, seen: Seen) ->
         ),
     ]
     send_sse(handler, events)
+
+
+def _namespaced(body: dict[str, Any]) -> str | None:
+    """The namespace of majordomus' MCP tools among a Responses request's tools."""
+    for tool in body.get("tools", []):
+        if not isinstance(tool, dict) or tool.get("type") != "namespace":
+            continue
+        inner = [t.get("name") for t in tool.get("tools", []) if isinstance(t, dict)]
+        if "majordomus" in str(tool.get("name")) and "checkpoint" in inner:
+            return str(tool["name"])
+    return None
 
 
 # Gemini generateContent / streamGenerateContent (Gemini CLI): POST /v1beta/models/M:ACTION.
