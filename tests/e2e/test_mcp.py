@@ -4,6 +4,8 @@ by the MCP Inspector's command line; their results are the commands' `--json`.""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +55,68 @@ def test_the_client_calls_the_checkpoint_tool_and_gets_the_commands_json(
     landed = [r for r in history(victim) if r.get("body") == stubs.MCP_BODY]
     assert len(landed) == 1, (where, landed)
     assert result["record"] == landed[0], (where, result, landed)
+
+
+def _command_json(repo_path: Path, environ: dict[str, str], majordomus: str, *argv: str) -> Any:
+    """The command itself, as a process on the real clock: its `--json` value."""
+    done = subprocess.run(
+        [majordomus, *argv, "--json"], cwd=repo_path, env=environ,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_inspector_cli_calls_the_tools_and_gets_the_commands_json(
+    programs: dict[str, Path], tmp_path: Path
+) -> None:
+    victim = world(tmp_path / "world").victim
+    majordomus = install(victim, "claude").removesuffix(" hook claude")
+    environ = {
+        **victim.environ,
+        "PATH": clients.agent_path(Path(shutil.which("node") or "/usr/bin").parent),
+    }
+
+    def call(*argv: str) -> Any:
+        ran = clients.run(
+            "inspector", [str(programs["inspector"]), "--cli", majordomus, "mcp", *argv],
+            victim.path, environ,
+        ).ok()  # fmt: skip
+        return json.loads(ran.out)
+
+    listed = call("--method", "tools/list")
+    names = sorted(tool["name"] for tool in listed["tools"])
+    assert names == sorted(TOOLS), names
+    where = clients.label("inspector")
+    for tool, args, argv in (
+        ("history", ["limit=3"], ["history", "--limit", "3"]),
+        ("task_list", [], ["task", "list"]),
+        ("context", [], ["context"]),
+    ):
+        flags = [f for arg in args for f in ("--tool-arg", arg)]
+        result = call("--method", "tools/call", "--tool-name", tool, *flags)
+        assert result["isError"] is False, (where, tool, result)
+        expected = _command_json(victim.path, environ, majordomus, *argv)
+        assert result["structuredContent"] == expected, (where, tool)
+        assert json.loads(result["content"][0]["text"]) == expected, (where, tool)
+    # A write: the record it answers with is the one history shows.
+    result = call(
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "checkpoint",
+        "--tool-arg",
+        "text=via the inspector",
+    )
+    record = result["structuredContent"]["record"]
+    shown = _command_json(victim.path, environ, majordomus, "history", "--limit", "1")
+    assert shown["records"] == [record], (where, shown, record)
+    # A refusal: a tool error carrying the command's sentence and its exit code.
+    refused = call("--method", "tools/call", "--tool-name", "history", "--tool-arg", "rev=--all")
+    assert refused["isError"] is True, (where, refused)
+    text = refused["content"][0]["text"]
+    assert json.loads(text.splitlines()[-1])["exit"] == 3, (where, text)
+
+
+TOOLS = ("check", "checkpoint", "context", "handover", "history", "resume", "task_list",
+         "task_new", "task_use")  # fmt: skip
