@@ -23,6 +23,7 @@ PINNED = {
     "inspector": ("@modelcontextprotocol/inspector", "0.15.0"),
 }
 BINARY = {"claude": "claude", "codex": "codex", "gemini": "gemini", "inspector": "mcp-inspector"}
+NODE_MAJOR = 20  # the oldest node every pinned client runs on (gemini-cli: >=20)
 CALL_TIMEOUT_S = 60  # each client call; killed with its process group past this
 INSTALL_TIMEOUT_S = 900
 
@@ -57,12 +58,27 @@ def ensure_installed(prefix: Path) -> dict[str, Path]:
         raise ClientError(
             "node and npm are needed for the end-to-end suite (apt install nodejs npm)"
         )
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    major = node.stdout.strip().lstrip("v").split(".")[0]
+    if not major.isdigit() or int(major) < NODE_MAJOR:
+        raise ClientError(
+            f"node {node.stdout.strip() or '?'} is too old: {label('gemini')} needs node "
+            f"{NODE_MAJOR} or later"
+        )
     prefix.mkdir(parents=True, exist_ok=True)
     for client, (package, version) in PINNED.items():
         if installed_version(prefix, package) == version and _program(prefix, client).exists():
             continue
         # Saved in the prefix's package.json: a later install prunes what is not listed.
-        argv = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
+        argv = [
+            "npm",
+            "install",
+            "--prefix",
+            str(prefix),
+            "--save-exact",
+            "--no-audit",
+            "--no-fund",
+        ]
         try:
             done = subprocess.run(
                 [*argv, f"{package}@{version}"],
