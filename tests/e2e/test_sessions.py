@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -21,10 +22,8 @@ from tests.e2e.sessions import (
     CONTEXT_HEAD,
     HOSTILE_ID,
     STALE,
-    Setup,
     block_of,
     bodies,
-    history,
     install,
     setup,
     world,
@@ -59,11 +58,9 @@ def _context(client: str, seen: stubs.Seen, program: str) -> str:
         text = carriers[0]
     else:
         # Inside <hook_context>...</hook_context>, HTML-escaped: `> ` arrives as `&gt; `.
-        carriers = [p for p in seen.text.split("\n<") if "<hook_context>" + CONTEXT_HEAD in p]
         raw = next(p for p in seen.text.split("<hook_context>")[1:] if p.startswith(CONTEXT_HEAD))
         assert "\n&gt; " in raw and "\n> " not in raw.split("</hook_context>")[0], raw[:400]
         text = html.unescape(raw.split("</hook_context>")[0])
-        del carriers
     return block_of(text).replace(program, "majordomus")
 
 
@@ -94,8 +91,9 @@ def test_startup_carries_the_handover_the_reminder_and_one_stop_block(
     assert "> objective: find the dropped ack" in lines, (where, block)
     assert any(line.startswith(f"- {HOSTILE_ID} ") for line in lines), (where, block)
     assert f"Record: {program} checkpoint" in html.unescape(first.text), where
-    # The stale reminder, once on the first turn.
+    # The stale reminder, once on the first turn, carried as each client carries hook text.
     assert len(STALE.findall(html.unescape(first.text))) == 1, where
+    assert _reminder_carried(client, first), where
     # The Stop hook blocked once: its reason is handed to the model as a user turn of the
     # second request, and there is no third (the second stop has stop_hook_active set).
     assert len(turns) == 2, (where, [t.path for t in turns])
@@ -112,6 +110,25 @@ def test_startup_carries_the_handover_the_reminder_and_one_stop_block(
         assert after == "" and reminders == 1, (where, after, reminders)
     assert victim.notes_ref() == before, where  # the hooks never write
     _pin_final_answer(client, ran)
+
+
+def _reminder_carried(client: str, seen: stubs.Seen) -> bool:
+    """Whether the reminder came as each client carries hook text: after Claude Code's lead
+    naming the hook, as the whole text of a Codex developer message, in Gemini's wrapper."""
+    if client == "claude":
+        return "UserPromptSubmit hook additional context: majordomus: task " in seen.text
+    if client == "codex":
+        texts = [
+            part.get("text", "")
+            for item in seen.body["input"]
+            if item.get("role") == "developer"
+            for part in item.get("content", [])
+        ]
+        return any(STALE.match(text) for text in texts)
+    return (
+        re.search(r"<hook_context>" + STALE.pattern + r"[^<]*</hook_context>", seen.text)
+        is not None
+    )
 
 
 def _user_turns(client: str, seen: stubs.Seen) -> list[str]:
@@ -149,18 +166,12 @@ def _reason_as_sent(client: str, reason: str) -> str:
 
 
 def _pin_final_answer(client: str, ran: clients.Ran) -> None:
-    """What -p / exec prints as the answer after the one block."""
+    """What -p prints as the answer after the one block (codex exec: its JSON events)."""
     if client == "claude":
         assert json.loads(ran.out)["result"] == "ok", ran.out
     elif client == "gemini":
-        assert json.loads(ran.out)["response"].count("ok") >= 1, ran.out
-
-
-def session_of(setup_: Setup) -> list[stubs.Seen]:
-    return setup_.main_requests()
-
-
-__all__ = ["bodies", "history"]
+        # -p prints the denied answer too, then the one after the block, run together.
+        assert json.loads(ran.out)["response"] == "okok", ran.out
 
 
 # How many copies of the block the first request of a resumed session carries.
