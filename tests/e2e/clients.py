@@ -51,9 +51,9 @@ def installed_version(prefix: Path, package: str) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def ensure_installed(prefix: Path) -> dict[str, Path]:
+def ensure_installed(prefix: Path, environ: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Every pinned client installed under `prefix` (npm install --prefix, one package at a
-    time so that a failure names it); their programs."""
+    time so that a failure names it); their programs. `environ`: npm's environment."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         raise ClientError(
             "node and npm are needed for the end-to-end suite (apt install nodejs npm)"
@@ -86,6 +86,7 @@ def ensure_installed(prefix: Path) -> dict[str, Path]:
                 text=True,
                 timeout=INSTALL_TIMEOUT_S,
                 check=False,
+                env=None if environ is None else dict(environ),
             )
         except subprocess.TimeoutExpired:
             raise ClientError(
