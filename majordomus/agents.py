@@ -327,7 +327,8 @@ def install(
         diff=diff,
         excluded=excluded,
         warnings=_warnings(agent, scope, path, remove)
-        + _subfolder_warning(agent, scope, repository, home, remove),
+        + _subfolder_warning(agent, scope, repository, home, remove)
+        + _linked_worktree_warning(agent, scope, repository, remove),
     )
 
 
@@ -413,6 +414,23 @@ def _subfolder_warning(
     if repository.workdir is None:
         return ()
     return (started_here(agent, repository.workdir, home / USER_FILE[agent]) + ".",)
+
+
+def _linked_worktree_warning(
+    agent: str, scope: str, repository: Repository | None, remove: bool
+) -> tuple[str, ...]:
+    """Codex reads a linked work tree's project hooks from the main work tree's folder (seen
+    with codex-cli 0.171): an install in a linked work tree writes a file it never reads."""
+    if agent != "codex" or remove or scope == "user" or repository is None:
+        return ()
+    if repository.gitdir == repository.commondir or repository.commondir.name != ".git":
+        return ()  # the main work tree, or linked work trees of a bare repository
+    main = repository.commondir.parent
+    return (
+        f"this is a linked work tree: Codex reads the project's hooks from the main work "
+        f"tree ({main}/.codex/hooks.json), not from this one; run the install there (its "
+        "hooks then run here too), or use --scope user.",
+    )
 
 
 def _write_settings(path: Path, text: str) -> None:

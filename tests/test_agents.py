@@ -579,3 +579,22 @@ def test_a_teammate_s_committed_settings_are_noted_in_a_second_clone(
     assert lines == [
         f"note  agent     claude hooks installed in {second.path}/.claude/settings.json; {advice}"
     ]
+
+
+def test_codex_in_a_linked_work_tree_is_told_where_codex_reads_project_hooks(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Codex reads a linked work tree's project hooks from the main work tree: an install in
+    the linked one says so (the file is still written where asked); none in the main work
+    tree, none for user scope, none for the other agents."""
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", "-b", "topic", str(linked))
+    said = f"Codex reads the project's hooks from the main work tree ({repo.path}/.codex/hooks"
+    there = repo.run("-C", str(linked), "agent", "install", "codex")
+    assert there.code == 0 and said in there.err
+    assert (linked / PROJECT_FILE["codex"]).exists()
+    for argv in (["-C", str(linked), "agent", "install", "codex", "--scope", "user"],
+                 ["-C", str(linked), "agent", "install", "claude"],
+                 ["agent", "install", "codex"]):  # fmt: skip
+        done = repo.run(*argv)
+        assert done.code == 0 and "linked work tree" not in done.err, argv
