@@ -20,6 +20,9 @@ from pathlib import Path
 
 from adoption import adopt_row
 from corpus import shape_for
+from drawing_rows import drawing_rows
+from drawing_rows import section as drawing_section
+from drawing_rows import write_section as write_drawing_section
 from fetch_rows import fetch_rows
 from fetch_rows import section as fetch_section
 from fetch_rows import write_section as write_fetch_section
@@ -79,10 +82,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument(
         "--only",
-        choices=["graph", "fetch", "signing", "mcp"],
+        choices=["graph", "fetch", "signing", "mcp", "drawing"],
         help="run only these rows (graph: branch switch, fresh clone, merge-heavy history; "
         "fetch: 1,000 new records from a remote; signing: signed records' reads and write; "
-        "mcp: the MCP server's start-up)",
+        "mcp: the MCP server's start-up; drawing: history --graph for every task)",
     )
     parser.add_argument(
         "--before",
@@ -393,6 +396,26 @@ def main_mcp(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_mcp_section, "mcp")
 
 
+def run_drawing_rows(setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]) -> str:
+    """The drawing row on the repository of 100,000 commits; returns its section."""
+    fixture = ensure_fixture(shape_for(SIGNING_COMMITS), root, setup.env, log)
+    merges = merge_heavy(root, SIGNING_COMMITS, setup.env, log)
+    rows = drawing_rows(setup, fixture, merges, workdir / "drawing", log)
+    for row in rows:
+        print(f"{row.name} | {row.majordomus.median_ms:.0f} ms | "
+              f"{row.baseline.median_ms:.0f} ms | {row.verdict}", file=sys.stderr)  # fmt: skip
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    text = drawing_section(rows, fixture, command)
+    return text.replace(str(workdir / "drawing"), "SCRATCH")
+
+
+def main_drawing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
+        return run_drawing_rows(setup, root, workdir, arguments)
+
+    return _section(args, rows, write_drawing_section, "drawing")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
@@ -404,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_fetch(args, arguments)
     if args.only == "signing":
         return main_signing(args, arguments)
+    if args.only == "drawing":
+        return main_drawing(args, arguments)
     started = time.monotonic()
     sizes = parse_sizes(args.sizes or default_sizes(args))
     root = cache_root(os.environ)
@@ -425,6 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(signed + "\n", flush=True)
         served = run_mcp_rows(setup, root, workdir, arguments)
         print(served + "\n", flush=True)
+        drawn = run_drawing_rows(setup, root, workdir, arguments)
+        print(drawn + "\n", flush=True)
         source_at_end = majordomus_source(setup)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -438,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output.write_text(text, encoding="utf-8")
         write_signing_section(output, signed)
         write_mcp_section(output, served)
+        write_drawing_section(output, drawn)
         log(f"wrote {output}")
     log(f"done in {elapsed:.0f} s")
     return 0

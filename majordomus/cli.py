@@ -292,6 +292,10 @@ def history(
         typer.Option("--task", "-t", metavar="TASK", help="Only this task (default: every task)."),
     ] = None,
     as_json: JsonOpt = False,
+    graph: Annotated[
+        bool,
+        typer.Option("--graph", help="Draw the records on the commit graph, as git log --graph."),
+    ] = False,
 ) -> None:
     """Records on commits reachable from REV, newest first; handovers with their label.
 

@@ -60,7 +60,7 @@ GRAMMARS = {
         {**_JSON, "--allow-secret": "allow_secret"},
     ),
     "resume": Grammar(None, {**_TASK, "--session": "session_name"}, {**_JSON, "--peek": "peek"}),
-    "history": Grammar("rev", _TASK, {**_JSON, "--all": "include_all"}),
+    "history": Grammar("rev", _TASK, {**_JSON, "--all": "include_all", "--graph": "graph"}),
     "show": Grammar("rev", {}, {**_JSON, "--markdown": "markdown"}),
     "check": Grammar(None, _TASK, {**_JSON, "--all": "all_tasks"}),
     "fetch": Grammar("remote", {}, _JSON),

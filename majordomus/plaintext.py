@@ -83,3 +83,10 @@ def interval(seconds: int) -> str:
 
 def counted(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def skipped(invalid: int) -> list[str]:
+    """The line counting the notes or records a read skipped as invalid, if it skipped any."""
+    if not invalid:
+        return []
+    return [f"({invalid} invalid notes or records skipped; majordomus doctor lists them)"]

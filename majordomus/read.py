@@ -16,6 +16,8 @@ from majordomus.notes import every_note, notes_of_tasks
 from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
 from majordomus.values import (
     AttachedRecord,
+    GraphRecord,
+    GraphResult,
     HistoryEntry,
     HistoryResult,
     Listed,
@@ -25,8 +27,9 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus import markdowntext, render
+    from majordomus import graphtext, markdowntext, render
 else:
+    graphtext = OnFirstUse("majordomus.graphtext")
     markdowntext = OnFirstUse("majordomus.markdowntext")
     render = OnFirstUse("majordomus.render")
 
@@ -91,6 +94,71 @@ def history(
         invalid=index.invalid,
         hidden=0 if include_all else hidden,
     )
+
+
+def history_graph(
+    inputs: Inputs,
+    rev: str | None = None,
+    task: str | None = None,
+    include_all: bool = False,
+    limit: int | None = None,
+    colour: bool = False,
+) -> GraphResult:
+    """`history --graph`: the records on the commit graph, as `git log --graph` draws the
+    commits that carry them (at most LIMIT commits drawn); with INCLUDE_ALL, the commits
+    here that REV does not reach drawn too, from their own tips."""
+    if limit is not None and limit < 1:
+        raise RefusedError(f"--limit must be 1 or more, not {limit}.")
+    jobs = open_here(inputs)
+    commit = jobs.history.resolve(rev)
+    jobs.history.graph().start_order(commit, worth=lambda: bool(jobs.reader.refs.ref_targets()))
+    task_id, index = _index_shown(jobs, commit, task, 1)
+    chosen = index.records if task_id is None else index.of_task(task_id)
+    _expect_labels(jobs, commit, chosen, None)
+    order = index.graph_order
+    off = {item.commit for item in chosen if item.commit not in order}
+    here = jobs.history.commits_here(off) if include_all and off else set()
+    shown = [item for item in chosen if item.commit in order or item.commit in here]
+    selected = newest_first(shown, index.order_of)
+    counts: dict[str, int] = {}
+    for item in selected:
+        counts[item.commit] = counts.get(item.commit, 0) + 1
+    tips = [commit, *sorted(here)]
+    from majordomus.drawing import Drawn  # here: only history --graph draws
+
+    # Nothing to draw: git is not asked (it would draw the root commit alone).
+    drawing = jobs.history.draw(tips, counts, colour, limit) if counts else Drawn((), frozenset())
+    unreached = sum(1 for item in chosen if item.commit in off)
+    return GraphResult(
+        rev=commit,
+        task=task_id,
+        lines=drawing.lines,
+        records=_drawn_records(jobs, index, commit, selected, drawing.commits),
+        left_out=sum(n for on, n in counts.items() if on not in drawing.commits),
+        hidden=0 if include_all else unreached,
+        missing=sum(1 for item in chosen if item.commit in off - here) if include_all else 0,
+        invalid=index.invalid,
+    )
+
+
+def _drawn_records(
+    jobs: Jobs, index: Index, rev: str, selected: Sequence[Listed], drawn: frozenset[str]
+) -> dict[str, tuple[GraphRecord, ...]]:
+    """The records of each commit drawn, in the order given, a handover with its label
+    against REV (read for the handovers drawn only) and whether it is resolved."""
+    selected = [item for item in selected if item.commit in drawn]
+    handovers = [item.commit for item in selected if item.summary.kind == "handover"]
+    labels = jobs.history.graph().labels(rev, handovers)
+    resolved = index.resolved_handovers()
+    records: dict[str, list[GraphRecord]] = {}
+    for item in selected:
+        summary = item.summary
+        if summary.kind == "handover":
+            record = GraphRecord(summary, labels[item.commit], summary.id in resolved)
+        else:
+            record = GraphRecord(summary, None, None)
+        records.setdefault(item.commit, []).append(record)
+    return {on: tuple(items) for on, items in records.items()}
 
 
 def _index_shown(
@@ -180,7 +248,15 @@ def history_command(
     limit: int | None = None,
     task: str | None = None,
     as_json: bool = False,
+    graph: bool = False,
 ) -> int:
+    if graph:
+        if as_json:
+            raise RefusedError("give --graph or --json, not both.")
+        colour = invocation.terminal.colour
+        drawn = history_graph(invocation.inputs(), rev, task, include_all, limit, colour)
+        invocation.out(graphtext.history_graph(drawn, colour))
+        return ExitCode.OK
     result = history(invocation.inputs(), rev, task, include_all, limit, as_json)
     invocation.out_parts(render.history_parts(result, as_json))
     return ExitCode.OK

@@ -18,6 +18,7 @@ from majordomus.jsontext import (
     with_members,
 )
 from majordomus.plaintext import age, ago, counted, interval, one_line, safe, signature_mark
+from majordomus.plaintext import skipped as _skipped
 from majordomus.records import HANDOVER_FIELDS, Divergence, Record, skew_s
 from majordomus.values import (
     AdoptResult,
@@ -500,10 +501,3 @@ def _outcome_lines(result: AdoptResult) -> list[str]:
     elif result.dry_run:
         lines.append("dry run: nothing was written")
     return lines + _skipped(result.invalid)
-
-
-def _skipped(invalid: int) -> list[str]:
-    """The line counting the notes or records a read skipped as invalid, if it skipped any."""
-    if not invalid:
-        return []
-    return [f"({invalid} invalid notes or records skipped; majordomus doctor lists them)"]

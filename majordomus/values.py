@@ -224,6 +224,35 @@ class HistoryResult(NamedTuple):
     hidden: int
 
 
+class DrawnLine(NamedTuple):
+    """One line of git's drawing of a history (`history --graph`): its graph (git's
+    colours in it when asked for), and, on a line that carries one of a commit's lines,
+    the commit and which of its lines (0: the commit's own line, where git draws `*`)."""
+
+    graph: str
+    commit: str | None
+    line: int | None
+
+
+class GraphRecord(NamedTuple):
+    """A record drawn on its commit: what the index knows of it, and a handover's label."""
+
+    summary: Summary
+    divergence: Divergence | None  # handovers only
+    resolved: bool | None  # handovers only
+
+
+class GraphResult(NamedTuple):
+    rev: str
+    task: str | None
+    lines: tuple[DrawnLine, ...]
+    records: Mapping[str, tuple[GraphRecord, ...]]  # by commit, newest first
+    left_out: int  # records on commits the drawing does not show (--limit, an empty root)
+    hidden: int  # records on commits not reachable from REV (without --all)
+    missing: int  # records on commits not in this clone (with --all)
+    invalid: int
+
+
 class ShowResult(NamedTuple):
     commit: str
     records: tuple[AttachedRecord, ...]

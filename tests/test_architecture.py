@@ -92,11 +92,21 @@ ALLOWED = {
         "values",
     },
     "front": {"context", "freshness", "invocation", "read", "sharing", "write"},
+    "drawing": {"errors", "repository", "values"},
     "gitfiles": set(),
     "gitobjects": set(),
     "gitprocess": {"errors", "profile"},
     "graph": {"chains", "divergence", "records", "tally"},
-    "history": {"cachefile", "errors", "gitfiles", "gitobjects", "graph", "repository"},
+    "graphtext": {"plaintext", "values"},
+    "history": {
+        "cachefile",
+        "drawing",
+        "errors",
+        "gitfiles",
+        "gitobjects",
+        "graph",
+        "repository",
+    },
     "hooks": {"agents", "context", "errors", "invocation", "plaintext", "tasks", "values"},
     "index": {
         "cachefile",
@@ -149,7 +159,9 @@ ALLOWED = {
     "profile": {"errors", "records"},
     "read": {
         "commitnotes",
+        "drawing",
         "errors",
+        "graphtext",
         "index",
         "invocation",
         "markdowntext",
@@ -240,7 +252,7 @@ ALLOWED = {
     },
 }
 STORE_LAYER = {
-    "repository", "location", "gitfiles", "gitobjects", "history", "notestree", "blobs",
+    "repository", "location", "gitfiles", "gitobjects", "history", "drawing", "notestree", "blobs",
     "readrefs", "commitnotes", "partialclone", "notesread", "notesref", "merge", "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
@@ -251,6 +263,7 @@ OWNERS = {
     "subprocess": {
         "repository",
         "history",
+        "drawing",
         "location",
         "gitfiles",
         "gitobjects",

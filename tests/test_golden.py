@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import golden_refusals, golden_scenarios  # noqa: F401  (register the scenarios)
+from tests.support import (  # noqa: F401  (register the scenarios)
+    golden_graph,
+    golden_refusals,
+    golden_scenarios,
+)
 from tests.support.corpus import GOLDEN
 from tests.support.golden import SCENARIOS, golden_path, produce
 

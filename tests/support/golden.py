@@ -173,7 +173,12 @@ def golden_path(name: str) -> Path:
 def main() -> int:
     # Imported by name: run as `python -m tests.support.golden`, this module is __main__,
     # and the scenarios register themselves with tests.support.golden.
-    from tests.support import golden, golden_refusals, golden_scenarios  # noqa: F401, PLW0406
+    from tests.support import (  # noqa: F401
+        golden,  # noqa: PLW0406
+        golden_graph,
+        golden_refusals,
+        golden_scenarios,
+    )
     from tests.support.env import isolate_pygit2
 
     isolate_pygit2(Path(tempfile.mkdtemp(prefix="majordomus-golden-config-")))
