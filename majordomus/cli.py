@@ -304,7 +304,7 @@ def history(
     \b
       majordomus history -n 5
       majordomus history --all --json
-      majordomus history main~1
+      majordomus history --graph
     """
     run_with(ctx, read.history_command)
 
