@@ -29,13 +29,14 @@ from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import freshness, hooks, plaintext, read, write
+    from majordomus import freshness, hooks, plaintext, read, search, write
 else:
     adoption = OnFirstUse("majordomus.adopt")
     freshness = OnFirstUse("majordomus.freshness")
     hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
     read = OnFirstUse("majordomus.read")
+    search = OnFirstUse("majordomus.search")
     write = OnFirstUse("majordomus.write")
 
 
@@ -246,6 +247,59 @@ def show(
 ) -> None:
     """The records attached to one commit: what CI reads."""
     run_with(ctx, read.show_command)
+
+
+@app.command()
+def grep(
+    ctx: typer.Context,
+    pattern: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="PATTERN",
+            help="A Python regular expression (with -F, a fixed string), tried on each line "
+            "of each record's text.",
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", "-t", metavar="TASK", help="Only this task (default: every task)."),
+    ] = None,
+    include_all: Annotated[
+        bool, typer.Option("--all", help="Also records on commits not reachable from HEAD.")
+    ] = False,
+    ignore_case: Annotated[
+        bool, typer.Option("--ignore-case", "-i", help="Match upper and lower case alike.")
+    ] = False,
+    fixed: Annotated[
+        bool, typer.Option("--fixed-strings", "-F", help="PATTERN is a fixed string.")
+    ] = False,
+    extended: Annotated[
+        bool,
+        typer.Option(
+            "--extended-regexp", "-E", help="PATTERN is a regular expression (the default)."
+        ),
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", metavar="N", help="Show at most N records.")
+    ] = None,
+    verified_only: Annotated[
+        bool,
+        typer.Option(
+            "--verified-only",
+            help="Search only records whose signature is verified (what an agent gets under "
+            'trust = "signed").',
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the text of every record (bodies, handover fields, titles, sessions),
+    newest first. Exit 0 when a record matched, 1 when none did.
+
+    \b
+      majordomus grep -i 'lease expired'
+      majordomus grep -F '[pool]' --task t-0123 --json
+    """
+    run_with(ctx, search.grep_command)
 
 
 @app.command()

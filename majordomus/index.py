@@ -190,6 +190,12 @@ class Index:
             found.append(held[position] if held is not None and position < len(held) else None)
         return found
 
+    def note_blob(self, listed: Listed) -> str | None:
+        """The one note blob a record is read from, where its position is that note's own;
+        None when its commit has several notes (their records are numbered as one)."""
+        blobs = self._blobs_of(listed)
+        return blobs[0] if len(blobs) == 1 else None
+
     def forget(self, items: Iterable[Listed]) -> None:
         """The notes of records shown already: their memory goes back (a second look
         parses them again)."""

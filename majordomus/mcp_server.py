@@ -86,7 +86,7 @@ class Runner:
 # The commands whose answers list records of any status (context and resume choose the
 # verified ones themselves): under trust = "signed", an agent gets what is not verified
 # named by id, author and status, its text withheld.
-_LISTINGS = ("history", "check", "task")
+_LISTINGS = ("history", "check", "task", "grep")
 _NAMED = ("kind", "id", "commit", "author", "signature", "signer")
 
 
@@ -177,6 +177,28 @@ class Tools:
         result: dict[str, Any] = self.run(argv)
         return result
 
+    async def tool_search(
+        self,
+        pattern: str,
+        task: str | None = None,
+        all: bool = False,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """Records whose text (bodies, handover fields, titles, sessions) has a line that
+        matches `pattern` (a Python regular expression; `fixed`: a fixed string), newest
+        first, each with the fields and lines that matched: the answer of `grep --json`.
+        Under trust = "signed", only verified records are searched."""
+        argv = ["grep", *_task(task)]
+        argv += ["--all"] if all else []
+        argv += ["-i"] if ignore_case else []
+        argv += ["-F"] if fixed else []
+        argv += [f"--limit={limit}"] if limit is not None else []
+        argv += ["--verified-only"] if self.run._strict() else []
+        result: dict[str, Any] = self.run([*argv, "--", pattern])
+        return result
+
     async def tool_check(self, task: str | None = None, all: bool = False) -> dict[str, Any]:
         """Age of the last checkpoint against the interval: fresh or stale."""
         result: dict[str, Any] = self.run(["check", *_task(task), *(["--all"] if all else [])])
@@ -208,6 +230,7 @@ def server(cwd: str, environ: Mapping[str, str], command_line: CommandLine) -> M
         tools.tool_handover,
         tools.tool_resume,
         tools.tool_history,
+        tools.tool_search,
         tools.tool_check,
         tools.tool_task_new,
         tools.tool_task_list,

@@ -364,3 +364,48 @@ class Change(NamedTuple):
 class AgentFinding(NamedTuple):
     healthy: bool
     detail: str
+
+
+# ---- Records searched (grep) ---------------------------------------------------------------
+
+
+class MatchedLine(NamedTuple):
+    """A line of a field that matched: its number in the field (from 1), its text (no
+    newline: a field is matched line by line), and where the pattern matched in it."""
+
+    number: int
+    text: str
+    spans: tuple[tuple[int, int], ...]  # (start, end) of each non-empty match
+
+
+class MatchedField(NamedTuple):
+    field: str  # title, body, objective, state, next, session
+    lines: tuple[MatchedLine, ...]
+
+
+class GrepHit(NamedTuple):
+    """A record that matched: as `history --json` shows it, what its header names, and
+    its matched fields in the order a record shows them."""
+
+    located: AttachedRecord | RecordText
+    kind: str
+    id: str
+    task: str
+    author: str
+    at: datetime.datetime
+    signature: Signature | None
+    matched: tuple[MatchedField, ...]
+
+    @property
+    def commit(self) -> str:
+        return self.located.commit
+
+
+class GrepResult(NamedTuple):
+    pattern: str
+    rev: str  # HEAD, which reachability is read from
+    task: str | None
+    hits: tuple[GrepHit, ...]  # newest first
+    invalid: int
+    hidden: int  # records that matched on commits not reachable from HEAD, not shown
+    untrusted: int | None  # records not searched as not verified (--verified-only); else None
