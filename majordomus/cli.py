@@ -282,12 +282,12 @@ def grep(
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", metavar="N", help="Show at most N records.")
     ] = None,
-    verified_only: Annotated[
+    trusted: Annotated[
         bool,
         typer.Option(
-            "--verified-only",
-            help="Search only records whose signature is verified (what an agent gets under "
-            'trust = "signed").',
+            "--trusted",
+            help='Search only what an agent may be handed: under trust = "signed", the '
+            "records whose signature is verified.",
         ),
     ] = False,
     as_json: JsonOpt = False,

@@ -78,7 +78,7 @@ GRAMMARS = {
             "-F": "fixed",
             "--extended-regexp": "extended",
             "-E": "extended",
-            "--verified-only": "verified_only",
+            "--trusted": "trusted",
         },
     ),
 }

@@ -57,7 +57,8 @@ def grep_text(result: GrepResult, now: datetime.datetime, colour: bool) -> str:
         )
     if result.untrusted:
         lines.append(
-            f"({counted(result.untrusted, 'record')} not verified, not searched: --verified-only)"
+            f"({counted(result.untrusted, 'record')} not verified, so not searched "
+            '(trust = "signed"))'
         )
     if result.invalid:
         lines.append(
@@ -80,7 +81,8 @@ def _record_item(hit: GrepHit) -> str:
 
 def grep_json(result: GrepResult) -> str:
     """`{"pattern", "rev", "task", "records": [{..., "matched": {FIELD: [LINE, ...]}}],
-    "invalid", "hidden"}` (and `"untrusted"` with --verified-only), as `dumps` writes it."""
+    "invalid", "hidden"}`, and `"untrusted"` with --trusted under `trust = "signed"`; as
+    `dumps` writes it."""
     head: dict[str, Any] = {"pattern": result.pattern, "rev": result.rev, "task": result.task}
     out = ["{"]
     for key, value in head.items():

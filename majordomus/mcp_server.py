@@ -195,7 +195,7 @@ class Tools:
         argv += ["-i"] if ignore_case else []
         argv += ["-F"] if fixed else []
         argv += [f"--limit={limit}"] if limit is not None else []
-        argv += ["--verified-only"] if self.run._strict() else []
+        argv += ["--trusted"]  # under trust = "signed", only verified records are searched
         result: dict[str, Any] = self.run([*argv, "--", pattern])
         return result
 

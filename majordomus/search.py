@@ -88,12 +88,13 @@ def grep(
     fixed: bool = False,
     extended: bool = False,
     limit: int | None = None,
-    verified_only: bool = False,
+    trusted: bool = False,
 ) -> GrepResult:
     """Every record of the task (None: of every task) whose text matches, newest first:
     those on commits reachable from HEAD, and with `include_all` the others too.
-    `verified_only`: records whose signature is not verified are neither searched nor
-    shown, only counted (what an agent is handed under `trust = "signed"`)."""
+    `trusted`: only what an agent may be handed: under `trust = "signed"` (or a profile
+    that cannot be read), records whose signature is not verified are neither searched
+    nor shown, only counted."""
     if pattern is None:
         raise RefusedError("give a PATTERN to search for, e.g. majordomus grep timeout.")
     if fixed and extended:
@@ -107,7 +108,8 @@ def grep(
     jobs.history.graph().start_order(head, worth=lambda: bool(jobs.reader.refs.ref_targets()))
     task_id, index = _index_searched(jobs, head, task)
     chosen = index.records if task_id is None else index.of_task(task_id)
-    strict = verified_only or marks_unsigned(inputs, jobs)
+    strict = marks_unsigned(inputs, jobs)
+    verified_only = trusted and strict
     cache = SearchCache(jobs.repository.commondir / SEARCH_FILE_NAME)
     keys = [_key(index, item) for item in chosen]
     values = _values(index, chosen, keys, cache)
@@ -279,7 +281,7 @@ def grep_command(
     fixed: bool = False,
     extended: bool = False,
     limit: int | None = None,
-    verified_only: bool = False,
+    trusted: bool = False,
     as_json: bool = False,
 ) -> int:
     result = grep(
@@ -291,7 +293,7 @@ def grep_command(
         fixed,
         extended,
         limit,
-        verified_only,
+        trusted,
     )
     if as_json:
         invocation.out(greptext.grep_json(result))

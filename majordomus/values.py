@@ -408,4 +408,4 @@ class GrepResult(NamedTuple):
     hits: tuple[GrepHit, ...]  # newest first
     invalid: int
     hidden: int  # records that matched on commits not reachable from HEAD, not shown
-    untrusted: int | None  # records not searched as not verified (--verified-only); else None
+    untrusted: int | None  # not verified, so not searched (--trusted, trust = "signed"); else None
