@@ -76,6 +76,8 @@ def _record_item(hit: GrepHit) -> str:
     members = {"matched": matched_json(hit)}
     if isinstance(hit.located, RecordText):
         return with_members(hit.located.text, hit.located.commit, members)
+    if hit.located is None:  # a search made for text
+        raise TypeError("a record found for a text answer cannot be shown as JSON")
     return items([{**record_json(hit.located), **members}], ITEM)
 
 

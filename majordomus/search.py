@@ -4,7 +4,9 @@ command that prints it (`grep_command`)."""
 
 from __future__ import annotations
 
+import bisect
 import datetime
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -89,6 +91,7 @@ def grep(
     extended: bool = False,
     limit: int | None = None,
     trusted: bool = False,
+    as_json: bool = False,
 ) -> GrepResult:
     """Every record of the task (None: of every task) whose text matches, newest first:
     those on commits reachable from HEAD, and with `include_all` the others too.
@@ -122,7 +125,7 @@ def grep(
         pattern=pattern,
         rev=head,
         task=task_id,
-        hits=tuple(_made(jobs, index, selected, found, verified, strict)),
+        hits=tuple(_made(jobs, index, selected, found, verified, strict, as_json)),
         invalid=index.invalid,
         hidden=len(found) - len(shown),
         untrusted=untrusted if verified_only else None,
@@ -182,7 +185,7 @@ def _values(
     return [value for value in values if value is not None]
 
 
-Found = dict[Listed, tuple[str, tuple[MatchedField, ...]]]  # a record's author, what matched
+Found = dict[Listed, tuple[Searched, tuple[MatchedField, ...]]]  # what is kept, what matched
 
 
 def _matches(
@@ -198,16 +201,18 @@ def _matches(
     found: Found = {}
     signed: list[Listed] = []
     untrusted = 0
-    for item, value in zip(chosen, values, strict=True):
-        if verified_only:
+    if verified_only:
+        for item, value in zip(chosen, values, strict=True):
             if value[0]:
                 signed.append(item)
             else:
                 untrusted += 1  # holds no signature: never verified
-            continue
-        matched = matched_fields(pattern, SEARCHED[item.summary.kind], value[2:])
-        if matched:
-            found[item] = (value[1], matched)
+    else:
+        for n in candidates(pattern, values):
+            item, value = chosen[n], values[n]
+            matched = matched_fields(pattern, SEARCHED[item.summary.kind], value[2:])
+            if matched:
+                found[item] = (value, matched)
     verified: dict[Listed, AttachedRecord] = {}
     for start in range(0, len(signed), PART):
         part = signed[start : start + PART]
@@ -220,9 +225,42 @@ def _matches(
             value = searched(item.summary.kind, loc.record.table)
             matched = matched_fields(pattern, SEARCHED[item.summary.kind], value[2:])
             if matched:
-                found[item], verified[item] = (value[1], matched), loc
+                found[item], verified[item] = (value, matched), loc
         index.forget(part)
     return found, verified, untrusted
+
+
+# What in a pattern can see past the line it matches in: \A and \Z, and a group that is
+# not a plain one (lookarounds, inline flags, conditionals, atomic groups).
+_CONTEXTUAL = re.compile(r"\\[AZ]|\(\?(?!:|P<|P=)")
+
+
+def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence[int]:
+    """The records (their indexes) that may hold a matching line: every one, or, for a
+    pattern that sees nothing past its line, those where one search over every record's
+    lines joined found a match (a line that matches alone matches there too, at the same
+    place). When a match found so crosses a line, every record is tried."""
+    every = range(len(values))
+    if _CONTEXTUAL.search(pattern.pattern) is not None:
+        return every
+    lines = ["\n".join([v for v in value[2:] if v is not None]) for value in values]
+    joined = "\n".join(lines)
+    ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
+    search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search
+    found: list[int] = []
+    at = 0
+    while at <= len(joined):
+        match = search(joined, at)
+        if match is None:
+            break
+        if "\n" in match.group():
+            return every
+        n = bisect.bisect_right(ends, match.start())
+        if n >= len(values):
+            break
+        found.append(n)
+        at = ends[n]  # the next record's first line
+    return found
 
 
 def _made(
@@ -232,44 +270,47 @@ def _made(
     found: Found,
     verified: Mapping[Listed, AttachedRecord],
     strict: bool,
+    as_json: bool,
 ) -> list[GrepHit]:
-    """The records selected, as `grep` shows them: as the JSON text the document cache
-    keeps, or parsed whole and their signatures checked."""
-    index.preload([item for item in selected if item not in verified])
-    texts = index.texts(selected)
-    none = unsigned(strict)
-    hits: list[GrepHit | None] = []
-    parsed: list[int] = []
-    for n, (item, text) in enumerate(zip(selected, texts, strict=True)):
-        loc = verified.get(item)
-        if loc is not None:
-            hits.append(_hit(loc, found[item][1]))
-        elif text is None or f'"{MATCHED_KEY}"' in text:  # (a forged member of that name)
-            hits.append(None)
-            parsed.append(n)
-        else:
-            summary = item.summary
-            at = datetime.datetime.fromtimestamp(summary.at, datetime.UTC)
-            author, matched = found[item]
-            located = RecordText(text, item.commit)
-            hits.append(
-                GrepHit(located, summary.kind, summary.id, summary.task, author, at, none, matched)
-            )
+    """The records selected, as `grep` shows them: a signed one parsed whole and its
+    signature checked; an unsigned one as what the search cache keeps (text), or as the
+    JSON text the document cache keeps (JSON; else parsed whole)."""
+    parsed = [item for item in selected if item not in verified and found[item][0][0]]
+    kept = [item for item in selected if item not in verified and not found[item][0][0]]
+    texts: dict[Listed, str | None] = {}
+    if as_json and kept:
+        index.preload(kept)
+        texts = dict(zip(kept, index.texts(kept), strict=True))
+        forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
+        parsed += [item for item, text in texts.items() if text is None or forged in text]
+    attached: dict[Listed, AttachedRecord] = dict(verified)
     for start in range(0, len(parsed), PART):
-        part = [selected[n] for n in parsed[start : start + PART]]
+        part = parsed[start : start + PART]
         index.load(part)
-        attached = jobs.attach([index.locate(item) for item in part], strict)
-        for n, loc in zip(parsed[start : start + PART], attached, strict=True):
-            hits[n] = _hit(loc, found[selected[n]][1])
+        signed = jobs.attach([index.locate(item) for item in part], strict)
+        attached.update(zip(part, signed, strict=True))
         index.forget(part)
-    return [hit for hit in hits if hit is not None]
-
-
-def _hit(loc: AttachedRecord, matched: tuple[MatchedField, ...]) -> GrepHit:
-    record = loc.record
-    return GrepHit(
-        loc, record.kind, record.id, record.task, record.author, record.at, loc.signature, matched
-    )
+    none = unsigned(strict)
+    hits = []
+    for item in selected:
+        (_, author, *_), matched = found[item]
+        loc = attached.get(item)
+        if loc is not None:
+            record = loc.record
+            hits.append(
+                GrepHit(loc, loc.commit, record.kind, record.id, record.task, record.author,
+                        record.at, loc.signature, matched)
+            )  # fmt: skip
+            continue
+        text = texts.get(item)
+        summary = item.summary
+        at = datetime.datetime.fromtimestamp(summary.at, datetime.UTC)
+        located = RecordText(text, item.commit) if text is not None else None
+        hits.append(
+            GrepHit(located, item.commit, summary.kind, summary.id, summary.task, author, at,
+                    none, matched)
+        )  # fmt: skip
+    return hits
 
 
 def grep_command(
@@ -294,6 +335,7 @@ def grep_command(
         extended,
         limit,
         trusted,
+        as_json,
     )
     if as_json:
         invocation.out(greptext.grep_json(result))

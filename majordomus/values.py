@@ -384,10 +384,11 @@ class MatchedField(NamedTuple):
 
 
 class GrepHit(NamedTuple):
-    """A record that matched: as `history --json` shows it, what its header names, and
-    its matched fields in the order a record shows them."""
+    """A record that matched: as `history --json` shows it (for an answer in JSON), what
+    its header names, and its matched fields in the order a record shows them."""
 
-    located: AttachedRecord | RecordText
+    located: AttachedRecord | RecordText | None  # None in an answer shown as text
+    commit: str
     kind: str
     id: str
     task: str
@@ -395,10 +396,6 @@ class GrepHit(NamedTuple):
     at: datetime.datetime
     signature: Signature | None
     matched: tuple[MatchedField, ...]
-
-    @property
-    def commit(self) -> str:
-        return self.located.commit
 
 
 class GrepResult(NamedTuple):

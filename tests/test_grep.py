@@ -18,8 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from majordomus.errors import RefusedError
 from majordomus.jsontext import dumps
+from majordomus.search import candidates, compile_pattern, matched_fields
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
 from tests.support.attacks import (
     CLONES,
@@ -381,3 +385,33 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
     # A person's grep lists both, each marked.
     shown = repo.run("grep", "needle", "--task", task).out
     assert "(verified)" in shown and "(unsigned)" in shown
+
+
+_TOKENS = st.sampled_from(
+    ["a", "b", "\\n", ".", "^", "$", "*", "+", "?", "|", "[^b]", "\\s", "\\b", "(?=a)",
+     "(?<!a)", "(?!b)", "\\Z", "\\A", "(?:a|b)", "(a)", "\\1", "x{0,2}", "(?i)", "A"]
+)  # fmt: skip
+_FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TOKENS, max_size=6).map("".join),
+    st.lists(st.tuples(_FIELDS, _FIELDS), max_size=8),
+    st.booleans(),
+)
+def test_the_records_tried_are_every_record_a_line_of_which_matches(
+    source: str, fields: list[tuple[str | None, str | None]], ignore_case: bool
+) -> None:
+    """One search over every record's lines joined never misses a record a line of which
+    matches alone, whatever the pattern (lookarounds, anchors, groups that cross lines)."""
+    try:
+        pattern = compile_pattern(source, ignore_case, fixed=False)
+    except RefusedError:
+        return
+    values = [(False, "author", *pair) for pair in fields]
+    keys = ("body", "session")
+    tried = set(candidates(pattern, values))
+    for n, value in enumerate(values):
+        if matched_fields(pattern, keys, value[2:]):
+            assert n in tried, (source, value)
