@@ -128,7 +128,7 @@ def warm_rows(setup: Setup, repo: Path, records: list[dict[str, object]], log: L
     for name, argv, base, want, as_json in cases:
         log(f"warm: {name}")
         mine = Command(name, (mj(setup, repo, "grep", *argv),), BOTH)
-        theirs = Command("git log --notes | grep", (base,), BOTH)
+        theirs = Command("git log --notes, piped to grep", (base,), BOTH)
         ours, git = interleave((mine, theirs), setup, repo)
         answer = "" if ours.failure else _check(ours.outcomes[-1].stdout, want, as_json)
         rows.append(Row(name, "warm", ours, git, WARM, answer=answer))
@@ -140,7 +140,7 @@ def fresh_row(setup: Setup, fixture: Fixture, workdir: Path, want: set[str], log
     log(f"first grep in a fresh clone ({setup.cold_runs} clones)")
     fresh = workdir / "fresh"
     mine = Command(f"grep {COMMON}, fresh clone", (mj(setup, fresh, "grep", COMMON),), BOTH)
-    theirs = Command("git log --notes | grep", (git_grep(fresh, COMMON),), BOTH)
+    theirs = Command("git log --notes, piped to grep", (git_grep(fresh, COMMON),), BOTH)
     ours: list[Outcome] = []
     base: list[Outcome] = []
     for _ in range(setup.cold_runs):
