@@ -253,12 +253,7 @@ def show(
 def grep(
     ctx: typer.Context,
     pattern: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="PATTERN",
-            help="A Python regular expression (with -F, a fixed string), tried on each line "
-            "of each record's text.",
-        ),
+        str | None, typer.Argument(metavar="PATTERN", help="A Python regular expression.")
     ] = None,
     task: Annotated[
         str | None,
@@ -270,30 +265,20 @@ def grep(
     ignore_case: Annotated[
         bool, typer.Option("--ignore-case", "-i", help="Match upper and lower case alike.")
     ] = False,
-    fixed: Annotated[
-        bool, typer.Option("--fixed-strings", "-F", help="PATTERN is a fixed string.")
-    ] = False,
+    fixed: Annotated[bool, typer.Option("--fixed-strings", "-F", help="A fixed string.")] = False,
     extended: Annotated[
-        bool,
-        typer.Option(
-            "--extended-regexp", "-E", help="PATTERN is a regular expression (the default)."
-        ),
+        bool, typer.Option("--extended-regexp", "-E", help="A regular expression (the default).")
     ] = False,
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", metavar="N", help="Show at most N records.")
     ] = None,
     trusted: Annotated[
-        bool,
-        typer.Option(
-            "--trusted",
-            help='Search only what an agent may be handed: under trust = "signed", the '
-            "records whose signature is verified.",
-        ),
+        bool, typer.Option("--trusted", help='Under trust = "signed": verified records only.')
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the text of every record (bodies, handover fields, titles, sessions),
-    newest first. Exit 0 when a record matched, 1 when none did.
+    """Records with a line of text (bodies, handover fields, titles, sessions) matching
+    PATTERN, newest first. Exit 0 when one matched, 1 when none did (docs/grep.md).
 
     \b
       majordomus grep -i 'lease expired'
@@ -365,8 +350,9 @@ def hook(
 
 @app.command()
 def mcp(ctx: typer.Context) -> None:
-    """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
-    task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]')."""
+    """A stdio MCP server with tools context, checkpoint, handover, resume, history, search,
+    check, task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]').
+    """
     invocation = invocation_of(ctx)
     try:
         from majordomus import mcp_server

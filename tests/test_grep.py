@@ -320,7 +320,7 @@ def test_cached_answers_equal_fresh_ones_across_writes_and_hand_edits(scene: Sce
 
 def test_the_mcp_tool_answers_what_grep_json_answers(scene: Scene) -> None:
     victim = scene.world.victim
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("search", {"pattern": "needle"}),
         ("search", {"pattern": "NEEDLE", "ignore_case": True, "all": True, "limit": 3}),
         ("search", {"pattern": "--all", "fixed": True}),
