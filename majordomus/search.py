@@ -17,7 +17,7 @@ from majordomus.index import Index, Views
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.records import unsigned
-from majordomus.searchcache import SEARCHED, SearchCache, Searched, searched
+from majordomus.searchcache import SearchCache, Searched, fields_of, searched
 from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
 from majordomus.values import (
     AttachedRecord,
@@ -54,26 +54,20 @@ def compile_pattern(pattern: str, ignore_case: bool, fixed: bool) -> re.Pattern[
 
 
 def matched_fields(
-    pattern: re.Pattern[str], fields: Sequence[str], values: Sequence[str | None]
+    pattern: re.Pattern[str], kind: str, value: Searched
 ) -> tuple[MatchedField, ...]:
-    """The fields in which some line matches, with those lines (each field's value, or
-    None where the record has none)."""
+    """The fields of a record (as `searched` keeps it) in which some line matches, with
+    those lines."""
     search = pattern.search
     found = []
-    for key, value in zip(fields, values, strict=True):
-        if value is None:
-            continue
-        if "\n" not in value:  # the usual field: one line
-            if search(value) is not None:
-                found.append(MatchedField(key, (MatchedLine(1, value, _spans(pattern, value)),)))
-            continue
-        lines = tuple(
+    for key, lines in fields_of(kind, value):
+        matched = tuple(
             MatchedLine(number, line, _spans(pattern, line))
-            for number, line in enumerate(value.split("\n"), 1)
+            for number, line in enumerate(lines, 1)
             if search(line) is not None
         )
-        if lines:
-            found.append(MatchedField(key, lines))
+        if matched:
+            found.append(MatchedField(key, matched))
     return tuple(found)
 
 
@@ -210,7 +204,7 @@ def _matches(
     else:
         for n in candidates(pattern, values):
             item, value = chosen[n], values[n]
-            matched = matched_fields(pattern, SEARCHED[item.summary.kind], value[2:])
+            matched = matched_fields(pattern, item.summary.kind, value)
             if matched:
                 found[item] = (value, matched)
     verified: dict[Listed, AttachedRecord] = {}
@@ -223,7 +217,7 @@ def _matches(
                 untrusted += 1
                 continue
             value = searched(item.summary.kind, loc.record.table)
-            matched = matched_fields(pattern, SEARCHED[item.summary.kind], value[2:])
+            matched = matched_fields(pattern, item.summary.kind, value)
             if matched:
                 found[item], verified[item] = (value, matched), loc
         index.forget(part)
@@ -243,7 +237,7 @@ def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence
     every = range(len(values))
     if _CONTEXTUAL.search(pattern.pattern) is not None:
         return every
-    lines = ["\n".join([v for v in value[2:] if v is not None]) for value in values]
+    lines = [value[2] for value in values]
     joined = "\n".join(lines)
     ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
     search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search

@@ -3,7 +3,8 @@ a warm search reads one small file rather than every record's text."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import sys
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,11 @@ SEARCHED: Mapping[str, tuple[str, ...]] = {
     "resume": ("session",),
 }
 
-# What is kept of one record: whether it holds a signature, its author, and the value of
-# each field SEARCHED names for its kind (None where it has none, or one that is not text).
+# What is kept of one record: whether it holds a signature, its author, its text searched
+# (the value of each field SEARCHED names for its kind, one after another, joined by line
+# feeds), then how many lines of that text each field holds (0: the record has no such
+# field, or one that is not text). One string per record: a warm search loads 10,000 in
+# a few milliseconds.
 Searched = tuple[Any, ...]
 
 
@@ -27,11 +31,25 @@ def searched(kind: str, table: Mapping[str, Any]) -> Searched:
     """What the cache keeps of a record of this kind, from its table (its JSON values or
     the values read from TOML: the text fields are the same strings)."""
     values = [table.get(key) for key in SEARCHED[kind]]
+    texts = [value for value in values if type(value) is str]
+    counts = (value.count("\n") + 1 if type(value) is str else 0 for value in values)
+    author = table.get("author")
     return (
         SIGNATURE_KEY in table,
-        table.get("author"),
-        *(value if type(value) is str else None for value in values),
+        sys.intern(author) if type(author) is str else author,  # one object in the file
+        "\n".join(texts),
+        *counts,
     )
+
+
+def fields_of(kind: str, value: Searched) -> Iterator[tuple[str, list[str]]]:
+    """Each field of the record that `value` keeps, with its lines."""
+    lines = value[2].split("\n")
+    at = 0
+    for key, count in zip(SEARCHED[kind], value[3:], strict=True):
+        if count:
+            yield key, lines[at : at + count]
+            at += count
 
 
 class SearchCache(CacheFile):
@@ -40,7 +58,7 @@ class SearchCache(CacheFile):
     its content for good, so an entry is never stale; the file keeps the records of the
     notes of the last search of every task, and of those searched since."""
 
-    FORMAT = "search:'blob position'->(signed,author,fields of SEARCHED[kind]...)"
+    FORMAT = "search:'blob position'->(signed,author,text,lines of each field of SEARCHED[kind])"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from majordomus.errors import RefusedError
 from majordomus.jsontext import dumps
 from majordomus.search import candidates, compile_pattern, matched_fields
+from majordomus.searchcache import searched
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
 from tests.support.attacks import (
     CLONES,
@@ -403,15 +404,27 @@ _FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
 def test_the_records_tried_are_every_record_a_line_of_which_matches(
     source: str, fields: list[tuple[str | None, str | None]], ignore_case: bool
 ) -> None:
-    """One search over every record's lines joined never misses a record a line of which
-    matches alone, whatever the pattern (lookarounds, anchors, groups that cross lines)."""
+    """What the search cache keeps of a record gives back each field's lines, and one
+    search over every record's lines joined never misses a record a line of which matches
+    alone, whatever the pattern (lookarounds, anchors, groups that cross lines)."""
     try:
         pattern = compile_pattern(source, ignore_case, fixed=False)
     except RefusedError:
         return
-    values = [(False, "author", *pair) for pair in fields]
-    keys = ("body", "session")
+    values = [
+        searched("checkpoint", {"author": "A", "body": body, "session": session})
+        for body, session in fields
+    ]
     tried = set(candidates(pattern, values))
-    for n, value in enumerate(values):
-        if matched_fields(pattern, keys, value[2:]):
+    for n, ((body, session), value) in enumerate(zip(fields, values, strict=True)):
+        lines = {
+            key: [n for n, line in enumerate(text.split("\n"), 1) if pattern.search(line)]
+            for key, text in (("body", body), ("session", session))
+            if text is not None
+        }
+        found = matched_fields(pattern, "checkpoint", value)
+        assert {f.field: [line.number for line in f.lines] for f in found} == {
+            key: numbers for key, numbers in lines.items() if numbers
+        }
+        if found:
             assert n in tried, (source, value)
