@@ -428,3 +428,17 @@ def test_the_records_tried_are_every_record_a_line_of_which_matches(
         }
         if found:
             assert n in tried, (source, value)
+
+
+def test_no_records_yet_and_no_repository(repo: Repo, tmp_path: Path) -> None:
+    assert (repo.run("grep", "x").code, repo.run("grep", "x").out) == (1, "")
+    empty = json.loads(repo.run("grep", "--json", "x").out)
+    assert empty == {
+        "pattern": "x", "rev": repo.head(), "task": None, "records": [], "invalid": 0, "hidden": 0
+    }  # fmt: skip
+    repo.task()
+    assert repo.run("grep", "acks under").code == 0
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    result = repo.run("-C", str(outside), "grep", "x")
+    assert (result.code, result.out, len(result.err.splitlines())) == (3, "", 1)
