@@ -9,7 +9,7 @@ from typing import Any
 
 from majordomus.jsontext import ITEM, encode_string, escaped, items, with_members
 from majordomus.plaintext import ago, counted, one_line, safe, signature_mark
-from majordomus.records import age_s, skew_s
+from majordomus.records import Signature, age_s, skew_s
 from majordomus.render import record_json
 from majordomus.values import GrepHit, GrepResult, MatchedField, MatchedLine, RecordText
 
@@ -30,11 +30,13 @@ def marked(line: MatchedLine, colour: bool) -> str:
     return "".join(out)
 
 
-def header(hit: GrepHit, now: datetime.datetime) -> str:
-    """kind, id, task, commit, author (and signature status), age."""
+def header(hit: GrepHit, now: datetime.datetime, by: str | None = None) -> str:
+    """kind, id, task, commit, author (and signature status: `by`, when already made),
+    age."""
     of_task = "" if hit.kind == "task" and hit.id == hit.task else f"  task {safe(hit.task)}"
     when = ago(age_s(now, hit.at), skew_s(now, hit.at))
-    by = one_line(hit.author) + signature_mark(hit.signature, hit.author)
+    if by is None:
+        by = one_line(hit.author) + signature_mark(hit.signature, hit.author)
     return f"{hit.kind} {safe(hit.id)}{of_task}  on {hit.commit[:12]}  by {by}, {when}"
 
 
@@ -46,8 +48,13 @@ def grep_text(result: GrepResult, now: datetime.datetime, colour: bool) -> str:
     """Each record that matched: its header, then each line that matched as `FIELD:LINE:
     text`; then what was not shown. Nothing at all when nothing matched anywhere."""
     lines: list[str] = []
+    authors: dict[tuple[str, Signature | None], str] = {}  # a few authors sign most records
     for hit in result.hits:
-        lines.append(header(hit, now))
+        key = (hit.author, hit.signature)
+        by = authors.get(key)
+        if by is None:
+            by = authors[key] = one_line(hit.author) + signature_mark(hit.signature, hit.author)
+        lines.append(header(hit, now, by))
         for field in hit.matched:
             lines += _field_lines(field, colour)
     if result.hidden:

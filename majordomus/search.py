@@ -54,15 +54,15 @@ def compile_pattern(pattern: str, ignore_case: bool, fixed: bool) -> re.Pattern[
 
 
 def matched_fields(
-    pattern: re.Pattern[str], kind: str, value: Searched
+    pattern: re.Pattern[str], kind: str, value: Searched, marks: bool = False
 ) -> tuple[MatchedField, ...]:
     """The fields of a record (as `searched` keeps it) in which some line matches, with
-    those lines."""
+    those lines (`marks`: and where in each line the pattern matched)."""
     search = pattern.search
     found = []
     for key, lines in fields_of(kind, value):
         matched = tuple(
-            MatchedLine(number, line, _spans(pattern, line))
+            MatchedLine(number, line, _spans(pattern, line) if marks else ())
             for number, line in enumerate(lines, 1)
             if search(line) is not None
         )
@@ -86,12 +86,14 @@ def grep(
     limit: int | None = None,
     trusted: bool = False,
     as_json: bool = False,
+    marks: bool = False,
 ) -> GrepResult:
     """Every record of the task (None: of every task) whose text matches, newest first:
     those on commits reachable from HEAD, and with `include_all` the others too.
     `trusted`: only what an agent may be handed: under `trust = "signed"` (or a profile
     that cannot be read), records whose signature is not verified are neither searched
-    nor shown, only counted."""
+    nor shown, only counted. `as_json`: the records are to be shown as JSON; `marks`:
+    where each match lies in its line is wanted (a terminal marks it)."""
     if pattern is None:
         raise RefusedError("give a PATTERN to search for, e.g. majordomus grep timeout.")
     if fixed and extended:
@@ -108,10 +110,15 @@ def grep(
     strict = marks_unsigned(inputs, jobs)
     verified_only = trusted and strict
     cache = SearchCache(jobs.repository.commondir / SEARCH_FILE_NAME)
-    keys = [_key(index, item) for item in chosen]
+    keys = [
+        f"{blob} {item.summary.position}" if blob else None
+        for item, blob in zip(chosen, index.note_blobs(chosen), strict=True)
+    ]
     values = _values(index, chosen, keys, cache)
     cache.save([key for key in keys if key is not None] if task_id is None else None)
-    found, verified, untrusted = _matches(jobs, index, chosen, values, compiled, verified_only)
+    found, verified, untrusted = _matches(
+        jobs, index, chosen, values, compiled, verified_only, marks
+    )
     order = index.graph_order
     shown = [item for item in found if include_all or item.commit in order]
     selected = index.newest_first(shown)[:limit]
@@ -135,12 +142,6 @@ def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None
         task_id = resolve_task(views.task_ids, task)
         return task_id, views.index(task_id, rev=head)
     return None, Views(jobs.reader, jobs.history, shown=every_note, every=True).whole(head)
-
-
-def _key(index: Index, item: Listed) -> str | None:
-    """A record's key in the search cache; None for one of several notes on a commit."""
-    blob = index.note_blob(item)
-    return None if blob is None else f"{blob} {item.summary.position}"
 
 
 def _values(
@@ -189,6 +190,7 @@ def _matches(
     values: Sequence[Searched],
     pattern: re.Pattern[str],
     verified_only: bool,
+    marks: bool,
 ) -> tuple[Found, dict[Listed, AttachedRecord], int]:
     """The records that match, with what matched; with `verified_only`, only verified
     records are searched: those, checked, and how many others were not searched."""
@@ -204,7 +206,7 @@ def _matches(
     else:
         for n in candidates(pattern, values):
             item, value = chosen[n], values[n]
-            matched = matched_fields(pattern, item.summary.kind, value)
+            matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
                 found[item] = (value, matched)
     verified: dict[Listed, AttachedRecord] = {}
@@ -217,7 +219,7 @@ def _matches(
                 untrusted += 1
                 continue
             value = searched(item.summary.kind, loc.record.table)
-            matched = matched_fields(pattern, item.summary.kind, value)
+            matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
                 found[item], verified[item] = (value, matched), loc
         index.forget(part)
@@ -330,6 +332,7 @@ def grep_command(
         limit,
         trusted,
         as_json,
+        marks=invocation.terminal.colour and not as_json,
     )
     if as_json:
         invocation.out(greptext.grep_json(result))
