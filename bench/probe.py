@@ -27,13 +27,15 @@ KEEP_STDOUT = 4 << 20  # larger outputs (git log) are measured, not kept
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Outcome:
-    """One measured run: wall seconds, peak RSS in KiB, exit code, and what it printed."""
+    """One measured run: wall seconds, peak RSS in KiB, exit code, what it printed, and the
+    CPU seconds (user + system) of its whole process tree."""
 
     seconds: float
     peak_kib: int
     exit_code: int
     stdout: bytes  # empty when the output was larger than KEEP_STDOUT
     stderr: str
+    cpu_s: float = 0.0
 
 
 def memory_source() -> str:
@@ -67,7 +69,7 @@ def run(
             )
         except OSError as error:
             return Outcome(0.0, 0, 127, b"", f"cannot run {wrapped[0]}: {error.strerror}")
-        exit_code, seconds, own_peak = _wait(proc, started, timeout_s)
+        exit_code, seconds, own_peak, cpu_s = _wait(proc, started, timeout_s)
         if exit_code == -signal.SIGKILL:
             err.seek(0, os.SEEK_END)
             err.write(f"\nkilled after {timeout_s:g} s".encode())
@@ -77,6 +79,7 @@ def run(
             exit_code=exit_code,
             stdout=_whole_or_nothing(_read(out, KEEP_STDOUT + 1)),
             stderr=_read(err, 1 << 20).decode("utf-8", "replace"),
+            cpu_s=cpu_s,
         )
 
 
@@ -86,14 +89,17 @@ def _whole_or_nothing(data: bytes) -> bytes:
 
 def _wait(
     proc: subprocess.Popen[bytes], started: float, timeout_s: float
-) -> tuple[int, float, int]:
+) -> tuple[int, float, int, float]:
+    """Exit code, wall seconds, peak RSS and CPU seconds. wait4's usage of a child counts
+    every descendant it waited for (GNU time waits for the command, the command for its
+    git processes and forked helpers): the CPU of the whole process tree."""
     timer = threading.Timer(timeout_s, _kill_group, (proc.pid,))
     timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
     timer.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, seconds, usage.ru_maxrss
+    return proc.returncode, seconds, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def _reported_peak(path: Path) -> int:
@@ -130,4 +136,5 @@ def run_chain(
         exit_code=last.exit_code,
         stdout=last.stdout,
         stderr=last.stderr,
+        cpu_s=sum(o.cpu_s for o in outcomes),
     )

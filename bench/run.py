@@ -27,6 +27,9 @@ from graph_rows import GraphFixture, graph_rows, merge_heavy, section, write_sec
 from grep_rows import grep_rows
 from grep_rows import section as grep_section
 from grep_rows import write_section as write_grep_section
+from mcp_rows import mcp_rows, prepared
+from mcp_rows import section as mcp_section
+from mcp_rows import write_section as write_mcp_section
 from repo_cache import (
     GRAPH_VARIANTS,
     Fixture,
@@ -79,10 +82,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument(
         "--only",
-        choices=["graph", "fetch", "signing", "grep"],
+        choices=["graph", "fetch", "signing", "mcp", "grep"],
         help="run only these rows (graph: branch switch, fresh clone, merge-heavy history; "
         "fetch: 1,000 new records from a remote; signing: signed records' reads and write; "
-        "grep: a search of every record, warm and in a fresh clone)",
+        "mcp: the MCP server's start-up; grep: a search of every record, warm and in a "
+        "fresh clone)",
     )
     parser.add_argument(
         "--before",
@@ -399,9 +403,32 @@ def main_grep(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_grep_section, "grep")
 
 
+MCP_COMMITS = 100_000
+
+
+def run_mcp_rows(setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]) -> str:
+    """The MCP server's start-up, on the repository of 100,000 commits; returns its section."""
+    fixture = ensure_fixture(shape_for(MCP_COMMITS), root, setup.env, log)
+    rows = mcp_rows(setup, prepared(setup, fixture, workdir / "mcp", log), log)
+    for name, series in (("SDK first", rows.sdk_first), ("as shipped", rows.shipped)):
+        for field in ("sdk", "server", "context"):
+            log(f"mcp {name} {field}: {series.median_ms(field):.0f} ms ({series.spread_ms(field)})")
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    return mcp_section(rows, fixture, command)
+
+
+def main_mcp(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
+        return run_mcp_rows(setup, root, workdir, arguments)
+
+    return _section(args, rows, write_mcp_section, "mcp")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
+    if args.only == "mcp":
+        return main_mcp(args, arguments)
     if args.only == "graph":
         return main_graph(args, arguments)
     if args.only == "fetch":
@@ -431,6 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(signed + "\n", flush=True)
         grepped = run_grep_rows(args, setup, root, workdir, arguments)
         print(grepped + "\n", flush=True)
+        served = run_mcp_rows(setup, root, workdir, arguments)
+        print(served + "\n", flush=True)
         source_at_end = majordomus_source(setup)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -444,6 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output.write_text(text, encoding="utf-8")
         write_signing_section(output, signed)
         write_grep_section(output, grepped)
+        write_mcp_section(output, served)
         log(f"wrote {output}")
     log(f"done in {elapsed:.0f} s")
     return 0

@@ -76,6 +76,12 @@ class Series:
         return statistics.median(o.seconds for o in self.outcomes) * 1000
 
     @property
+    def median_cpu_ms(self) -> float:
+        """CPU (user + system) of the whole process tree: what a busy machine pays, where
+        wall time gains from work run on an idle core."""
+        return statistics.median(o.cpu_s for o in self.outcomes) * 1000
+
+    @property
     def peak_mib(self) -> float:
         return max(o.peak_kib for o in self.outcomes) / MIB
 
@@ -104,6 +110,12 @@ class Row:
         if self.majordomus.failure or self.baseline.failure or not self.baseline.median_ms:
             return None
         return self.majordomus.median_ms / self.baseline.median_ms
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        if self.majordomus.failure or self.baseline.failure or not self.baseline.median_cpu_ms:
+            return None
+        return self.majordomus.median_cpu_ms / self.baseline.median_cpu_ms
 
     @property
     def verdict(self) -> str:
@@ -357,6 +369,7 @@ def _added(first: Outcome, second: Outcome) -> Outcome:
         exit_code=failed.exit_code,
         stdout=second.stdout,
         stderr=failed.stderr,
+        cpu_s=first.cpu_s + second.cpu_s,
     )
 
 

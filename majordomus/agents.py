@@ -12,13 +12,12 @@ import os
 import re
 import shlex
 import sys
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from majordomus.errors import RefusedError, RepositoryError
-from majordomus.values import AgentFinding, Change
+from majordomus.values import Change
 
 if TYPE_CHECKING:  # the hook answerer imports the tables below: it must not load git
     from majordomus.repository import Repository
@@ -56,6 +55,20 @@ USER_FILE = {
     "codex": ".codex/hooks.json",
     "gemini": ".gemini/settings.json",
 }
+CLIENT = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+# The agents that read a project's settings (local and project scopes) only in the folder
+# they are started in, not when started in a subfolder of the work tree; Codex looks for
+# its project's files from a subfolder too.
+STARTED_HERE = ("claude", "gemini")
+
+
+def started_here(agent: str, workdir: Path, user_file: Path) -> str:
+    """Where the agent looks for a project's settings, and the scope that works anywhere."""
+    return (
+        f"{CLIENT[agent]} reads a project's settings only when it is started in {workdir} "
+        "itself, not in a subfolder of it: to have the hooks wherever you start it, run "
+        f"majordomus agent install {agent} --scope user (writes {user_file})"
+    )
 
 
 def settings_path(agent: str, scope: str, workdir: Path | None, home: Path) -> Path:
@@ -218,15 +231,15 @@ def refuse_links_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> No
     """Refuse a settings path that a symbolic link (the file, or a folder between the work
     tree and it) leads outside the work tree or into the git directory: a clone's files are
     its committers', and a link they committed must not make this command write elsewhere."""
-    where = _link_out(path, workdir, gitdirs)
+    where = link_out(path, workdir, gitdirs)
     if where is not None:
         raise RefusedError(
-            f"{_first_link(path, workdir)} is a symbolic link that leads {where}, so agent "
+            f"{first_link(path, workdir)} is a symbolic link that leads {where}, so agent "
             "install does not write through it; nothing was changed."
         )
 
 
-def _link_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> str | None:
+def link_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> str | None:
     resolved = Path(os.path.realpath(path))  # a dangling link: where writing would create it
     if not resolved.is_relative_to(os.path.realpath(workdir)):
         return "outside the work tree"
@@ -235,7 +248,7 @@ def _link_out(path: Path, workdir: Path, gitdirs: tuple[Path, ...]) -> str | Non
     return None
 
 
-def _first_link(path: Path, workdir: Path) -> Path:
+def first_link(path: Path, workdir: Path) -> Path:
     current = workdir
     for part in path.relative_to(workdir).parts:
         current = current / part
@@ -313,7 +326,8 @@ def install(
         command=command,
         diff=diff,
         excluded=excluded,
-        warnings=_warnings(agent, scope, path, remove),
+        warnings=_warnings(agent, scope, path, remove)
+        + _subfolder_warning(agent, scope, repository, home, remove),
     )
 
 
@@ -390,6 +404,17 @@ def _warnings(agent: str, scope: str, path: Path, remove: bool) -> tuple[str, ..
     return tuple(warnings)
 
 
+def _subfolder_warning(
+    agent: str, scope: str, repository: Repository | None, home: Path, remove: bool
+) -> tuple[str, ...]:
+    """For an agent that reads a project's settings only where it starts: say so."""
+    if remove or scope == "user" or agent not in STARTED_HERE or repository is None:
+        return ()
+    if repository.workdir is None:
+        return ()
+    return (started_here(agent, repository.workdir, home / USER_FILE[agent]) + ".",)
+
+
 def _write_settings(path: Path, text: str) -> None:
     try:
         write_atomic(path, text)
@@ -397,117 +422,3 @@ def _write_settings(path: Path, text: str) -> None:
         raise RepositoryError(
             f"cannot write {path} ({error.strerror or error}); it was left as it was."
         ) from None
-
-
-# ---- doctor --------------------------------------------------------------------------
-
-
-def _read_quietly(path: Path) -> dict[str, Any] | None:
-    try:
-        return load(path)[1] if path.exists() else None
-    except RefusedError:
-        return None
-
-
-def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFinding]:
-    """Where majordomus' hooks are installed, and whether the agent's own settings switch
-    them off (Claude Code `disableAllHooks`, Gemini CLI `hooksConfig.enabled = false`,
-    Codex `[features] hooks = false` or its former `codex_hooks`, and a project Codex does
-    not trust for hooks installed in the project)."""
-    home = Path(environ.get("HOME") or Path.home())
-    out: list[AgentFinding] = []
-    for agent in AGENTS:
-        files: list[Path] = [home / USER_FILE[agent]]
-        if agent == "codex" and environ.get("CODEX_HOME"):
-            files[0] = Path(environ["CODEX_HOME"]) / "hooks.json"
-        if workdir is not None:
-            in_tree = [workdir / PROJECT_FILE[agent]]
-            if agent in LOCAL_FILE:
-                in_tree.append(workdir / LOCAL_FILE[agent])
-            out += _links_out(in_tree, workdir)
-            files += [p for p in in_tree if _link_out(p, workdir, ()) is None]
-        loaded = {path: _read_quietly(path) for path in dict.fromkeys(files)}
-        installed = [p for p, data in loaded.items() if data is not None and our_events(data)]
-        if not installed:
-            continue
-        where = ", ".join(str(p) for p in installed)
-        off = _disabled_by(agent, loaded, home, workdir)
-        if off is None:
-            out.append(AgentFinding(True, f"{agent} hooks installed in {where}"))
-        else:
-            out.append(AgentFinding(False, f"{agent} hooks are installed in {where}, but {off}"))
-    return out
-
-
-def _links_out(files: list[Path], workdir: Path) -> list[AgentFinding]:
-    links = [_first_link(p, workdir) for p in files if _link_out(p, workdir, ()) is not None]
-    return [
-        AgentFinding(
-            False,
-            f"{link} is a symbolic link that leads outside the work tree; it is not read, "
-            "and agent install refuses to write through it",
-        )
-        for link in dict.fromkeys(links)  # `.claude` itself: once, not once per file in it
-    ]
-
-
-def _disabled_by(
-    agent: str,
-    loaded: Mapping[Path, dict[str, Any] | None],
-    home: Path,
-    workdir: Path | None,
-) -> str | None:
-    for path, data in loaded.items():
-        if data is None:
-            continue
-        if agent == "claude" and data.get("disableAllHooks") is True:
-            return f"{path} sets disableAllHooks: Claude Code runs none of them (remove it)"
-        config = data.get("hooksConfig")
-        if agent == "gemini" and isinstance(config, dict) and config.get("enabled") is False:
-            return f"{path} sets hooksConfig.enabled to false: Gemini CLI runs none of them"
-        if agent == "gemini" and isinstance(config, dict):
-            disabled = config.get("disabled")
-            if isinstance(disabled, list) and "majordomus" in disabled:
-                return f"{path} lists majordomus in hooksConfig.disabled"
-    if agent == "codex":
-        return _codex_off(loaded, home, workdir)
-    return None
-
-
-CODEX_FEATURES = ("hooks", "codex_hooks")  # the feature's name, then its former one
-
-
-def _codex_off(
-    loaded: Mapping[Path, dict[str, Any] | None], home: Path, workdir: Path | None
-) -> str | None:
-    """Why Codex would run none of the hooks installed: its hooks feature switched off,
-    or (for hooks installed in the project) a project Codex does not trust."""
-    user_config = home / ".codex" / "config.toml"
-    configs = [user_config]
-    if workdir is not None:  # a committed link out of the tree is not read (/dev/zero)
-        shared = workdir / ".codex" / "config.toml"
-        configs += [shared] if _link_out(shared, workdir, ()) is None else []
-    documents = {path: _toml_quietly(path) for path in configs}
-    for config_path, document in documents.items():
-        features = document.get("features")
-        for name in CODEX_FEATURES:
-            if isinstance(features, dict) and features.get(name) is False:
-                return f"{config_path} sets [features] {name} = false: Codex runs no hooks"
-    in_project = [p for p, data in loaded.items() if data and workdir and p.is_relative_to(workdir)]
-    if in_project and workdir is not None:
-        projects = documents[user_config].get("projects")
-        entry = projects.get(str(workdir)) if isinstance(projects, dict) else None
-        if not (isinstance(entry, dict) and entry.get("trust_level") == "trusted"):
-            return (
-                f"Codex runs a project's hooks only once it trusts the project, and "
-                f'{user_config} has no [projects."{workdir}"] trust_level = "trusted": start '
-                "codex here once, trust the folder and approve the hooks"
-            )
-    return None
-
-
-def _toml_quietly(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError, ValueError):
-        return {}

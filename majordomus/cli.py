@@ -353,15 +353,19 @@ def mcp(ctx: typer.Context) -> None:
     """A stdio MCP server with tools context, checkpoint, handover, resume, history, search,
     check, task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]').
     """
+    from majordomus import mcpfront  # the SDK itself is imported beside the handshake
+
     invocation = invocation_of(ctx)
-    try:
-        from majordomus import mcp_server
-    except ImportError:  # a usage problem of this installation (exit 2), not of the repository
-        raise RefusedError(
-            "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
-        ) from None
+    missing = RefusedError(
+        "the MCP SDK is not installed; install it with pip install 'majordomus[mcp]'."
+    )
+    if not mcpfront.sdk_installed():  # a usage problem of this installation (exit 2)
+        raise missing
     assert invocation.command_line is not None  # `__main__.run` hands itself down
-    mcp_server.serve(invocation.cwd, invocation.environ, invocation.command_line)
+    try:
+        mcpfront.serve(invocation.cwd, invocation.environ, invocation.command_line)
+    except ImportError:  # found, but broken
+        raise missing from None
 
 
 # ---- after a host's merge -------------------------------------------------------------------

@@ -25,15 +25,15 @@ else:
 
 
 def doctor(inputs: Inputs, drop_cache: bool = False) -> list[Finding]:
-    from majordomus import agents  # two commands use it: not loaded by the others
+    from majordomus import agentfindings  # one command uses it: not loaded by the others
 
     jobs = open_here(inputs)
     findings = _setup_findings(inputs, jobs, drop_cache)
     # Before the read, which fetches what a partial clone lacks: what is missing now.
     clone = _clone_findings(jobs)
     agent = [
-        Finding("agent", found.healthy, found.detail)
-        for found in agents.findings(jobs.repository.workdir, inputs.environ)
+        Finding("agent", found.healthy, found.detail, note=found.note)
+        for found in agentfindings.findings(jobs.repository.workdir, inputs.environ)
     ]
     try:
         noteset = jobs.reader.read_notes()

@@ -364,6 +364,7 @@ class Change(NamedTuple):
 class AgentFinding(NamedTuple):
     healthy: bool
     detail: str
+    note: bool = False  # healthy, with advice (doctor's `note`)
 
 
 # ---- Records searched (grep) ---------------------------------------------------------------

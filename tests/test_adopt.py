@@ -801,7 +801,7 @@ def test_records_older_than_the_window_are_not_considered(repo: Repo) -> None:
     assert [(a["commit"], a["how"]) for a in result["adopted"]] == [(landed, "rebase")]
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+SHARING_PAGE = Path(__file__).resolve().parent.parent / "docs" / "sharing.md"
 
 
 def test_the_documented_post_merge_hook_adopts_on_git_pull(
@@ -812,7 +812,7 @@ def test_the_documented_post_merge_hook_adopts_on_git_pull(
     dev = feature.dev
     (script,) = [
         block.split("```", 1)[0]
-        for block in README.read_text().split("```sh\n")[1:]
+        for block in SHARING_PAGE.read_text().split("```sh\n")[1:]
         if "# .git/hooks/post-merge" in block.split("```", 1)[0]
     ]
     hook = dev.path / ".git" / "hooks" / "post-merge"

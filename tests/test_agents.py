@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from majordomus import agents
+from majordomus.agents import LOCAL_FILE, PROJECT_FILE, USER_FILE, our_events
 from tests.support.cli import MAJORDOMUS
 from tests.support.repo import Repo
 
@@ -207,7 +208,7 @@ def test_the_written_command_works_from_any_cwd_without_path(repo: Repo, tmp_pat
 def test_doctor_reports_hooks_disabled_by_the_agent(repo: Repo) -> None:
     repo.run("agent", "install", "claude")
     doctor = repo.run("doctor")
-    assert "ok    agent     claude hooks installed in " in doctor.out
+    assert "note  agent     claude hooks installed in " in doctor.out  # the work tree's only
     home = Path(repo.environ["HOME"])
     (home / ".claude").mkdir()
     (home / ".claude" / "settings.json").write_text('{"disableAllHooks": true}')
@@ -458,3 +459,123 @@ def test_a_link_loop_at_the_settings_folder_is_refused_unwritten(repo: Repo) -> 
     assert result.err.endswith("; nothing was changed.\n") and result.err.count("\n") == 1
     assert os.readlink(repo.path / ".claude") == ".claude"
     assert exclude_text(repo).count(".claude") == 0
+
+
+# ---- an agent started in a subfolder ---------------------------------------------------------
+
+
+def started_here(client: str, workdir: Path, user_file: Path, agent: str) -> str:
+    return (
+        f"{client} reads a project's settings only when it is started in {workdir} itself, "
+        "not in a subfolder of it: to have the hooks wherever you start it, run majordomus "
+        f"agent install {agent} --scope user (writes {user_file})"
+    )
+
+
+def subfolder_world(repo: Repo) -> Path:
+    """A history with a merge, another branch checked out, and a subfolder to start in."""
+    repo.commit("src: the queue", {"src/queue/flush.py": "def flush(): ...\n"})
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side: smaller batch", {"src/queue/batch.py": "N = 8\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main: retry", {"src/queue/retry.py": "TRIES = 3\n"})
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    repo.git("checkout", "-q", "-b", "topic")
+    return repo.path / "src" / "queue"
+
+
+@pytest.mark.parametrize(
+    ("agent", "client", "scope"),
+    [
+        ("claude", "Claude Code", "local"),
+        ("claude", "Claude Code", "project"),
+        ("gemini", "Gemini CLI", "local"),
+        ("gemini", "Gemini CLI", "project"),
+    ],
+)
+def test_install_in_the_work_tree_says_where_claude_and_gemini_look(
+    repo: Repo, agent: str, client: str, scope: str
+) -> None:
+    """Run from a subfolder, the install writes the work tree's file and says that the
+    agent reads it only when started at the top, and which scope works from anywhere."""
+    sub = subfolder_world(repo)
+    home = Path(repo.environ["HOME"])
+    result = repo.run("-C", str(sub), "agent", "install", agent, "--scope", scope)
+    assert result.code == 0, result.err
+    advice = started_here(client, repo.path, home / USER_FILE[agent], agent)
+    assert f"majordomus: warning: {advice}.\n" in result.err
+    written = repo.path / (
+        LOCAL_FILE.get(agent, PROJECT_FILE[agent]) if scope == "local" else PROJECT_FILE[agent]
+    )
+    assert our_events(json.loads(written.read_text()))
+    assert not (sub / written.relative_to(repo.path)).exists()
+    removed = repo.run("-C", str(sub), "agent", "install", agent, "--scope", scope, "--remove")
+    assert removed.code == 0 and "subfolder" not in removed.err
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+def test_user_scope_and_codex_carry_no_subfolder_advice(repo: Repo, agent: str) -> None:
+    sub = subfolder_world(repo)
+    user = repo.run("-C", str(sub), "agent", "install", agent, "--scope", "user")
+    assert user.code == 0 and "subfolder" not in user.err
+    if agent == "codex":  # Codex finds a project's files from a subfolder too
+        local = repo.run("-C", str(sub), "agent", "install", "codex")
+        assert local.code == 0 and "subfolder" not in local.err
+
+
+def agent_lines(repo: Repo, *argv: str) -> list[str]:
+    return [line for line in repo.run(*argv, "doctor").out.splitlines() if " agent " in line]
+
+
+def test_doctor_notes_claude_and_gemini_hooks_only_in_the_work_tree(repo: Repo) -> None:
+    """A note (not a failure: exit as before) for hooks the agent misses when started in a
+    subfolder; none once the user's settings carry them; none for Codex."""
+    sub = subfolder_world(repo)
+    home = Path(repo.environ["HOME"])
+    before = repo.run("doctor").code
+    for agent in ("claude", "gemini", "codex"):
+        assert repo.run("agent", "install", agent).code == 0
+    lines = agent_lines(repo, "-C", str(sub))
+    assert repo.run("-C", str(sub), "doctor").code == before
+    for agent, client in (("claude", "Claude Code"), ("gemini", "Gemini CLI")):
+        where = repo.path / LOCAL_FILE.get(agent, PROJECT_FILE[agent])
+        advice = started_here(client, repo.path, home / USER_FILE[agent], agent)
+        assert f"note  agent     {agent} hooks installed in {where}; {advice}" in lines
+    assert not [line for line in lines if "codex" in line and "subfolder" in line]
+    as_json = json.loads(repo.run("doctor", "--json").out)
+    noted = [f for f in as_json["findings"] if f["topic"] == "agent" and f["status"] == "note"]
+    assert len(noted) == 2 and all(f["healthy"] is True for f in noted)
+    for agent in ("claude", "gemini"):
+        assert repo.run("agent", "install", agent, "--scope", "user").code == 0
+    lines = agent_lines(repo)
+    assert not [line for line in lines if "subfolder" in line]
+    assert any(line.startswith("ok    agent     claude hooks installed in ") for line in lines)
+
+
+def test_a_teammate_s_committed_settings_are_noted_in_a_second_clone(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Project settings committed and pushed, then cloned behind a bare remote: the second
+    clone's doctor names its own work tree; a settings file edited by hand (another hook
+    kept, an escape in a key) still reads."""
+    from tests.support.git import bare
+    from tests.support.repo import clone
+
+    subfolder_world(repo)
+    assert repo.run("agent", "install", "claude", "--scope", "project").code == 0
+    path = repo.path / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": "echo \u001b[2J"}]}]
+    data["x\u202eevil"] = True
+    path.write_text(json.dumps(data))
+    repo.git("add", ".claude/settings.json")
+    repo.git("commit", "-q", "-m", "share the hooks")
+    remote = bare(tmp_path / "remote.git", repo.environ)
+    repo.git("push", "-q", "--no-verify", str(remote), "topic")
+    second = clone(str(remote), tmp_path / "second", repo.environ, repo.clock, "-b", "topic")
+    lines = agent_lines(second, "-C", str(second.path / "src" / "queue"))
+    home = Path(repo.environ["HOME"])
+    advice = started_here("Claude Code", second.path, home / USER_FILE["claude"], "claude")
+    assert lines == [
+        f"note  agent     claude hooks installed in {second.path}/.claude/settings.json; {advice}"
+    ]

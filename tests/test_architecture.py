@@ -28,6 +28,7 @@ ALLOWED = {
     "__init__": set(),
     "__main__": {"cli", "errors", "front", "hooks", "interrupt", "invocation", "plaintext"},
     "adopt": {"errors", "index", "invocation", "patches", "records", "render", "tasks", "values"},
+    "agentfindings": {"agents", "errors", "values"},
     "agents": {"errors", "repository", "values"},
     "agentsetup": {"agents", "errors", "invocation", "reports", "repository", "tasks", "values"},
     "blobs": {"gitobjects", "notes", "notetoml"},
@@ -40,7 +41,7 @@ ALLOWED = {
         "hooks",
         "interrupt",
         "invocation",
-        "mcp_server",
+        "mcpfront",
         "plaintext",
         "profile",
         "read",
@@ -63,7 +64,7 @@ ALLOWED = {
         "values",
     },
     "diagnosis": {
-        "agents",
+        "agentfindings",
         "errors",
         "index",
         "invocation",
@@ -114,7 +115,9 @@ ALLOWED = {
     "jsontext": {"records"},
     "location": {"errors", "gitfiles", "repository"},
     "markdowntext": {"jsontext", "plaintext", "records", "values"},
-    "mcp_server": {"jsontext"},
+    "mcp_server": {"jsontext", "mcptable"},
+    "mcpfront": {"mcp_server", "mcptable"},
+    "mcptable": set(),
     "merge": {"blobs", "notes", "notestree", "notetoml"},
     "noteforms": set(),
     "notes": {"notetoml", "records"},
@@ -263,7 +266,7 @@ OWNERS = {
         "signconfig",
     },
     "mcp": {"mcp_server"},
-    "pydantic": set(),
+    "pydantic": {"mcp_server"},  # it comes with the SDK: the tools' parameter descriptions
 }
 
 

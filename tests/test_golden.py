@@ -1,9 +1,11 @@
 """Every scenario's transcript equals its golden file in fixtures/golden/, whole.
 
 After an intended change to what a command prints, `make golden` rewrites the
-files; the diff is reviewed like code. The README's console examples are
-checked against the same files: each `majordomus` command the README shows,
-with the output it shows, must appear in a transcript exactly so.
+files; the diff is reviewed like code. The console examples of the README and of
+docs/*.md are checked against the same files: each `majordomus` command a page
+shows, with the output it shows, must appear in a transcript exactly so; and the
+README's walkthrough, git commands included, is a run of the `walkthrough`
+scenario, its steps in the same order.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from tests.support import golden_refusals, golden_scenarios  # noqa: F401  (regi
 from tests.support.corpus import GOLDEN
 from tests.support.golden import SCENARIOS, golden_path, produce
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _diff(expected: str, actual: str, name: str) -> str:
@@ -76,24 +80,54 @@ def split_commands(text: str) -> list[tuple[str, str]]:
     return commands
 
 
-def readme_examples() -> list[tuple[str, str]]:
-    blocks = re.findall(r"```console\n(.*?)```", README.read_text("utf-8"), flags=re.DOTALL)
+def console_blocks(page: Path) -> list[str]:
+    return re.findall(r"```console\n(.*?)```", page.read_text("utf-8"), flags=re.DOTALL)
+
+
+def page_examples(page: Path) -> list[tuple[str, str]]:
     return [
         (command, output)
-        for block in blocks
+        for block in console_blocks(page)
         for command, output in split_commands(block)
         if command.startswith("majordomus ")
     ]
 
 
+def examples() -> list[tuple[str, str, str]]:
+    """(page, command line, output) for every `majordomus` example of every page."""
+    return [
+        (str(page.relative_to(ROOT)), command, output)
+        for page in PAGES
+        for command, output in page_examples(page)
+    ]
+
+
 def test_the_readme_shows_examples() -> None:
-    assert len(readme_examples()) >= 6
+    assert len(page_examples(README)) >= 6
+
+
+def test_the_readme_walks_through_two_clones_in_the_order_of_a_real_run() -> None:
+    """Every step the README's walkthrough shows (git's too, each with exactly its
+    output) is a step of the walkthrough transcript, in the same order; the
+    transcript may hold more (a second clone's own `init`, the reads after it)."""
+    shown = [step for block in console_blocks(README)[:2] for step in split_commands(block)]
+    commands = [command for command, _ in shown]
+    for needed in ("majordomus init", "majordomus push", "majordomus fetch", "majordomus resume"):
+        assert needed in commands, f"the README's walkthrough does not show `{needed}`"
+    assert any(c.startswith("majordomus history --task ") for c in commands)
+    assert any(c.startswith("git clone ") for c in commands), "the walkthrough has one clone"
+    ran = iter(split_commands(golden_path("walkthrough").read_text("utf-8")))
+    for command, output in shown:
+        assert any(step == (command, output) for step in ran), (
+            f"`{command}` in the README's walkthrough, with the output shown there, is not "
+            "the next such step of fixtures/golden/walkthrough.txt"
+        )
 
 
 @pytest.mark.parametrize(
-    ("command", "output"), readme_examples(), ids=[c for c, _ in readme_examples()]
+    ("page", "command", "output"), examples(), ids=[f"{p}: {c}" for p, c, _ in examples()]
 )
-def test_readme_example_is_what_the_program_prints(command: str, output: str) -> None:
+def test_example_is_what_the_program_prints(page: str, command: str, output: str) -> None:
     printed = {
         shown
         for path in sorted(GOLDEN.glob("*.txt"))
@@ -102,6 +136,6 @@ def test_readme_example_is_what_the_program_prints(command: str, output: str) ->
     }
     assert printed, f"no golden transcript runs `{command}`"
     assert output in printed, (
-        f"the README shows output for `{command}` that the program no longer prints:\n"
-        + "\n".join(_diff(output + "\n", shown + "\n", "README") for shown in sorted(printed))
+        f"{page} shows output for `{command}` that the program no longer prints:\n"
+        + "\n".join(_diff(output + "\n", shown + "\n", page) for shown in sorted(printed))
     )

@@ -8,11 +8,21 @@ import json
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.support.cli import MAJORDOMUS
+from tests.support.mcp_wire import (
+    INITIALIZED,
+    LIST,
+    Wire,
+    call,
+    initialize,
+    listings,
+    sdk_handshake,
+)
 from tests.support.repo import Repo
 
 if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests that run it,
@@ -383,3 +393,167 @@ def test_without_the_sdk_one_sentence_and_exit_2(repo: Repo) -> None:
         "majordomus: the MCP SDK is not installed; install it with pip install "
         "'majordomus[mcp]'.\n",
     )
+
+
+# ---- what a client reads of the tools, and a server called before it is asked for them ----
+
+
+def test_every_tool_has_a_readable_title_and_every_parameter_a_description(repo: Repo) -> None:
+    """Over every tool the server lists (a tool added later included): titles a person can
+    read, on the tool and its schemas, and a one-line description for each parameter."""
+
+    async def body(client: Client) -> None:
+        listed = await client.list_tools()
+        assert {tool.name for tool in listed.tools} == TOOLS
+        for tool in listed.tools:
+            words = tool.name.replace("_", " ")
+            assert tool.title == words
+            schema = tool.input_schema
+            assert schema["title"] == f"{words} arguments"
+            assert tool.output_schema is not None
+            assert tool.output_schema["title"] == f"{words} answer"
+            shown = json.dumps(tool.model_dump(by_alias=True))
+            assert "tool_" not in shown and "Arguments" not in shown and "DictOutput" not in shown
+            for name, parameter in schema["properties"].items():
+                described = parameter.get("description")
+                assert isinstance(described, str) and described.strip(), (tool.name, name)
+                assert "\n" not in described and described.endswith("."), (tool.name, name)
+
+    in_process(repo, body)
+
+
+def world_with_a_hand_written_note(repo: Repo) -> str:
+    """A task on a history with a merge, another branch checked out, and a note a teammate
+    wrote by hand with plain git: invisible characters and forged lines in its body."""
+    from tests.support.attacks import hostile, record, write_note
+
+    task = repo.task()
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "side")
+    repo.commit("side: smaller batch")
+    repo.git("checkout", "-q", "-")
+    repo.commit("main: retry on timeout")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    body = hostile("flush() drops the last ack\u200b\u2028\u202e\x1b[31m")
+    note = record("checkpoint", "c-00000000000000aa", task, base, repo.clock.now, body=body)
+    write_note(repo, repo.head(), note)
+    repo.git("checkout", "-q", "-b", "topic")
+    return task
+
+
+def test_a_call_sent_with_initialize_before_any_answer_or_tools_list_is_answered(
+    repo: Repo,
+) -> None:
+    """A client that sends a tool call straight after `initialize`, without waiting for its
+    answer and without `notifications/initialized` or `tools/list` (a client that lists the
+    tools later, or never), gets the tool's answer: every tool is registered before the
+    server reads its first line."""
+    from tests.support.agent_text import invisible
+
+    task = world_with_a_hand_written_note(repo)
+    wire = Wire(repo.path, repo.environ)
+    wire.send(initialize(1), call(2, "checkpoint", text="reproduced on topic"), call(3, "context"))
+    assert wire.answer(1)["result"]["serverInfo"]["name"] == "majordomus"
+    point = wire.answer(2)["result"]
+    assert point["isError"] is False
+    assert point["structuredContent"]["record"]["body"] == "reproduced on topic"
+    assert point["structuredContent"]["record"]["task"] == task
+    context = wire.answer(3)["result"]
+    assert context["isError"] is False
+    (block,) = context["content"]
+    assert invisible(block["text"]) == []  # the teammate's characters escaped, never raw
+    text = context["structuredContent"]["text"]
+    assert "reproduced on topic" in text and "flush() drops the last ack" in text
+    assert all(line.startswith("> ") for line in text.splitlines() if "evil.example" in line)
+    wire.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+    listed = wire.answer(4)["result"]["tools"]
+    assert {tool["name"] for tool in listed} == TOOLS
+    assert wire.close() == ""
+    shown = json.loads(repo.run("history", "--json").out)["records"]
+    assert next(r["body"] for r in shown if r["kind"] == "checkpoint") == "reproduced on topic"
+
+
+def test_a_call_before_initialize_gets_an_error_answer_and_records_nothing(repo: Repo) -> None:
+    repo.task()
+    before = repo.notes_ref()
+    wire = Wire(repo.path, repo.environ)
+    wire.send(call(1, "checkpoint", text="too early"))
+    early = wire.answer(1)
+    assert "error" in early and "result" not in early  # an answer, not silence
+    assert repo.notes_ref() == before
+    wire.send(initialize(2), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    wire.send(call(3, "checkpoint", text="after initialize"))
+    wire.answer(2)
+    assert wire.answer(3)["result"]["structuredContent"]["record"]["body"] == "after initialize"
+    wire.close()
+    assert repo.notes_ref() != before
+
+
+def test_the_handshake_answered_before_the_sdk_is_loaded_is_the_sdk_s(repo: Repo) -> None:
+    """`initialize` and the listings as the front answers them (from `mcptable`) and as
+    the SDK's server answers them, word for word; when this fails after a change of a tool,
+    run .venv/bin/python -m tests.support.mcp_wire."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from majordomus import mcpfront, mcptable
+
+    assert tuple(HANDSHAKE_PROTOCOL_VERSIONS) == mcptable.HANDSHAKE_VERSIONS
+    latest = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    sdk = sdk_handshake(repo.path, repo.environ, latest)
+    wire = Wire(repo.path, repo.environ)
+    wire.send(initialize(1, latest), INITIALIZED)
+    front = wire.answer(1)["result"], listings(wire)
+    assert wire.close() == ""
+    assert front == sdk
+    assert {tool["name"] for tool in sdk[1]["tools/list"]["tools"]} == TOOLS
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:  # the SDK's rule: the client's, if known
+        answer = mcpfront.initialize_result(initialize(1, version)["params"])
+        assert answer is not None and answer["protocolVersion"] == version
+    unknown = mcpfront.initialize_result(initialize(1, "1999-01-01")["params"])
+    assert unknown is not None and unknown["protocolVersion"] == latest
+    malformed_params: list[Any] = [None, [], {"protocolVersion": 7}, {"protocolVersion": latest}]
+    for malformed in malformed_params:
+        assert mcpfront.initialize_result(malformed) is None  # left to the SDK to refuse
+
+
+# A Python whose MCP SDK cannot finish importing until the test allows it: the import
+# waits (in the thread that imports it) for the file named in MCP_GO to exist.
+HELD_SDK = """
+import os, sys, threading, time
+
+class Held:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp" and threading.current_thread() is not threading.main_thread():
+            while not os.path.exists(os.environ["MCP_GO"]):
+                time.sleep(0.01)
+        return None
+
+sys.meta_path.insert(0, Held())
+from majordomus.__main__ import main
+raise SystemExit(main())
+"""
+
+
+def test_the_handshake_does_not_wait_for_the_sdk_and_a_call_waits_for_it(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """With the SDK's import held, `initialize` and `tools/list` are answered all the
+    same (a client's start-up does not wait for the SDK); a tool call sent meanwhile is
+    answered once the import is let go, with the tool's own answer."""
+    import time
+
+    repo.task()
+    go = tmp_path / "go"
+    held = [sys.executable, "-c", HELD_SDK, "mcp"]
+    wire = Wire(repo.path, {**repo.environ, "MCP_GO": str(go)}, held)
+    wire.send(initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"}, LIST)
+    assert wire.answer(1)["result"]["serverInfo"]["name"] == "majordomus"
+    assert {tool["name"] for tool in wire.answer(2)["result"]["tools"]} == TOOLS
+    wire.send(call(3, "checkpoint", text="sent while the SDK loads"))
+    time.sleep(0.3)
+    assert wire.lines.empty()  # nothing answered it yet: the import is held
+    go.touch()
+    point = wire.answer(3)["result"]
+    assert point["isError"] is False
+    assert point["structuredContent"]["record"]["body"] == "sent while the SDK loads"
+    assert wire.close() == ""

@@ -8,7 +8,7 @@ from tests.support.repo import Repo
 
 
 def test_check_all_json_is_a_list_of_checks_even_for_one_task(repo: Repo) -> None:
-    # README: `check --all --json` gives {"checks": [...]}; a script must not have to
+    # docs/behaviour.md: `check --all --json` gives {"checks": [...]}; a script must not have to
     # guess from the number of tasks which of two shapes it was given.
     task = repo.task()
     one = repo.run("check", "--all", "--json")

@@ -533,14 +533,14 @@ def test_an_expired_openpgp_key_does_not_verify(tmp_path: Path, repo: Repo) -> N
     assert statuses(repo)["signed in 2020"] == ("bad", AUTHOR)
 
 
-# ---- the README's by-hand check, run as the README shows it -----------------------------
+# ---- the by-hand check of docs/signing.md, run as the page shows it ---------------------
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+SIGNING_PAGE = Path(__file__).resolve().parent.parent / "docs" / "signing.md"
 
 
 def by_hand_commands() -> list[str]:
-    """The commands of the README's by-hand check, continuation lines joined."""
-    text = README.read_text("utf-8")
+    """The commands of the by-hand check in docs/signing.md, continuation lines joined."""
+    text = SIGNING_PAGE.read_text("utf-8")
     start = text.index("By hand, for a commit whose note holds one record")
     block = text[
         text.index("```sh\n", start) + 6 : text.index("```", text.index("```sh\n", start) + 6)
@@ -561,7 +561,7 @@ def run_by_hand(repo: Repo, commands: list[str]) -> subprocess.CompletedProcess[
     )
 
 
-def test_the_readme_s_by_hand_check_verifies_a_record_with_ssh_keygen(
+def test_the_documented_by_hand_check_verifies_a_record_with_ssh_keygen(
     repo: Repo, tmp_path: Path, keys: dict[str, SshKey]
 ) -> None:
     commands = by_hand_commands()
@@ -581,7 +581,9 @@ def test_the_readme_s_by_hand_check_verifies_a_record_with_ssh_keygen(
 
 
 @pytest.mark.skipif(not HAVE_GPG, reason="gpg is not installed")
-def test_the_readme_s_by_hand_check_verifies_a_record_with_gpg(tmp_path: Path, repo: Repo) -> None:
+def test_the_documented_by_hand_check_verifies_a_record_with_gpg(
+    tmp_path: Path, repo: Repo
+) -> None:
     commands = by_hand_commands()
     keyring = gpg_home(tmp_path / "gnupg")
     gpg_key(keyring, AUTHOR)

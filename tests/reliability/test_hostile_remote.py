@@ -22,7 +22,7 @@ from soak.hostile_remote import (
 )
 
 # Every attack but a record that reuses one of the victim's ids (whose copy a read may then
-# show: a known gap, see README).
+# show: a known gap, see docs/format.md, "Records written by others").
 SURVIVED = tuple(kind for kind in ATTACKS if kind != "id-collision")
 
 

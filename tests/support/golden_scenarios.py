@@ -1,4 +1,4 @@
-"""The scenarios behind fixtures/golden/: the README walkthrough, a merge, a shallow
+"""The scenarios behind fixtures/golden/: the README's walkthrough, a merge, a shallow
 clone, hostile notes, remotes, agents and adopt (every refusal: `golden_refusals`).
 Each step advances the fixed clock first."""
 
@@ -8,6 +8,7 @@ import json
 import shlex
 
 from tests.support.corpus import CORPUS_TASK, NOTES
+from tests.support.env import hermetic_environ
 from tests.support.golden import Transcript, scenario
 from tests.support.repo import Repo
 
@@ -18,21 +19,43 @@ STATE = "ack-before-retry cuts drops from 9% to 1.5%; a second race remains in f
 NEXT = "run tests/stress.py with FLUSH_DELAY=5ms and read the flush() lock order"
 
 
+def _grace_environ(t: Transcript) -> dict[str, str]:
+    """A second person's hermetic environment: her own home and git identity."""
+    home = t.tmp / "home-grace"
+    home.mkdir(parents=True, exist_ok=True)
+    identity = {"NAME": "Grace Hopper", "EMAIL": "grace@example.com"}
+    return {
+        **hermetic_environ(home),
+        **{
+            f"GIT_{who}_{what}": value
+            for who in ("AUTHOR", "COMMITTER")
+            for what, value in identity.items()
+        },
+    }
+
+
 @scenario
 def walkthrough(t: Transcript) -> None:
-    """The README's walkthrough, then every read command in text and JSON."""
-    repo = t.repo("queue")
-    repo.commit("queue: first cut", {"queue.py": "def enqueue(item):\n    retry(item)\n"})
+    """The README's walkthrough: Ada records and pushes in her clone, Grace fetches and
+    resumes in hers, both behind one bare remote; then every read command in text and
+    JSON, in Grace's clone."""
+    ada = t.repo("ada")
+    ada.commit("queue: first cut", {"queue.py": "def enqueue(item):\n    retry(item)\n"})
+    bare = t.tmp / "queue.git"
+    t.git(ada, "init", "-q", "--bare", "-b", "main", str(bare))
+    t.git(ada, "remote", "add", "origin", str(bare))
+    t.git(ada, "push", "-q", "origin", "main")
     t.clock.advance(10 * 60)
-    task = t.run(repo, "task", "new", TITLE).strip()
+    t.run(ada, "init")
+    task = t.run(ada, "task", "new", TITLE).strip()
     t.clock.advance(2 * 60 + 9)
-    t.run(repo, "checkpoint", FIRST)
+    t.run(ada, "checkpoint", FIRST)
     t.clock.advance(8 * 60)
-    (repo.path / "queue.py").write_text("def enqueue(item):\n    ack(item)\n    retry(item)\n")
-    t.git(repo, "commit", "-q", "-am", "queue: ack before retry (attempt)")
+    (ada.path / "queue.py").write_text("def enqueue(item):\n    ack(item)\n    retry(item)\n")
+    t.git(ada, "commit", "-q", "-am", "queue: ack before retry (attempt)")
     t.clock.advance(5 * 60)
     t.run(
-        repo,
+        ada,
         "handover",
         "--objective",
         OBJECTIVE,
@@ -46,12 +69,18 @@ def walkthrough(t: Transcript) -> None:
             f"      --next '{NEXT}'"
         ),
     )
-    t.note("the next morning, in a new session; the code moved on meanwhile")
+    t.run(ada, "push")
+    t.git(ada, "push", "-q", "origin", "main")
+    t.note("the next morning Grace clones the remote; the code moved on meanwhile")
     t.clock.advance(3 * 3600)
+    t.git(ada, "clone", "-q", str(bare), str(t.tmp / "grace"))
+    repo = Repo(t.tmp / "grace", _grace_environ(t), t.clock)
     repo.commit("queue: log every ack")
     t.clock.advance(2 * 3600)
     repo.commit("ci: run the stress test nightly")
     t.clock.advance(48 * 60)
+    t.run(repo, "init")
+    t.run(repo, "fetch")
     t.run(repo, "resume")
     t.clock.advance(60)
     prefix = task[2:6]
@@ -90,6 +119,10 @@ def walkthrough(t: Transcript) -> None:
     t.run(repo, "doctor", "--json")
     t.run(repo, "doctor", "--drop-cache")
     t.run(repo, "--version")
+    t.note("without init's rewrite settings, doctor says what that costs")
+    t.git(repo, "config", "--unset-all", "notes.rewriteRef")
+    t.run(repo, "doctor")
+    t.run(repo, "doctor", "--json")
     t.git(repo, "log", "--notes=majordomus", "-1", "--format=%h %s%n%N", "HEAD~2")
 
 
