@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test lint typecheck check bench soak clean golden wheel-check
+.PHONY: venv demo test lint typecheck check bench soak clean golden wheel-check e2e
 
 # An editable install of the "compat" kind: a path in a .pth file, as cheap at start-up as
 # a regular install. The default kind installs an import finder that every Python start
@@ -41,6 +41,18 @@ TEST_TMP := $(TEST_TMP_ROOT)/majordomus-test-$(shell printf %s '$(CURDIR)' | cks
 test: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 4 --dist loadfile --basetemp=$(TEST_TMP) \
 		-o tmp_path_retention_policy=failed
+
+# The real coding agents (Claude Code, Codex CLI, Gemini CLI) and the MCP Inspector, their
+# versions pinned in tests/e2e/clients.py and installed from npm (node 20 or later) into
+# $${XDG_CACHE_HOME:-~/.cache}/majordomus-e2e, outside the repository, each run against a fake
+# model server on 127.0.0.1 (tests/e2e/stubs.py): never the internet, never your own
+# ~/.claude, ~/.codex or ~/.gemini. Not part of `make test`. One test at a time: each starts
+# a client, its hooks and often an MCP server, which is plenty for two cores.
+E2E_TMP := $(TEST_TMP_ROOT)/majordomus-e2e-$(shell printf %s '$(CURDIR)' | cksum | cut -d' ' -f1)
+
+e2e: $(STAMP)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest tests/e2e -p no:cacheprovider \
+		--basetemp=$(E2E_TMP) -o tmp_path_retention_policy=failed
 
 lint: $(STAMP)
 	$(BIN)/ruff check majordomus tests bench soak

@@ -29,9 +29,10 @@ from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import freshness, hooks, plaintext, read, search, write
+    from majordomus import completion, freshness, hooks, plaintext, read, search, write
 else:
     adoption = OnFirstUse("majordomus.adopt")
+    completion = OnFirstUse("majordomus.completion")
     freshness = OnFirstUse("majordomus.freshness")
     hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
@@ -46,13 +47,22 @@ Checkpoints and handovers for debugging sessions, stored as git notes.
 Records are TOML notes on refs/notes/majordomus, attached to the commit they
 describe: `git log --notes=majordomus` shows them, and they travel with the code.
 
+Examples:
+
 \b
+  majordomus init            # once per clone: records travel with git push/fetch
   majordomus task new "queue drops acks under load"
   majordomus checkpoint "reproduced with 50 concurrent enqueues"
   majordomus handover --objective ... --state ... --next ...
-  majordomus resume          # in the next session
+  majordomus push            # publish the records (git push does it after init)
+  majordomus fetch           # in the next session, or another clone
+  majordomus resume          # pick up the open handover
   majordomus history         # the record, newest first
+  majordomus adopt           # after a squash or rebase merge on the host
   majordomus agent install claude   # agent sessions start with the handover
+
+Every command's --help has examples; majordomus completion SHELL prints a
+completion script for bash, zsh or fish.
 
 Exit codes: 0 done, 1 a negative answer (stale, nothing open, unhealthy),
 2 refused input, 3 repository state, 4 remote failure.
@@ -67,15 +77,22 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 task_app = typer.Typer(
-    help="Create, list and pick tasks: the investigation records belong to.",
+    help="""Create, list and pick tasks: the investigations that records belong to.
+
+    Examples:
+
+    \b
+      majordomus task new "queue drops acks under load"
+      majordomus task list
+    """,
     no_args_is_help=True,
     rich_markup_mode=None,
 )
 app.add_typer(task_app, name="task")
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # a completion reads the line, runs nothing
         print(f"majordomus {__version__}")
         raise typer.Exit(0)
 
@@ -112,27 +129,50 @@ def main(
 @task_app.command("new")
 def task_new(
     ctx: typer.Context,
-    title: Annotated[str, typer.Argument(help="What the investigation is about.")],
+    title: Annotated[str, typer.Argument(metavar="TITLE", help="What the investigation is about.")],
     session_name: SessionOpt = None,
     allow_secret: AllowSecretOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Create a task, record it on HEAD and make it current; prints its id."""
+    """Create a task, record it on HEAD and make it current; prints its id.
+
+    Examples:
+
+    \b
+      majordomus task new "queue drops acks under load"
+      majordomus task new --json "login fails after a token refresh"
+    """
     run_with(ctx, write.task_new_command)
 
 
 @task_app.command("list")
 def task_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Tasks with title, last activity, checkpoint age and open handover (* = current)."""
+    """Tasks with title, last activity, checkpoint age and open handover (* = current).
+
+    Examples:
+
+    \b
+      majordomus task list
+      majordomus task list --json
+    """
     run_with(ctx, write.task_list_command)
 
 
 @task_app.command("use")
 def task_use(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Task id or a unique prefix of 4+ hex digits.")],
+    task: Annotated[
+        str,
+        typer.Argument(metavar="TASK", help="Task id or a unique prefix of 4+ hex digits."),
+    ],
 ) -> None:
-    """Make a task current in this work tree."""
+    """Make a task current in this work tree.
+
+    Examples:
+
+    \b
+      majordomus task use TASK   # TASK: an id (or 4+ of its digits) from task list
+    """
     run_with(ctx, write.task_use_command)
 
 
@@ -144,11 +184,19 @@ def task_use(
 
     The body is capped by the profile's checkpoint_max ({BUILT_IN["checkpoint_max"]}
     characters by default): an over-long body is refused, never truncated.
+
+    Examples:
+
+    \b
+      majordomus checkpoint "reproduced with 50 concurrent enqueues"
+      majordomus checkpoint --task TASK "the race is in ack(), not in enqueue()"
     """
 )
 def checkpoint(
     ctx: typer.Context,
-    text: Annotated[str | None, typer.Argument(help="What is true right now.")] = None,
+    text: Annotated[
+        str | None, typer.Argument(metavar="TEXT", help="What is true right now.")
+    ] = None,
     file: FileOpt = None,
     task: TaskOpt = None,
     session_name: SessionOpt = None,
@@ -162,13 +210,14 @@ def checkpoint(
 def handover(
     ctx: typer.Context,
     objective: Annotated[
-        str | None, typer.Option("--objective", "-o", help="What the work is for.")
+        str | None, typer.Option("--objective", "-o", metavar="TEXT", help="What the work is for.")
     ] = None,
     state: Annotated[
-        str | None, typer.Option("--state", "-s", help="What is known and done now.")
+        str | None,
+        typer.Option("--state", "-s", metavar="TEXT", help="What is known and done now."),
     ] = None,
     next_action: Annotated[
-        str | None, typer.Option("--next", "-n", help="The next action to take.")
+        str | None, typer.Option("--next", "-n", metavar="TEXT", help="The next action to take.")
     ] = None,
     file: Annotated[
         str | None,
@@ -188,6 +237,12 @@ def handover(
 
     Each field is capped by the profile's handover_max. Warns (does not refuse)
     when the work tree has uncommitted changes.
+
+    Examples:
+
+    \b
+      majordomus handover -o "stop dropped acks" -s "race in ack()" -n "add a lock"
+      majordomus handover --objective ... --state ... --next ... --json
     """
     run_with(ctx, write.handover_command)
 
@@ -204,6 +259,12 @@ def resume(
 
     Records a resume on HEAD that resolves it (and supersedes older open
     handovers of the task). Exit 1 when nothing is open.
+
+    Examples:
+
+    \b
+      majordomus resume --peek   # read it, record nothing
+      majordomus resume
     """
     run_with(ctx, write.resume_command)
 
@@ -214,7 +275,13 @@ def resume(
 @app.command()
 def history(
     ctx: typer.Context,
-    rev: Annotated[str | None, typer.Argument(help="Read from this commit (default HEAD).")] = None,
+    rev: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="REV",
+            help="Read from this commit (default HEAD).",
+        ),
+    ] = None,
     include_all: Annotated[
         bool, typer.Option("--all", help="Also records on commits not reachable from REV.")
     ] = False,
@@ -227,14 +294,25 @@ def history(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Records on commits reachable from REV, newest first; handovers with their label."""
+    """Records on commits reachable from REV, newest first; handovers with their label.
+
+    Examples:
+
+    \b
+      majordomus history -n 5
+      majordomus history --all --json
+      majordomus history main~1
+    """
     run_with(ctx, read.history_command)
 
 
 @app.command()
 def show(
     ctx: typer.Context,
-    rev: Annotated[str | None, typer.Argument(help="The commit (default HEAD).")] = None,
+    rev: Annotated[
+        str | None,
+        typer.Argument(metavar="REV", help="The commit (default HEAD)."),
+    ] = None,
     as_json: JsonOpt = False,
     markdown: Annotated[
         bool,
@@ -245,7 +323,15 @@ def show(
         ),
     ] = False,
 ) -> None:
-    """The records attached to one commit: what CI reads."""
+    """The records attached to one commit: what CI reads.
+
+    Examples:
+
+    \b
+      majordomus show
+      majordomus show HEAD~1 --json
+      majordomus show --markdown
+    """
     run_with(ctx, read.show_command)
 
 
@@ -280,9 +366,12 @@ def grep(
     """Records with a line of text (bodies, handover fields, titles, sessions) matching
     PATTERN, newest first. Exit 0 when one matched, 1 when none did (docs/grep.md).
 
+    Examples:
+
     \b
-      majordomus grep -i 'lease expired'
-      majordomus grep -F '[pool]' --task t-0123 --json
+      majordomus grep -i 'REPRODUCED with'
+      majordomus grep -F 'ack()' --task TASK --json
+      majordomus grep 'dropped|race' --all
     """
     run_with(ctx, search.grep_command)
 
@@ -294,7 +383,14 @@ def check(
     task: TaskOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale."""
+    """Age of the last checkpoint against the profile's interval. Exit 0 fresh, 1 stale.
+
+    Examples:
+
+    \b
+      majordomus check
+      majordomus check --all --json
+    """
     run_with(ctx, freshness.check_command)
 
 
@@ -308,7 +404,8 @@ def watch(
         int | None, typer.Option("--count", metavar="N", help="Stop after N reports.")
     ] = None,
     seconds: Annotated[
-        float | None, typer.Option("--seconds", metavar="S", help="Stop after about S seconds.")
+        float | None,
+        typer.Option("--seconds", metavar="SECONDS", help="Stop after about SECONDS seconds."),
     ] = None,
     task: TaskOpt = None,
 ) -> None:
@@ -316,6 +413,12 @@ def watch(
 
     On a terminal the line is redrawn in place; otherwise a line is printed each
     time the status, the last checkpoint or the open handover changes.
+
+    Examples:
+
+    \b
+      majordomus watch --every 60 --count 1
+      majordomus watch --task TASK --count 3
     """
     run_with(ctx, freshness.watch_command)
 
@@ -331,7 +434,7 @@ def hook(
     event: Annotated[
         str | None,
         typer.Argument(
-            metavar="[EVENT]", help="The hook event (default: hook_event_name from the input)."
+            metavar="EVENT", help="The hook event (default: hook_event_name from the input)."
         ),
     ] = None,
     enforce: Annotated[
@@ -344,6 +447,13 @@ def hook(
 
     Invocation start: the context block. Prompt submit: a one-line reminder when the
     task is stale. Stop: silent unless --enforce. Anything else, or bad input: silent.
+    agent install writes the lines that run it.
+
+    Examples:
+
+    \b
+      majordomus hook claude SessionStart   # the hook's JSON comes on stdin
+      majordomus hook codex
     """
     run_with(ctx, hooks.hook_command)
 
@@ -352,6 +462,14 @@ def hook(
 def mcp(ctx: typer.Context) -> None:
     """A stdio MCP server with tools context, checkpoint, handover, resume, history, search,
     check, task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]').
+
+    It serves until its input ends. An MCP client starts it: claude mcp add
+    majordomus -- majordomus mcp, say.
+
+    Examples:
+
+    \b
+      majordomus mcp
     """
     from majordomus import mcpfront  # the SDK itself is imported beside the handshake
 
@@ -375,7 +493,11 @@ def mcp(ctx: typer.Context) -> None:
 def adopt(
     ctx: typer.Context,
     rev: Annotated[
-        str | None, typer.Argument(help="The branch the work landed on (default HEAD).")
+        str | None,
+        typer.Argument(
+            metavar="REV",
+            help="The branch the work landed on (default HEAD).",
+        ),
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be adopted; write nothing.")
@@ -385,6 +507,7 @@ def adopt(
         typer.Option(
             "--days",
             metavar="N",
+            show_default=False,
             help="Consider records written at most N days before REV's commit "
             f"(default {DEFAULT_DAYS}).",
         ),
@@ -398,8 +521,45 @@ def adopt(
     whose change matches two commits is adopted onto neither. Copies keep their
     head (where they were written); commit says where they are read now. Safe
     to run again: what is adopted is reachable, so nothing is done twice.
+
+    Examples:
+
+    \b
+      majordomus adopt --dry-run main
+      majordomus adopt main
     """
     run_with(ctx, adoption.adopt_command)
+
+
+# ---- shell completion ---------------------------------------------------------------------
+
+
+@app.command("completion")
+def completion_cmd(
+    ctx: typer.Context,
+    shell: Annotated[
+        str,
+        typer.Argument(metavar="SHELL", help="bash, zsh or fish."),
+    ],
+) -> None:
+    """Print the shell completion script: Tab completes commands, options, task ids and
+    REVs (branches and tags), files for --file and directories for -C.
+
+    Load it from the shell's start-up file:
+
+    \b
+      eval "$(majordomus completion bash)"   # in ~/.bashrc
+      eval "$(majordomus completion zsh)"    # in ~/.zshrc, after compinit
+      majordomus completion fish | source    # in ~/.config/fish/config.fish
+
+    Examples:
+
+    \b
+      majordomus completion bash
+      majordomus completion zsh
+      majordomus completion fish
+    """
+    run_with(ctx, completion.completion_command)
 
 
 # ---- the one place errors become exit codes ------------------------------------------------
@@ -458,6 +618,9 @@ def dispatch(command: Any, argv: Sequence[str], invocation: Invocation) -> int:
     """`argv` read by typer (`command`: `command_for(argv)`) and run: typer's own refusals
     become exit codes here; majordomus' errors go on to `__main__.run`, which answers them."""
     terminal = invocation.terminal
+    instruction = invocation.environ.get("_MAJORDOMUS_COMPLETE")
+    if instruction:  # the completion script asking, as the user presses Tab
+        return completion.answer(command, instruction, invocation)
     try:
         with (
             contextlib.redirect_stdout(terminal.stdout),

@@ -72,6 +72,8 @@ class NotesRef:
                 target, built = build(base, parents)
             except MissingObjectError as error:
                 raise _missing(error, undone) from None
+            except (pygit2.GitError, OSError) as error:
+                raise _unwritable(error, undone) from None
             parent = str(parents[0]) if parents else None
             if target is None:
                 return Swap(parent or "", parent, attempts, ()), built
@@ -156,6 +158,16 @@ class NotesRef:
         if not isinstance(obj, pygit2.Commit):
             raise RepositoryError(not_a_commit(str(target)))
         return tree(self.repo, obj.tree_id), [obj.id]
+
+
+def _unwritable(error: Exception, undone: str) -> RepositoryError:
+    """A write git could not store (a read-only .git, a sandbox, a full disk): one sentence,
+    the notes ref untouched."""
+    return RepositoryError(
+        f"git could not store the record in this repository ({error}); {undone}: check that "
+        "this process may write to .git (a sandbox may make it read-only) and that the disk "
+        "has room."
+    )
 
 
 def _missing(error: MissingObjectError, undone: str) -> RepositoryError:

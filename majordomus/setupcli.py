@@ -90,13 +90,26 @@ def doctor(
     """Configuration, identity, lock files, invalid notes, a shallow or partial clone.
 
     Exit 0 healthy, 1 not; a shallow or partial clone is information, not a fault.
+
+    Examples:
+
+    \b
+      majordomus doctor
+      majordomus doctor --drop-cache --json
     """
     run_with(ctx, diagnosis.doctor_command)
 
 
 @app.command("profile")
 def profile_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """The effective profile and where each value came from."""
+    """The effective profile and where each value came from.
+
+    Examples:
+
+    \b
+      majordomus profile
+      majordomus profile --json
+    """
     run_with(ctx, diagnosis.profile_command)
 
 
@@ -119,7 +132,7 @@ def init(
         str | None,
         typer.Option(
             "--remote",
-            metavar="NAME",
+            metavar="REMOTE",
             help="The remote whose records plain git fetch should bring (default: the current "
             "branch's upstream remote, else origin). Run once per remote.",
         ),
@@ -132,9 +145,15 @@ def init(
     shows records), notes.rewriteRef with notes.rewrite.amend/rebase (records
     follow amended and rebased commits), a union merge strategy for git notes
     merge, a fetch refspec so plain git fetch brings the remote's records into
-    refs/notes/remotes/NAME/majordomus (and never fails while it has none), and
+    refs/notes/remotes/REMOTE/majordomus (and never fails while it has none), and
     a pre-push hook so git push publishes records. An existing hook, or a
     core.hooksPath, is left alone: init prints the line to add.
+
+    Examples:
+
+    \b
+      majordomus init
+      majordomus init --remote origin --json
     """
     run_with(ctx, sharing.init_command)
 
@@ -147,6 +166,12 @@ def fetch(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False
     yours record by record: nothing is dropped on either side. A remote with
     no records yet is not an error. Uses your own git, credentials and ssh
     set-up. Exit 4 when the fetch fails.
+
+    Examples:
+
+    \b
+      majordomus fetch
+      majordomus fetch origin --json
     """
     run_with(ctx, sharing.fetch_command)
 
@@ -170,20 +195,40 @@ def push(
     When the remote moved, its records are fetched and merged, and the push
     tried again (a bounded number of times). Exit 4 when it cannot be
     published; your records stay intact.
+
+    Examples:
+
+    \b
+      majordomus push
+      majordomus push origin --json
     """
     run_with(ctx, sharing.push_command)
 
 
 @app.command()
 def sync(ctx: typer.Context, remote: RemoteArg = None, as_json: JsonOpt = False) -> None:
-    """Fetch and merge the remote's records, then publish yours. Exit 4 on failure."""
+    """Fetch and merge the remote's records, then publish yours. Exit 4 on failure.
+
+    Examples:
+
+    \b
+      majordomus sync
+      majordomus sync origin
+    """
     run_with(ctx, sharing.sync_command)
 
 
 # ---- coding agents ----------------------------------------------------------------------
 
 agent_app = typer.Typer(
-    help="Wire majordomus into a coding agent's hooks (Claude Code, Codex, Gemini CLI).",
+    help="""Wire majordomus into a coding agent's hooks (Claude Code, Codex, Gemini CLI).
+
+    Examples:
+
+    \b
+      majordomus agent install claude
+      majordomus agent install codex --dry-run
+    """,
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -210,6 +255,12 @@ def context(
 
     A record is included whole or replaced by a pointer line, never cut. Outside a
     repository or with no task: a short line, exit 0.
+
+    Examples:
+
+    \b
+      majordomus context
+      majordomus context --max-chars 2000 --json
     """
     run_with(ctx, contexts.context_command)
 
@@ -222,7 +273,7 @@ def agent_install(
         str,
         typer.Option(
             "--scope",
-            metavar="local|project|user",
+            metavar="SCOPE",
             help="local: this clone only, kept out of git (default); project: the shared, "
             "committed file; user: your home directory.",
         ),
@@ -242,5 +293,12 @@ def agent_install(
 
     Keeps every other key and hook; one majordomus entry per event however often it
     runs; an invalid settings file is refused and left untouched (exit 2).
+
+    Examples:
+
+    \b
+      majordomus agent install claude
+      majordomus agent install gemini --scope project --enforce
+      majordomus agent install codex --remove --dry-run
     """
     run_with(ctx, agentsetup.agent_install_command)

@@ -116,3 +116,34 @@ def test_a_history_git_cannot_walk_is_one_sentence_and_exit_3(repo: Repo) -> Non
         assert result.err.endswith("; run git fsck to see what this clone lacks.\n")
         assert "Traceback" not in result.err
     assert repo.notes_ref() == notes_before
+
+
+def test_an_object_store_git_cannot_write_to_refuses_every_write_in_one_sentence(
+    repo: Repo,
+) -> None:
+    """As in a sandbox that makes .git read-only (root included): the objects packed, and a
+    file where each loose-object folder would be, so no new object can be stored. Every
+    write says so in one sentence, exit 3; the notes ref does not move; reads still work."""
+    task = repo.task()
+    assert repo.run("checkpoint", "before the sandbox").code == 0
+    repo.git("gc", "-q")
+    objects = repo.path / ".git" / "objects"
+    for n in range(256):
+        fan_out = objects / f"{n:02x}"
+        if not fan_out.exists():
+            fan_out.write_text("")
+    before = repo.notes_ref()
+    writes = [
+        ["checkpoint", "x"],
+        ["handover", "-o", "o", "-s", "s", "-n", "n"],
+        ["task", "new", "another"],
+    ]
+    for argv in writes:
+        result = repo.run(*argv)
+        assert result.code == 3, (argv, result.out, result.err)
+        assert result.err.count("\n") == 1 and "Traceback" not in result.err, result.err
+        assert result.err.startswith("majordomus: git could not store the record"), result.err
+        assert "nothing was recorded" in result.err
+        assert repo.notes_ref() == before
+    shown = json.loads(repo.run("history", "--task", task, "--json").out)["records"]
+    assert [r.get("body") for r in shown if r["kind"] == "checkpoint"] == ["before the sandbox"]
