@@ -27,6 +27,9 @@ from fetch_rows import fetch_rows
 from fetch_rows import section as fetch_section
 from fetch_rows import write_section as write_fetch_section
 from graph_rows import GraphFixture, graph_rows, merge_heavy, section, write_section
+from grep_rows import grep_rows
+from grep_rows import section as grep_section
+from grep_rows import write_section as write_grep_section
 from mcp_rows import mcp_rows, prepared
 from mcp_rows import section as mcp_section
 from mcp_rows import write_section as write_mcp_section
@@ -82,10 +85,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached repositories")
     parser.add_argument(
         "--only",
-        choices=["graph", "fetch", "signing", "mcp", "drawing"],
+        choices=["graph", "fetch", "signing", "mcp", "drawing", "grep"],
         help="run only these rows (graph: branch switch, fresh clone, merge-heavy history; "
         "fetch: 1,000 new records from a remote; signing: signed records' reads and write; "
-        "mcp: the MCP server's start-up; drawing: history --graph for every task)",
+        "mcp: the MCP server's start-up; drawing: history --graph for every task; grep: a "
+        "search of every record, warm and in a fresh clone)",
     )
     parser.add_argument(
         "--before",
@@ -375,6 +379,33 @@ def main_signing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_signing_section, "signing")
 
 
+GREP_COMMITS = 100_000
+
+
+def run_grep_rows(
+    args: argparse.Namespace, setup: Setup, root: Path, workdir: Path, arguments: Sequence[str]
+) -> str:
+    """The grep rows on the repository of 100,000 commits; returns their section."""
+    fixture = ensure_fixture(shape_for(GREP_COMMITS), root, setup.env, log)
+    rows = grep_rows(setup, fixture, workdir / "grep", log)
+    for row in rows:
+        print(f"{row.name} | {row.mode} | {row.majordomus.median_ms:.0f} ms | "
+              f"{row.baseline.median_ms:.0f} ms | {row.verdict}", file=sys.stderr)  # fmt: skip
+    command = " ".join([".venv/bin/python bench/run.py", *arguments])
+    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    text = grep_section(rows, fixture, command, load)
+    for path, name in ((workdir / "grep", "SCRATCH"), (setup.majordomus, "majordomus")):
+        text = text.replace(str(path), name)
+    return text
+
+
+def main_grep(args: argparse.Namespace, arguments: Sequence[str]) -> int:
+    def rows(setup: Setup, root: Path, workdir: Path) -> str:
+        return run_grep_rows(args, setup, root, workdir, arguments)
+
+    return _section(args, rows, write_grep_section, "grep")
+
+
 MCP_COMMITS = 100_000
 
 
@@ -429,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_signing(args, arguments)
     if args.only == "drawing":
         return main_drawing(args, arguments)
+    if args.only == "grep":
+        return main_grep(args, arguments)
     started = time.monotonic()
     sizes = parse_sizes(args.sizes or default_sizes(args))
     root = cache_root(os.environ)
@@ -448,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(fetched + "\n", flush=True)
         signed = run_signing_rows(args, setup, root, workdir, arguments)
         print(signed + "\n", flush=True)
+        grepped = run_grep_rows(args, setup, root, workdir, arguments)
+        print(grepped + "\n", flush=True)
         served = run_mcp_rows(setup, root, workdir, arguments)
         print(served + "\n", flush=True)
         drawn = run_drawing_rows(setup, root, workdir, arguments)
@@ -464,6 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
         write_signing_section(output, signed)
+        write_grep_section(output, grepped)
         write_mcp_section(output, served)
         write_drawing_section(output, drawn)
         log(f"wrote {output}")

@@ -29,6 +29,7 @@ VIEWS_FILE_NAME = "majordomus-views"
 VIEWS_FOLDER_NAME = f"{VIEWS_FILE_NAME}.d"  # the parts of the views, beside the file
 PATCH_FILE_NAME = "majordomus-patch-ids"
 SIGNATURES_FILE_NAME = "majordomus-signatures"
+SEARCH_FILE_NAME = "majordomus-search"
 FILES = (
     READ_FILE_NAME,
     GRAPH_FILE_NAME,
@@ -36,6 +37,7 @@ FILES = (
     VIEWS_FILE_NAME,
     PATCH_FILE_NAME,
     SIGNATURES_FILE_NAME,
+    SEARCH_FILE_NAME,
 )
 # A summary's fields change: so does the format of each file that holds summaries.
 SUMMARY_FIELDS = ",".join(Summary._fields)

@@ -29,7 +29,7 @@ from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:
     from majordomus import adopt as adoption
-    from majordomus import completion, freshness, hooks, plaintext, read, write
+    from majordomus import completion, freshness, hooks, plaintext, read, search, write
 else:
     adoption = OnFirstUse("majordomus.adopt")
     completion = OnFirstUse("majordomus.completion")
@@ -37,6 +37,7 @@ else:
     hooks = OnFirstUse("majordomus.hooks")
     plaintext = OnFirstUse("majordomus.plaintext")
     read = OnFirstUse("majordomus.read")
+    search = OnFirstUse("majordomus.search")
     write = OnFirstUse("majordomus.write")
 
 
@@ -339,6 +340,47 @@ def show(
 
 
 @app.command()
+def grep(
+    ctx: typer.Context,
+    pattern: Annotated[
+        str | None, typer.Argument(metavar="PATTERN", help="A Python regular expression.")
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option("--task", "-t", metavar="TASK", help="Only this task (default: every task)."),
+    ] = None,
+    include_all: Annotated[
+        bool, typer.Option("--all", help="Also records on commits not reachable from HEAD.")
+    ] = False,
+    ignore_case: Annotated[
+        bool, typer.Option("--ignore-case", "-i", help="Match upper and lower case alike.")
+    ] = False,
+    fixed: Annotated[bool, typer.Option("--fixed-strings", "-F", help="A fixed string.")] = False,
+    extended: Annotated[
+        bool, typer.Option("--extended-regexp", "-E", help="A regular expression (the default).")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", metavar="N", help="Show at most N records.")
+    ] = None,
+    trusted: Annotated[
+        bool, typer.Option("--trusted", help='Under trust = "signed": verified records only.')
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Records with a line of text (bodies, handover fields, titles, sessions) matching
+    PATTERN, newest first. Exit 0 when one matched, 1 when none did (docs/grep.md).
+
+    Examples:
+
+    \b
+      majordomus grep -i 'REPRODUCED with'
+      majordomus grep -F 'ack()' --task TASK --json
+      majordomus grep 'dropped|race' --all
+    """
+    run_with(ctx, search.grep_command)
+
+
+@app.command()
 def check(
     ctx: typer.Context,
     all_tasks: Annotated[bool, typer.Option("--all", help="Every task, one line each.")] = False,
@@ -422,8 +464,8 @@ def hook(
 
 @app.command()
 def mcp(ctx: typer.Context) -> None:
-    """A stdio MCP server with tools context, checkpoint, handover, resume, history, check,
-    task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]').
+    """A stdio MCP server with tools context, checkpoint, handover, resume, history, search,
+    check, task_new, task_list and task_use (needs the extra: pip install 'majordomus[mcp]').
 
     It serves until its input ends. An MCP client starts it: claude mcp add
     majordomus -- majordomus mcp, say.

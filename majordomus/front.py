@@ -1,5 +1,5 @@
 """The commands a session, an agent and CI run most (checkpoint, handover, resume, history,
-show, check, fetch, context), read without typer when written the plain way (`plain`)
+show, check, fetch, context, grep), read without typer when written the plain way (`plain`)
 and run by their verb module's command function (`dispatch`); every other command line
 goes on to typer (`cli`).
 
@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from majordomus.invocation import Invocation, OnFirstUse
 
 if TYPE_CHECKING:
-    from majordomus import context, freshness, read, sharing, write
+    from majordomus import context, freshness, read, search, sharing, write
 else:
     context = OnFirstUse("majordomus.context")
     freshness = OnFirstUse("majordomus.freshness")
     read = OnFirstUse("majordomus.read")
+    search = OnFirstUse("majordomus.search")
     sharing = OnFirstUse("majordomus.sharing")
     write = OnFirstUse("majordomus.write")
 
@@ -65,6 +66,21 @@ GRAMMARS = {
     "check": Grammar(None, _TASK, {**_JSON, "--all": "all_tasks"}),
     "fetch": Grammar("remote", {}, _JSON),
     "context": Grammar(None, _TASK, _JSON),
+    "grep": Grammar(
+        "pattern",
+        _TASK,
+        {
+            **_JSON,
+            "--all": "include_all",
+            "--ignore-case": "ignore_case",
+            "-i": "ignore_case",
+            "--fixed-strings": "fixed",
+            "-F": "fixed",
+            "--extended-regexp": "extended",
+            "-E": "extended",
+            "--trusted": "trusted",
+        },
+    ),
 }
 _GLOBALS = frozenset({"-C", "--profile"})  # before the command, each with its value
 # The module of each command of GRAMMARS: its `<command>_command` runs it.
@@ -77,6 +93,7 @@ MODULES: Mapping[str, ModuleType] = {
     "check": freshness,
     "fetch": sharing,
     "context": context,
+    "grep": search,
 }
 
 

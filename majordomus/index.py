@@ -177,11 +177,7 @@ class Index:
     def texts(self, items: Sequence[Listed]) -> list[str | None]:
         """Each record's JSON text as the document cache keeps it (after `preload`), or None
         (a note it lacks, or one of several on a commit: their records are renumbered)."""
-        if self._row_blobs:
-            of = map(self._blobs_of, items)
-        else:  # `_blobs_of` of an index of every note, without a call per record
-            of = map(self._blobs.__getitem__, (item.commit for item in items))
-        blobs = [blobs[0] if len(blobs) == 1 else "" for blobs in of]
+        blobs = self.note_blobs(items)
         texts = self._reader.shown.texts(blobs)
         found: list[str | None] = []
         for item, blob in zip(items, blobs, strict=True):
@@ -189,6 +185,15 @@ class Index:
             position = item.summary.position
             found.append(held[position] if held is not None and position < len(held) else None)
         return found
+
+    def note_blobs(self, items: Sequence[Listed]) -> list[str]:
+        """The one note blob each record is read from, where its position is that note's
+        own; "" for a record on a commit with several notes (numbered as one note)."""
+        if self._row_blobs:
+            of = map(self._blobs_of, items)
+        else:  # `_blobs_of` of an index of every note, without a call per record
+            of = map(self._blobs.__getitem__, (item.commit for item in items))
+        return [blobs[0] if len(blobs) == 1 else "" for blobs in of]
 
     def forget(self, items: Iterable[Listed]) -> None:
         """The notes of records shown already: their memory goes back (a second look

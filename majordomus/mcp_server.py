@@ -87,7 +87,7 @@ class Runner:
 # The commands whose answers list records of any status (context and resume choose the
 # verified ones themselves): under trust = "signed", an agent gets what is not verified
 # named by id, author and status, its text withheld.
-_LISTINGS = ("history", "check", "task")
+_LISTINGS = ("history", "check", "task", "grep")
 _NAMED = ("kind", "id", "commit", "author", "signature", "signer")
 
 
@@ -226,6 +226,40 @@ class Tools:
         argv += [f"--limit={limit}"] if limit is not None else []
         argv += ["--", rev] if rev else []
         result: dict[str, Any] = self.run(argv)
+        return result
+
+    async def tool_search(
+        self,
+        pattern: Annotated[
+            str,
+            Field(
+                description="A Python regular expression tried on each line of each record's "
+                "text (with fixed, a fixed string)."
+            ),
+        ],
+        task: Annotated[
+            str | None,
+            Field(
+                description="Only this task (its id or a unique prefix); every task if left out."
+            ),
+        ] = None,
+        all: Annotated[
+            bool, Field(description="Also the records on commits not reachable from HEAD.")
+        ] = False,
+        ignore_case: Annotated[bool, Field(description="Upper and lower case alike.")] = False,
+        fixed: Annotated[bool, Field(description="The pattern is a fixed string.")] = False,
+        limit: Annotated[int | None, Field(description="At most this many records.")] = None,
+    ) -> dict[str, Any]:
+        """Records whose text (bodies, handover fields, titles, sessions) has a line that
+        matches `pattern`, newest first, each with the fields and lines that matched: the
+        answer of `grep --json`. Under trust = "signed", only verified records are searched."""
+        argv = ["grep", *_task(task)]
+        argv += ["--all"] if all else []
+        argv += ["-i"] if ignore_case else []
+        argv += ["-F"] if fixed else []
+        argv += [f"--limit={limit}"] if limit is not None else []
+        argv += ["--trusted"]  # under trust = "signed", only verified records are searched
+        result: dict[str, Any] = self.run([*argv, "--", pattern])
         return result
 
     async def tool_check(

@@ -292,6 +292,89 @@ LISTINGS: Final = {
                 "title": "history",
             },
             {
+                "description": "Records whose text (bodies, handover fields, "
+                "titles, sessions) has a line that matches "
+                "`pattern`, newest first, each with the fields "
+                "and lines that matched: the answer of `grep "
+                '--json`. Under trust = "signed", only verified '
+                "records are searched.",
+                "inputSchema": {
+                    "properties": {
+                        "pattern": {
+                            "description": "A "
+                            "Python "
+                            "regular "
+                            "expression "
+                            "tried "
+                            "on "
+                            "each "
+                            "line "
+                            "of "
+                            "each "
+                            "record's "
+                            "text "
+                            "(with "
+                            "fixed, "
+                            "a "
+                            "fixed "
+                            "string).",
+                            "title": "Pattern",
+                            "type": "string",
+                        },
+                        "task": {
+                            "anyOf": [{"type": "string"}, {"type": "null"}],
+                            "default": None,
+                            "description": "Only "
+                            "this "
+                            "task "
+                            "(its id "
+                            "or a "
+                            "unique "
+                            "prefix); "
+                            "every "
+                            "task if "
+                            "left "
+                            "out.",
+                            "title": "Task",
+                        },
+                        "all": {
+                            "default": False,
+                            "description": "Also the records on commits not reachable from HEAD.",
+                            "title": "All",
+                            "type": "boolean",
+                        },
+                        "ignore_case": {
+                            "default": False,
+                            "description": "Upper and lower case alike.",
+                            "title": "Ignore Case",
+                            "type": "boolean",
+                        },
+                        "fixed": {
+                            "default": False,
+                            "description": "The pattern is a fixed string.",
+                            "title": "Fixed",
+                            "type": "boolean",
+                        },
+                        "limit": {
+                            "anyOf": [{"type": "integer"}, {"type": "null"}],
+                            "default": None,
+                            "description": "At most this many records.",
+                            "title": "Limit",
+                        },
+                    },
+                    "required": ["pattern"],
+                    "type": "object",
+                    "title": "search arguments",
+                },
+                "name": "search",
+                "outputSchema": {
+                    "type": "object",
+                    "additionalProperties": True,
+                    "title": "search answer",
+                },
+                "title": "search",
+            },
+            {
                 "description": "Age of the last checkpoint against the interval: fresh or stale.",
                 "inputSchema": {
                     "properties": {

@@ -394,3 +394,45 @@ class AgentFinding(NamedTuple):
     healthy: bool
     detail: str
     note: bool = False  # healthy, with advice (doctor's `note`)
+
+
+# ---- Records searched (grep) ---------------------------------------------------------------
+
+
+class MatchedLine(NamedTuple):
+    """A line of a field that matched: its number in the field (from 1), its text (no
+    newline: a field is matched line by line), and where the pattern matched in it."""
+
+    number: int
+    text: str
+    spans: tuple[tuple[int, int], ...]  # (start, end) of each non-empty match
+
+
+class MatchedField(NamedTuple):
+    field: str  # title, body, objective, state, next, session
+    lines: tuple[MatchedLine, ...]
+
+
+class GrepHit(NamedTuple):
+    """A record that matched: as `history --json` shows it (for an answer in JSON), what
+    its header names, and its matched fields in the order a record shows them."""
+
+    located: AttachedRecord | RecordText | None  # None in an answer shown as text
+    commit: str
+    kind: str
+    id: str
+    task: str
+    author: str
+    at: datetime.datetime
+    signature: Signature | None
+    matched: tuple[MatchedField, ...]
+
+
+class GrepResult(NamedTuple):
+    pattern: str
+    rev: str  # HEAD, which reachability is read from
+    task: str | None
+    hits: tuple[GrepHit, ...]  # newest first
+    invalid: int
+    hidden: int  # records that matched on commits not reachable from HEAD, not shown
+    untrusted: int | None  # not verified, so not searched (--trusted, trust = "signed"); else None

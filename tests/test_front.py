@@ -298,6 +298,10 @@ def made_alike(
         (["fetch"], 0),
         (["fetch", "--json", "origin"], 0),
         (["fetch", "nosuch"], 4),
+        (["grep", "step"], 0),
+        (["grep", "--json", "-i", "STEP", "--all", "--task", "TASK"], 0),
+        (["grep", "-F", "nothing like this"], 1),
+        (["grep", "(unclosed"], 2),
     ],
     ids=lambda value: " ".join(value)[:40] if isinstance(value, list) else str(value),
 )

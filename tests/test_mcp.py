@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the SDK (pydantic: half a second) is imported by the tests 
     from mcp.types import CallToolResult
 
 TOOLS = {
-    "context", "checkpoint", "handover", "resume", "history", "check", "task_new",
+    "context", "checkpoint", "handover", "resume", "history", "search", "check", "task_new",
     "task_list", "task_use",
 }  # fmt: skip
 
@@ -272,6 +272,7 @@ def test_after_a_double_dash_a_checkpoint_and_a_title_are_that_text(repo: Repo, 
 FIXED_WORDS = {
     *("context", "checkpoint", "handover", "resume", "history", "check", "task"),
     *("new", "list", "use", "-F", "-", "--json", "--all", "--peek"),
+    *("grep", "-i", "--trusted"),
 }
 
 
@@ -294,6 +295,14 @@ def test_every_tool_passes_values_joined_to_their_option_or_after_a_double_dash(
         "handover": {"objective": "--help", "state": "-s", "next": "--", "task": "--all"},
         "resume": {"task": "--all", "peek": True},
         "history": {"rev": "--all", "task": "--all", "all": True, "limit": -1},
+        "search": {
+            "pattern": "--all",
+            "task": "--all",
+            "all": True,
+            "ignore_case": True,
+            "fixed": True,
+            "limit": -1,
+        },
         "check": {"task": "--all", "all": True},
         "task_new": {"title": "-h"},
         "task_list": {},

@@ -143,5 +143,5 @@ def test_the_inspector_cli_calls_the_tools_and_gets_the_commands_json(
     assert json.loads(text.splitlines()[-1])["exit"] == 3, (where, text)
 
 
-TOOLS = ("check", "checkpoint", "context", "handover", "history", "resume", "task_list",
+TOOLS = ("check", "checkpoint", "context", "handover", "history", "resume", "search", "task_list",
          "task_new", "task_use")  # fmt: skip

@@ -403,3 +403,51 @@ def adopt(t: Transcript) -> None:
     t.clock.advance(60)
     t.run(fresh, "resume")
     t.run(fresh, "task", "list")
+
+
+@scenario
+def grep(t: Transcript) -> None:
+    """grep over a history with a merge and a branch left unmerged, a hand-edited note and
+    hostile ones: every field's lines searched, escaped, newest first; exit 0, 1 and 2."""
+    repo = t.repo("queue")
+    t.clock.advance(60)
+    task = t.run(repo, "task", "new", TITLE).strip()
+    t.clock.advance(60)
+    t.run(repo, "checkpoint", FIRST)
+    t.git(repo, "switch", "-q", "-c", "feature")
+    t.clock.advance(60)
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "feature: ack before retry")
+    t.clock.advance(60)
+    t.run(repo, "handover", "-o", OBJECTIVE, "-s", STATE, "-n", "retry once\nthen flush")
+    t.git(repo, "switch", "-q", "main")
+    t.git(repo, "merge", "-q", "--no-ff", "--no-edit", "feature")
+    t.git(repo, "switch", "-q", "-c", "spike")
+    t.clock.advance(60)
+    t.git(repo, "commit", "-q", "--allow-empty", "-m", "spike: a retry budget")
+    t.run(repo, "checkpoint", "a retry budget of 3 hides the drop")
+    t.git(repo, "switch", "-q", "main")
+    t.clock.advance(60)
+    t.note("a checkpoint typed by hand into the note of HEAD, with plain git")
+    hand = (
+        '[[checkpoint]]\nv = 1\nid = "c-0000000000000001"\n'
+        f'task = "{task}"\nhead = "{repo.head()}"\nat = 2026-01-01T00:09:00Z\n'
+        'author = "Grace <grace@example.com>"\nbody = """first line\nRetry by hand"""\n'
+    )
+    t.git(repo, "notes", "--ref=majordomus", "append", "-m", hand, "HEAD", shown=(
+        "git notes --ref=majordomus append -m '<a checkpoint table>' HEAD"
+    ))  # fmt: skip
+    t.run(repo, "grep", "retry")
+    t.run(repo, "grep", "-i", "retry", "--all")
+    t.run(repo, "grep", "^then", "--json")
+    t.run(repo, "grep", "-F", "9%", "--task", task[2:6])
+    t.run(repo, "grep", "-i", "retry", "--limit", "1")
+    t.run(repo, "grep", "no such words")
+    t.run(repo, "grep", "flush(")
+    t.run(repo, "grep", "-F", "flush(")
+    for name in (
+        "hostile/terminal-escapes-everywhere.toml",
+        "hostile/raw-c1-bidi-and-zero-width-characters.toml",
+    ):
+        _plant(t, repo, task, name)
+    t.run(repo, "grep", "red|raw|reversed")
+    t.run(repo, "grep", "red|raw|reversed", "--json")

@@ -1,0 +1,343 @@
+"""The verb that searches the records: `grep` (every record's text matched line by line
+against a pattern, newest first), the function that returns what it found and the
+command that prints it (`grep_command`)."""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from majordomus.cachefile import SEARCH_FILE_NAME
+from majordomus.errors import ExitCode, RefusedError
+from majordomus.index import Index, Views
+from majordomus.invocation import Inputs, Invocation, OnFirstUse
+from majordomus.notes import every_note, notes_of_tasks
+from majordomus.records import unsigned
+from majordomus.searchcache import SearchCache, Searched, fields_of, searched
+from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
+from majordomus.values import (
+    AttachedRecord,
+    GrepHit,
+    GrepResult,
+    Listed,
+    MatchedField,
+    MatchedLine,
+    RecordText,
+)
+
+if TYPE_CHECKING:
+    from majordomus import greptext
+else:
+    greptext = OnFirstUse("majordomus.greptext")
+
+MATCHED_KEY = "matched"  # the member of a record in `grep --json` naming what matched
+PART = 1000  # records parsed whole at a time
+
+
+def compile_pattern(pattern: str, ignore_case: bool, fixed: bool) -> re.Pattern[str]:
+    """PATTERN as Python's `re` reads it (`-E` and the default alike), or as a fixed
+    string (`-F`); `-i`: case folded as `re.IGNORECASE` folds it (Unicode)."""
+    flags = re.IGNORECASE if ignore_case else 0
+    try:
+        return re.compile(re.escape(pattern) if fixed else pattern, flags)
+    except (re.error, OverflowError, RecursionError) as error:
+        where = f" at position {error.pos}" if isinstance(error, re.error) and error.pos else ""
+        reason = error.msg if isinstance(error, re.error) else "it is too large"
+        raise RefusedError(
+            f"the pattern is not a valid Python regular expression ({reason}{where}); "
+            "give -F to search for it as a fixed string."
+        ) from None
+
+
+def matched_fields(
+    pattern: re.Pattern[str], kind: str, value: Searched, marks: bool = False
+) -> tuple[MatchedField, ...]:
+    """The fields of a record (as `searched` keeps it) in which some line matches, with
+    those lines (`marks`: and where in each line the pattern matched)."""
+    search = pattern.search
+    found = []
+    for key, lines in fields_of(kind, value):
+        matched = tuple(
+            MatchedLine(number, line, _spans(pattern, line) if marks else ())
+            for number, line in enumerate(lines, 1)
+            if search(line) is not None
+        )
+        if matched:
+            found.append(MatchedField(key, matched))
+    return tuple(found)
+
+
+def _spans(pattern: re.Pattern[str], line: str) -> tuple[tuple[int, int], ...]:
+    return tuple(m.span() for m in pattern.finditer(line) if m.end() > m.start())
+
+
+def grep(
+    inputs: Inputs,
+    pattern: str | None,
+    task: str | None = None,
+    include_all: bool = False,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    extended: bool = False,
+    limit: int | None = None,
+    trusted: bool = False,
+    as_json: bool = False,
+    marks: bool = False,
+) -> GrepResult:
+    """Every record of the task (None: of every task) whose text matches, newest first:
+    those on commits reachable from HEAD, and with `include_all` the others too.
+    `trusted`: only what an agent may be handed: under `trust = "signed"` (or a profile
+    that cannot be read), records whose signature is not verified are neither searched
+    nor shown, only counted. `as_json`: the records are to be shown as JSON; `marks`:
+    where each match lies in its line is wanted (a terminal marks it)."""
+    if pattern is None:
+        raise RefusedError("give a PATTERN to search for, e.g. majordomus grep timeout.")
+    if fixed and extended:
+        raise RefusedError("give -F (a fixed string) or -E (a regular expression), not both.")
+    if limit is not None and limit < 1:
+        raise RefusedError(f"--limit must be 1 or more, not {limit}.")
+    compiled = compile_pattern(pattern, ignore_case, fixed)
+    jobs = open_here(inputs)
+    head = jobs.history.resolve(None)
+    # A first read: git walks for the order while the notes are read (if there are any).
+    jobs.history.graph().start_order(head, worth=lambda: bool(jobs.reader.refs.ref_targets()))
+    task_id, index = _index_searched(jobs, head, task)
+    chosen = index.records if task_id is None else index.of_task(task_id)
+    strict = marks_unsigned(inputs, jobs)
+    verified_only = trusted and strict
+    cache = SearchCache(jobs.repository.commondir / SEARCH_FILE_NAME)
+    keys = [
+        f"{blob} {item.summary.position}" if blob else None
+        for item, blob in zip(chosen, index.note_blobs(chosen), strict=True)
+    ]
+    values = _values(index, chosen, keys, cache)
+    cache.save([key for key in keys if key is not None] if task_id is None else None)
+    found, verified, untrusted = _matches(
+        jobs, index, chosen, values, compiled, verified_only, marks
+    )
+    order = index.graph_order
+    shown = [item for item in found if include_all or item.commit in order]
+    selected = index.newest_first(shown)[:limit]
+    return GrepResult(
+        pattern=pattern,
+        rev=head,
+        task=task_id,
+        hits=tuple(_made(jobs, index, selected, found, verified, strict, as_json)),
+        invalid=index.invalid,
+        hidden=len(found) - len(shown),
+        untrusted=untrusted if verified_only else None,
+    )
+
+
+def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None, Index]:
+    """The task searched (None: every task), and the index of the records read from HEAD
+    (as `history` reads them: from the views when they describe the notes refs)."""
+    if task is not None:
+        prefix = task_prefix(task)
+        views = Views(jobs.reader, jobs.history, shown=notes_of_tasks(prefix) if prefix else None)
+        task_id = resolve_task(views.task_ids, task)
+        return task_id, views.index(task_id, rev=head)
+    return None, Views(jobs.reader, jobs.history, shown=every_note, every=True).whole(head)
+
+
+def _values(
+    index: Index, chosen: Sequence[Listed], keys: Sequence[str | None], cache: SearchCache
+) -> list[Searched]:
+    """What is searched of each record: from the search cache, else from the JSON text the
+    document cache keeps (one decoding for all of them), else from its note parsed whole
+    (a first search parses every note once: `preload`)."""
+    import json  # here: only records new to the search cache are decoded
+
+    held = cache.records
+    values: list[Searched | None] = [held.get(key) if key else None for key in keys]
+    missing = [n for n, value in enumerate(values) if value is None]
+    if missing:
+        items = [chosen[n] for n in missing]
+        index.preload(items)
+        texts = index.texts(items)
+        kept = [text for text in texts if text is not None]
+        decoded = iter(json.loads("[" + ",".join(t + "}" for t in kept) + "]") if kept else ())
+        parsed = []
+        for n, item, text in zip(missing, items, texts, strict=True):
+            if text is None:
+                parsed.append(n)
+            else:
+                values[n] = searched(item.summary.kind, next(decoded))
+        for start in range(0, len(parsed), PART):
+            part = [chosen[n] for n in parsed[start : start + PART]]
+            index.load(part)
+            for n, item in zip(parsed[start : start + PART], part, strict=True):
+                values[n] = searched(item.summary.kind, index.locate(item).record.table)
+            index.forget(part)
+        for n in missing:
+            key, value = keys[n], values[n]
+            if key is not None and value is not None:
+                cache.put(key, value)
+    return [value for value in values if value is not None]
+
+
+Found = dict[Listed, tuple[Searched, tuple[MatchedField, ...]]]  # what is kept, what matched
+
+
+def _matches(
+    jobs: Jobs,
+    index: Index,
+    chosen: Sequence[Listed],
+    values: Sequence[Searched],
+    pattern: re.Pattern[str],
+    verified_only: bool,
+    marks: bool,
+) -> tuple[Found, dict[Listed, AttachedRecord], int]:
+    """The records that match, with what matched; with `verified_only`, only verified
+    records are searched: those, checked, and how many others were not searched."""
+    found: Found = {}
+    signed: list[Listed] = []
+    untrusted = 0
+    if verified_only:
+        for item, value in zip(chosen, values, strict=True):
+            if value[0]:
+                signed.append(item)
+            else:
+                untrusted += 1  # holds no signature: never verified
+    else:
+        for n in candidates(pattern, values):
+            item, value = chosen[n], values[n]
+            matched = matched_fields(pattern, item.summary.kind, value, marks)
+            if matched:
+                found[item] = (value, matched)
+    verified: dict[Listed, AttachedRecord] = {}
+    for start in range(0, len(signed), PART):
+        part = signed[start : start + PART]
+        index.load(part)
+        attached = jobs.attach([index.locate(item) for item in part], True)
+        for item, loc in zip(part, attached, strict=True):
+            if not loc.signed.verified:
+                untrusted += 1
+                continue
+            value = searched(item.summary.kind, loc.record.table)
+            matched = matched_fields(pattern, item.summary.kind, value, marks)
+            if matched:
+                found[item], verified[item] = (value, matched), loc
+        index.forget(part)
+    return found, verified, untrusted
+
+
+# What in a pattern can see past the line it matches in: \A and \Z, and a group that is
+# not a plain one (lookarounds, inline flags, conditionals, atomic groups).
+_CONTEXTUAL = re.compile(r"\\[AZ]|\(\?(?!:|P<|P=)")
+
+
+def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence[int]:
+    """The records (their indexes) that may hold a matching line: every one, or, for a
+    pattern that sees nothing past its line, those where one search over every record's
+    lines joined found a match (a line that matches alone matches there too, at the same
+    place). When a match found so crosses a line, every record is tried."""
+    every = range(len(values))
+    if _CONTEXTUAL.search(pattern.pattern) is not None:
+        return every
+    lines = [value[2] for value in values]
+    joined = "\n".join(lines)
+    ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
+    search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search
+    found: list[int] = []
+    at = 0
+    while at <= len(joined):
+        match = search(joined, at)
+        if match is None:
+            break
+        if "\n" in match.group():
+            return every
+        n = bisect.bisect_right(ends, match.start())
+        if n >= len(values):
+            break
+        found.append(n)
+        at = ends[n]  # the next record's first line
+    return found
+
+
+def _made(
+    jobs: Jobs,
+    index: Index,
+    selected: Sequence[Listed],
+    found: Found,
+    verified: Mapping[Listed, AttachedRecord],
+    strict: bool,
+    as_json: bool,
+) -> list[GrepHit]:
+    """The records selected, as `grep` shows them: a signed one parsed whole and its
+    signature checked; an unsigned one as what the search cache keeps (text), or as the
+    JSON text the document cache keeps (JSON; else parsed whole)."""
+    parsed = [item for item in selected if item not in verified and found[item][0][0]]
+    kept = [item for item in selected if item not in verified and not found[item][0][0]]
+    texts: dict[Listed, str | None] = {}
+    if as_json and kept:
+        index.preload(kept)
+        texts = dict(zip(kept, index.texts(kept), strict=True))
+        forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
+        parsed += [item for item, text in texts.items() if text is None or forged in text]
+    attached: dict[Listed, AttachedRecord] = dict(verified)
+    for start in range(0, len(parsed), PART):
+        part = parsed[start : start + PART]
+        index.load(part)
+        signed = jobs.attach([index.locate(item) for item in part], strict)
+        attached.update(zip(part, signed, strict=True))
+        index.forget(part)
+    none = unsigned(strict)
+    hits = []
+    for item in selected:
+        (_, author, *_), matched = found[item]
+        loc = attached.get(item)
+        if loc is not None:
+            record = loc.record
+            hits.append(
+                GrepHit(loc, loc.commit, record.kind, record.id, record.task, record.author,
+                        record.at, loc.signature, matched)
+            )  # fmt: skip
+            continue
+        text = texts.get(item)
+        summary = item.summary
+        at = datetime.datetime.fromtimestamp(summary.at, datetime.UTC)
+        located = RecordText(text, item.commit) if text is not None else None
+        hits.append(
+            GrepHit(located, item.commit, summary.kind, summary.id, summary.task, author, at,
+                    none, matched)
+        )  # fmt: skip
+    return hits
+
+
+def grep_command(
+    invocation: Invocation,
+    pattern: str | None = None,
+    task: str | None = None,
+    include_all: bool = False,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    extended: bool = False,
+    limit: int | None = None,
+    trusted: bool = False,
+    as_json: bool = False,
+) -> int:
+    result = grep(
+        invocation.inputs(),
+        pattern,
+        task,
+        include_all,
+        ignore_case,
+        fixed,
+        extended,
+        limit,
+        trusted,
+        as_json,
+        marks=invocation.terminal.colour and not as_json,
+    )
+    if as_json:
+        invocation.out(greptext.grep_json(result))
+    else:
+        text = greptext.grep_text(result, invocation.now(), invocation.terminal.colour)
+        if text:
+            invocation.out(text)
+    return ExitCode.OK if result.hits else ExitCode.NEGATIVE

@@ -1,0 +1,444 @@
+"""`majordomus grep`: every record's text (bodies, handover fields, titles, sessions) matched
+line by line, newest first, in every kind of clone of a history with merges: the victim's
+(which fetched with majordomus and merged), a second one (a plain `git fetch`: the records
+on its remote-tracking ref), another branch in a linked work tree, a new clone, and a
+shallow one. The answer is held to `history`'s own (the same records, order, copies,
+reachability and invalid count) filtered by Python's `re` on each line; hostile notes
+(line breaks and invisible characters in every field, forged ids, an oversized field, a
+forged member named as grep's own) never forge a line, and the MCP tool `search`
+answers what `grep --json` does, withholding under `trust = "signed"` what is not
+verified, never matching on it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from majordomus.errors import RefusedError
+from majordomus.jsontext import dumps
+from majordomus.search import candidates, compile_pattern, matched_fields
+from majordomus.searchcache import searched
+from tests.support.agent_text import assert_json_text, invisible, mcp_results
+from tests.support.attacks import (
+    CLONES,
+    PAYLOAD,
+    Scene,
+    World,
+    attacked,
+    hostile,
+    record,
+    write_note,
+)
+from tests.support.env import EMAIL
+from tests.support.keys import HAVE_SSH, allowed_signers, sign_with_ssh, ssh_key
+from tests.support.repo import Repo, clone
+
+FORGED_TASK = "t-0bad0bad0bad"
+SEARCHED = {
+    "task": ("title", "session"),
+    "checkpoint": ("body", "session"),
+    "handover": ("objective", "state", "next", "session"),
+    "resume": ("session",),
+}
+LABELS = ("label", "ahead", "behind", "resolved")
+INVISIBLE = "\u202e\u200b\x1b[31m\u2066"  # bidi override, zero width space, CSI, isolate
+
+
+def attack(world: World) -> None:
+    """On a commit of its own: a task and a handover with line breaks and invisible
+    characters in every field, each holding `needle`; a checkpoint with a forged member
+    named as grep's own; two invalid records that say `needle` (a forged id, a body over
+    the ceiling); on the victim's merge, a checkpoint appended."""
+    attacker = world.attacker
+    head, at = world.attacker_commit("attacker: tidy the retry loop", {"retry.py": "retry = 4\n"})
+    laced = f"needle{INVISIBLE}here"
+    text = record(
+        "task", FORGED_TASK, FORGED_TASK, head, at,
+        title=hostile(laced), author=hostile(laced), session=hostile(laced),
+    )  # fmt: skip
+    text += record(
+        "handover", "h-0bad0bad0bad0bad", world.task, head, at,
+        author=hostile(laced), session=hostile(laced),
+        objective=hostile(laced), state=hostile("needle in the state"), next=hostile(laced),
+    )  # fmt: skip
+    text += record(
+        "checkpoint", "c-0bad0bad0bad0bad", world.task, head, at,
+        body="needle with a forged member", matched="forged",
+    )  # fmt: skip
+    text += record("checkpoint", "c-../../etc/passwd", world.task, head, at, body="needle id")
+    text += record(
+        "checkpoint", "c-0bad0bad0bad0bb0", world.task, head, at, body="needle " + "x" * 2001
+    )
+    write_note(attacker, head, text)
+    merge_text = record(
+        "checkpoint", "c-0bad0bad0bad0bae", world.task, world.merge, at,
+        body="on the merge\nneedle on its second line",
+    )  # fmt: skip
+    write_note(attacker, world.merge, merge_text, append=True)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
+    world = attacked(tmp_path_factory.mktemp("grep"), attack)
+    topic = world.topic()
+    # The victim types a checkpoint into HEAD's note by hand, with plain git, then publishes.
+    victim = world.victim
+    hand = (
+        f'[[checkpoint]]\nv = 1\nid = "c-0000000000000001"\ntask = "{world.task}"\n'
+        f'head = "{victim.head()}"\nat = 2026-12-01T00:00:00Z\nauthor = "Grace <g@example.com>"\n'
+        'body = """typed by hand\nthe needle, by hand"""\n'
+    )
+    write_note(victim, victim.head(), hand, append=True)
+    third = world.third()
+    yield Scene(world, topic, third)
+
+
+def _clones(scene: Scene) -> dict[str, Repo]:
+    return scene.clones()
+
+
+def matched(pattern: re.Pattern[str], value: dict[str, Any]) -> dict[str, list[int]]:
+    """What grep must find in a record of `history --json`, by Python's `re`, line by line."""
+    found = {}
+    for key in SEARCHED[value["kind"]]:
+        text = value.get(key)
+        if isinstance(text, str):
+            lines = [n for n, line in enumerate(text.split("\n"), 1) if pattern.search(line)]
+            if lines:
+                found[key] = lines
+    return found
+
+
+def expected(repo: Repo, pattern: str, *argv: str, flags: int = 0) -> tuple[list[Any], int]:
+    """The records `grep PATTERN ARGV --json` must list, from `history ARGV --json`, and
+    how many it must count hidden (matching, only in `history --all`)."""
+    compiled = re.compile(pattern, flags)
+    wanted = []
+    for value in json.loads(repo.run("history", *argv, "--json").out)["records"]:
+        found = matched(compiled, value)
+        if found:  # a handover without its label against HEAD: grep does not compute it
+            plain = {k: v for k, v in value.items() if k not in LABELS}
+            wanted.append({**plain, "matched": found})
+    everything = json.loads(repo.run("history", "--all", "--json").out)["records"]
+    hidden = 0
+    if "--all" not in argv:
+        listed = {(r["kind"], r["id"]) for r in wanted}
+        for value in everything:
+            if matched(compiled, value) and (value["kind"], value["id"]) not in listed:
+                hidden += 1
+    return wanted, hidden
+
+
+def grep_json(repo: Repo, *argv: str) -> tuple[int, Any]:
+    result = repo.run("grep", "--json", *argv)
+    assert result.err == "", result.err
+    return result.code, assert_json_text(result.out, PAYLOAD)
+
+
+@pytest.mark.parametrize("name", CLONES)
+@pytest.mark.parametrize(
+    ("pattern", "argv", "flags"),
+    [
+        ("needle", (), 0),
+        ("needle", ("--all",), 0),
+        ("(?i)system|^bisect", (), 0),
+        ("ACK", ("-i",), re.IGNORECASE),
+        ("", (), 0),
+        ("drop.*ack$", ("--all",), 0),
+    ],
+    ids=["needle", "needle-all", "flags", "ignore-case", "empty", "anchored-all"],
+)
+def test_grep_lists_what_history_lists_filtered_line_by_line(
+    scene: Scene, name: str, pattern: str, argv: tuple[str, ...], flags: int
+) -> None:
+    repo = _clones(scene)[name]
+    code, answer = grep_json(repo, *argv, "--", pattern)
+    history_argv = tuple(a for a in argv if a == "--all")
+    wanted, hidden = expected(repo, pattern, *history_argv, flags=flags)
+    assert answer["records"] == wanted
+    assert (answer["hidden"], answer["pattern"], answer["task"]) == (hidden, pattern, None)
+    assert answer["invalid"] == json.loads(repo.run("history", "--json").out)["invalid"]
+    assert answer["rev"] == repo.head()
+    assert code == (0 if wanted else 1)
+    assert dumps(answer) + "\n" == repo.run("grep", "--json", *argv, "--", pattern).out
+
+
+def test_hostile_records_are_found_once_each_and_invalid_ones_never(scene: Scene) -> None:
+    _, answer = grep_json(scene.world.victim, "needle")
+    ids = [r["id"] for r in answer["records"]]
+    assert len(ids) == len(set(ids))
+    assert {FORGED_TASK, "h-0bad0bad0bad0bad", "c-0bad0bad0bad0bad", "c-0bad0bad0bad0bae"} <= set(
+        ids
+    )
+    assert "c-0000000000000001" in ids  # the checkpoint typed by hand
+    assert "c-0bad0bad0bad0bb0" not in ids and not any("passwd" in i for i in ids)
+    assert answer["invalid"] >= 2
+    forged = next(r for r in answer["records"] if r["id"] == "c-0bad0bad0bad0bad")
+    assert forged["matched"] == {"body": [1]}  # grep's member, not the forged one
+    merge = next(r for r in answer["records"] if r["id"] == "c-0bad0bad0bad0bae")
+    assert merge["matched"] == {"body": [2]}
+
+
+_HEADER = re.compile(
+    r"(?:task|checkpoint|handover|resume) [a-z]-[0-9a-z]{1,64}(?:  task t-[0-9a-f]{12})?  "
+    r"on [0-9a-f]{12}  by .+, (?:\d+[smhd](?: \d+[smh])? ago|in the future by .+)"
+)
+_LINE = re.compile(r"    (?:title|body|objective|state|next|session):\d+: .*")
+_TAIL = re.compile(r"\(\d+ (?:more matching records? on commits not reachable .*|invalid .*)\)")
+
+
+@pytest.mark.parametrize("name", CLONES)
+def test_text_output_never_lets_note_text_start_a_line(scene: Scene, name: str) -> None:
+    repo = _clones(scene)[name]
+    result = repo.run("grep", "needle|SYSTEM|Record:|end of quoted")
+    assert result.code == 0, result.err
+    out = result.out.removesuffix("\n")
+    assert invisible(out) == [] and "\x1b" not in out and "\r" not in out
+    lines = out.split("\n")
+    for line in lines:
+        assert _HEADER.fullmatch(line) or _LINE.fullmatch(line) or _TAIL.fullmatch(line), line
+        assert not any(line.startswith(piece) for piece in PAYLOAD), line
+    headers = [line for line in lines if _HEADER.fullmatch(line)]
+    _, answer = grep_json(repo, "needle|SYSTEM|Record:|end of quoted")
+    assert len(headers) == len(answer["records"])
+    shown = [line.split()[1] for line in headers]
+    assert shown == [r["id"] for r in answer["records"]]
+    # The laced field: its invisible characters shown as escapes, on the field's line.
+    assert "    title:1: needle\\u202e\\u200b\\x1b[31m\\u2066here" in lines
+
+
+def test_a_terminal_marks_each_match_and_nothing_else(scene: Scene) -> None:
+    victim = scene.world.victim
+    plain = victim.run("grep", "needle", "--task", scene.world.task).out
+    marked = victim.run("grep", "needle", "--task", scene.world.task, tty=True).out
+    assert "\x1b" not in plain
+    assert marked.replace("\x1b[1;31m", "").replace("\x1b[0m", "") == plain
+    assert marked.count("\x1b[1;31mneedle\x1b[0m") == marked.count("\x1b[") // 2
+    no_colour = victim.run(
+        "grep", "needle", "--task", scene.world.task, tty=True, environ={"NO_COLOR": "1"}
+    )
+    assert no_colour.out == plain
+    # The attacker's own escape sequence is shown as text even where it is matched.
+    laced = victim.run("grep", "-F", "\x1b[31m", tty=True).out
+    assert "\x1b[1;31m\\x1b[31m\x1b[0m" in laced
+    assert "\x1b[31m" not in laced.replace("\x1b[1;31m", "")
+
+
+def test_fixed_strings_case_and_the_limit(scene: Scene) -> None:
+    victim = scene.world.victim
+    assert victim.run("grep", "-F", "n.edle").code == 1
+    assert victim.run("grep", "n.edle").code == 0
+    assert victim.run("grep", "-F", "NEEDLE").code == 1
+    assert victim.run("grep", "-F", "-i", "NEEDLE").code == 0
+    _, whole = grep_json(victim, "needle")
+    _, first = grep_json(victim, "needle", "--limit", "2")
+    assert first["records"] == whole["records"][:2] and first["hidden"] == whole["hidden"]
+    _, task = grep_json(victim, "needle", "--task", scene.world.task[2:8])
+    assert task["task"] == scene.world.task
+    assert task["records"] == [r for r in whole["records"] if r["task"] == scene.world.task]
+    # A match never spans two lines of a field.
+    assert victim.run("grep", "typed by hand.the needle").code == 1
+    assert victim.run("grep", r"typed by hand\nthe needle").code == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "sentence"),
+    [
+        (["grep", "flush("], "the pattern is not a valid Python regular expression"),
+        (["grep", "-F", "-E", "x"], "give -F (a fixed string) or -E"),
+        (["grep", "x", "--limit", "0"], "--limit must be 1 or more, not 0."),
+        (["grep"], "give a PATTERN to search for"),
+        (["grep", "x", "--task", "ffff"], ""),
+    ],
+)
+def test_refusals_are_one_sentence_exit_2_and_touch_nothing(
+    scene: Scene, argv: list[str], sentence: str
+) -> None:
+    victim = scene.world.victim
+    before = victim.git("for-each-ref")
+    result = victim.run(*argv)
+    assert (result.code, result.out) == (2, "")
+    assert len(result.err.splitlines()) == 1 and sentence in result.err
+    assert result.err.startswith("majordomus: ")
+    assert victim.git("for-each-ref") == before
+
+
+def test_a_record_off_heads_history_is_counted_and_shown_with_all(scene: Scene) -> None:
+    """A checkpoint on a branch that is checked out no more: hidden, then shown by --all,
+    whose order is history --all's."""
+    topic = scene.topic
+    topic.git("switch", "-q", "-c", "spike")
+    topic.commit("spike: bigger batches")
+    assert topic.run("checkpoint", "a spike says needle too").code == 0
+    topic.git("switch", "-q", "topic")
+    code, answer = grep_json(topic, "spike says")
+    assert (code, answer["records"], answer["hidden"]) == (1, [], 1)
+    text = topic.run("grep", "spike says").out
+    assert "(1 more matching record on commits not reachable from HEAD" in text
+    _, every = grep_json(topic, "needle", "--all")
+    wanted, _ = expected(topic, "needle", "--all")
+    assert every["records"] == wanted
+    assert "a spike says needle too" in [r.get("body") for r in every["records"]]
+
+
+def test_a_shallow_clone_answers_as_its_history_does(
+    scene: Scene, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    world = scene.world
+    path = tmp_path_factory.mktemp("shallow") / "ci"
+    shallow = clone(f"file://{world.remote}", path, world.environ, world.clock, "--depth", "1")
+    assert shallow.run("init").code == 0 and shallow.run("fetch").code == 0
+    for argv in ((), ("--all",)):
+        _, answer = grep_json(shallow, "needle|drop", *argv)
+        wanted, hidden = expected(shallow, "needle|drop", *argv)
+        assert (answer["records"], answer["hidden"]) == (wanted, hidden)
+    assert answer["records"]
+
+
+def test_cached_answers_equal_fresh_ones_across_writes_and_hand_edits(scene: Scene) -> None:
+    second = scene.world.second
+    argv = ("needle|drop", "--all")
+    warm = second.run("grep", *argv, "--json").out
+    second.drop_caches()
+    assert second.run("grep", *argv, "--json").out == warm
+    assert second.run("grep", *argv, "--json").out == warm  # from the caches just written
+    second.clock.advance(60)
+    assert second.run("task", "use", scene.world.task[:6]).code == 0
+    assert second.run("checkpoint", "a needle after the caches").code == 0
+    second.git("notes", "--ref=majordomus", "append", "-m", "not = [toml", "HEAD~1")
+    after = second.run("grep", *argv, "--json").out
+    second.drop_caches()
+    assert second.run("grep", *argv, "--json").out == after != warm
+    assert "a needle after the caches" in after
+
+
+def test_the_mcp_tool_answers_what_grep_json_answers(scene: Scene) -> None:
+    victim = scene.world.victim
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"pattern": "needle"}),
+        ("search", {"pattern": "NEEDLE", "ignore_case": True, "all": True, "limit": 3}),
+        ("search", {"pattern": "--all", "fixed": True}),
+        ("search", {"pattern": "flush("}),
+    ]
+    answers = mcp_results(victim, calls)
+    assert answers[0] == (False, victim.run("grep", "needle", "--json").out.strip())
+    assert answers[1] == (
+        False,
+        victim.run("grep", "-i", "--all", "--limit", "3", "--json", "NEEDLE").out.strip(),
+    )
+    assert answers[2] == (False, victim.run("grep", "-F", "--json", "--", "--all").out.strip())
+    assert answers[3][0] is True and '"exit": 2' in answers[3][1]
+
+
+def test_under_trust_signed_the_mcp_tool_neither_shows_nor_matches_unverified_text(
+    scene: Scene,
+) -> None:
+    third = scene.third
+    (third.path / ".majordomus.toml").write_text('[profiles.default]\ntrust = "signed"\n')
+    try:
+        ((error, text),) = mcp_results(third, [("search", {"pattern": "needle"})])
+        answer = json.loads(text)
+        # Not a record here is signed: none is searched, each is counted, none is named.
+        total = len(json.loads(third.run("history", "--all", "--json").out)["records"])
+        assert (error, answer["records"], answer["untrusted"]) == (False, [], total)
+        assert "needle" not in text.replace('"pattern": "needle"', "")
+        # A person's grep lists everything, each record's status marked.
+        shown = third.run("grep", "needle", "--task", scene.world.task).out
+        assert "(unsigned)" in shown
+        plain = third.run("grep", "needle", "--trusted").out.split("\n")
+        assert plain == [
+            f'({total} records not verified, so not searched (trust = "signed"))',
+            f"({answer['invalid']} invalid notes or records skipped; majordomus doctor lists them)",
+            "",
+        ]
+    finally:
+        (third.path / ".majordomus.toml").unlink()
+
+
+@pytest.mark.skipif(not HAVE_SSH, reason="needs ssh-keygen")
+def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is_not(
+    repo: Repo, tmp_path: Path
+) -> None:
+    key = ssh_key(tmp_path / "keys", "ada")
+    allowed = allowed_signers(tmp_path / "allowed", [f"{EMAIL} {key.line}"])
+    sign_with_ssh(repo, key, allowed)
+    task = repo.task()
+    assert repo.run("checkpoint", "needle, signed").code == 0
+    repo.git("config", "majordomus.sign", "false")
+    repo.commit("later")
+    assert repo.run("checkpoint", "needle, unsigned").code == 0
+    (repo.path / ".majordomus.toml").write_text('[profiles.default]\ntrust = "signed"\n')
+    ((error, text),) = mcp_results(repo, [("search", {"pattern": "needle"})])
+    answer = json.loads(text)
+    assert error is False and "unsigned" not in text.replace('"signature": "verified"', "")
+    assert [(r["body"], r["signature"]) for r in answer["records"]] == [
+        ("needle, signed", "verified")
+    ]
+    assert answer["untrusted"] == 1
+    assert text == repo.run("grep", "--json", "--trusted", "needle").out.strip()
+    # A person's grep lists both, each marked.
+    shown = repo.run("grep", "needle", "--task", task).out
+    assert "(verified)" in shown and "(unsigned)" in shown
+
+
+_TOKENS = st.sampled_from(
+    ["a", "b", "\\n", ".", "^", "$", "*", "+", "?", "|", "[^b]", "\\s", "\\b", "(?=a)",
+     "(?<!a)", "(?!b)", "\\Z", "\\A", "(?:a|b)", "(a)", "\\1", "x{0,2}", "(?i)", "A"]
+)  # fmt: skip
+_FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TOKENS, max_size=6).map("".join),
+    st.lists(st.tuples(_FIELDS, _FIELDS), max_size=8),
+    st.booleans(),
+)
+def test_the_records_tried_are_every_record_a_line_of_which_matches(
+    source: str, fields: list[tuple[str | None, str | None]], ignore_case: bool
+) -> None:
+    """What the search cache keeps of a record gives back each field's lines, and one
+    search over every record's lines joined never misses a record a line of which matches
+    alone, whatever the pattern (lookarounds, anchors, groups that cross lines)."""
+    try:
+        pattern = compile_pattern(source, ignore_case, fixed=False)
+    except RefusedError:
+        return
+    values = [
+        searched("checkpoint", {"author": "A", "body": body, "session": session})
+        for body, session in fields
+    ]
+    tried = set(candidates(pattern, values))
+    for n, ((body, session), value) in enumerate(zip(fields, values, strict=True)):
+        lines = {
+            key: [n for n, line in enumerate(text.split("\n"), 1) if pattern.search(line)]
+            for key, text in (("body", body), ("session", session))
+            if text is not None
+        }
+        found = matched_fields(pattern, "checkpoint", value)
+        assert {f.field: [line.number for line in f.lines] for f in found} == {
+            key: numbers for key, numbers in lines.items() if numbers
+        }
+        if found:
+            assert n in tried, (source, value)
+
+
+def test_no_records_yet_and_no_repository(repo: Repo, tmp_path: Path) -> None:
+    assert (repo.run("grep", "x").code, repo.run("grep", "x").out) == (1, "")
+    empty = json.loads(repo.run("grep", "--json", "x").out)
+    assert empty == {
+        "pattern": "x", "rev": repo.head(), "task": None, "records": [], "invalid": 0, "hidden": 0
+    }  # fmt: skip
+    repo.task()
+    assert repo.run("grep", "acks under").code == 0
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    result = repo.run("-C", str(outside), "grep", "x")
+    assert (result.code, result.out, len(result.err.splitlines())) == (3, "", 1)
