@@ -91,15 +91,16 @@ class Setup:
             path = self.home / "mcp.json"
             server = {"type": "stdio", "command": majordomus, "args": ["mcp"]}
             path.write_text(json.dumps({"mcpServers": {"majordomus": server}}))
-            # -p does not wait for MCP servers unless told: a slow start leaves them out.
-            self.environ["MCP_CONNECTION_NONBLOCKING"] = "false"
+            # -p does not wait for MCP servers (MCP_CONNECTION_NONBLOCKING=false would make
+            # it): the server's tools reach the first turn because it answers initialize
+            # and tools/list at once, before the SDK is imported (majordomus.mcpfront).
             return ["--mcp-config", str(path), "--strict-mcp-config"]
         config = self.home / ".codex" / "config.toml"
         with config.open("a", encoding="utf-8") as handle:
-            # required: the session waits for the server to be ready before its first turn.
+            # Not `required`: Codex gives an optional server a second to list its tools,
+            # which the server's fast handshake (majordomus.mcpfront) meets.
             handle.write(
                 f'\n[mcp_servers.majordomus]\ncommand = "{majordomus}"\nargs = ["mcp"]\n'
-                "required = true\n"
             )
         return []
 
