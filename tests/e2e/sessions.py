@@ -99,9 +99,7 @@ class Setup:
         with config.open("a", encoding="utf-8") as handle:
             # Not `required`: Codex gives an optional server a second to list its tools,
             # which the server's fast handshake (majordomus.mcpfront) meets.
-            handle.write(
-                f'\n[mcp_servers.majordomus]\ncommand = "{majordomus}"\nargs = ["mcp"]\n'
-            )
+            handle.write(f'\n[mcp_servers.majordomus]\ncommand = "{majordomus}"\nargs = ["mcp"]\n')
         return []
 
     def main_requests(self) -> list[stubs.Seen]:
