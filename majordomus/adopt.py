@@ -40,9 +40,9 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from majordomus import render
+    from majordomus import adopttext
 else:
-    render = OnFirstUse("majordomus.render")
+    adopttext = OnFirstUse("majordomus.adopttext")
 
 SLACK_S = 86400  # clocks of the writer and of the host may disagree by this much
 
@@ -161,7 +161,7 @@ def adopt_command(
 ) -> int:
     result = adopt(invocation.inputs(), rev, dry_run, days)
     invocation.locks(result.stale_locks)
-    invocation.out(render.adopt(result, as_json))
+    invocation.out(adopttext.adopt(result, as_json))
     return ExitCode.OK
 
 
