@@ -16,7 +16,7 @@ from pathlib import Path
 from graph_rows import GraphFixture
 from repo_cache import Fixture, run_git, scratch_clone
 from report import results_table
-from suite import Command, Row, Setup, Target, git, interleave, mj, replace_section
+from suite import Command, Row, Setup, Target, answer_lines, git, interleave, mj, replace_section
 
 Log = Callable[[str], None]
 DRAWING = Target(limit=1.0)  # at most git log --graph's own time
@@ -96,14 +96,10 @@ def section(rows: list[Row], fixture: Fixture, command: str) -> str:
             "",
             results_table(rows),
             "",
-            *(
-                ["Wrong answers:", *answers, ""]
-                if answers
-                else [
-                    "Answer checked: every record `history --json` lists is on a line of the "
-                    "drawing, and every commit carrying records has its `*` line.",
-                    "",
-                ]
+            *answer_lines(
+                answers,
+                "Answer checked: every record `history --json` lists is on a line of the "
+                "drawing, and every commit carrying records has its `*` line.",
             ),
             END,
         ]

@@ -25,7 +25,7 @@ from pathlib import Path
 from probe import Outcome, run_chain
 from repo_cache import Fixture, scratch_clone
 from report import results_table
-from suite import Command, Row, Series, Setup, Target, interleave, mj, replace_section
+from suite import Command, Row, Series, Setup, Target, answer_lines, interleave, mj, replace_section
 
 Log = Callable[[str], None]
 WARM = Target(limit=0.5)
@@ -185,14 +185,10 @@ def section(rows: list[Row], fixture: Fixture, command: str, load: str) -> str:
             "",
             results_table(rows),
             "",
-            *(
-                ["Wrong answers:", *answers, ""]
-                if answers
-                else [
-                    "Answers checked: the records listed (by id) are those whose searched "
-                    "fields have a matching line in the notes as git and tomllib read them.",
-                    "",
-                ]
+            *answer_lines(
+                answers,
+                "Answers checked: the records listed (by id) are those whose searched "
+                "fields have a matching line in the notes as git and tomllib read them.",
             ),
             END,
         ]

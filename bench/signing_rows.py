@@ -23,7 +23,18 @@ from pathlib import Path
 from probe import Outcome, run_chain
 from repo_cache import Fixture, run_git, scratch_clone
 from report import results_table
-from suite import Command, Row, Series, Setup, Target, git_log, interleave, mj, replace_section
+from suite import (
+    Command,
+    Row,
+    Series,
+    Setup,
+    Target,
+    answer_lines,
+    git_log,
+    interleave,
+    mj,
+    replace_section,
+)
 
 Log = Callable[[str], None]
 HISTORY = Target(limit=0.5)  # as unsigned records are today
@@ -258,15 +269,11 @@ def section(rows: list[Row], fixture: Fixture, command: str) -> str:
             "",
             results_table(rows),
             "",
-            *(
-                ["Wrong answers:", *answers, ""]
-                if answers
-                else [
-                    "Answers checked: every record of the signed task verified, of the unsigned "
-                    "one unsigned; the context showed the fetched checkpoints verified; the "
-                    "checkpoint written read back verified.",
-                    "",
-                ]
+            *answer_lines(
+                answers,
+                "Answers checked: every record of the signed task verified, of the unsigned "
+                "one unsigned; the context showed the fetched checkpoints verified; the "
+                "checkpoint written read back verified.",
             ),
             END,
         ]

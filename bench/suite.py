@@ -596,6 +596,11 @@ def fresh_clone_row(
     )
 
 
+def answer_lines(answers: Sequence[str], checked: str) -> list[str]:
+    """A section's last words on its answers: the wrong ones listed, else what was checked."""
+    return ["Wrong answers:", *answers, ""] if answers else [checked, ""]
+
+
 def replace_section(path: Path, text: str, begin: str, end: str) -> None:
     """Replace the section of the report between `begin` and `end` (or add it at the end):
     the sections one script writes outlive the runs of the others."""
