@@ -42,7 +42,14 @@ from repo_cache import (
     scratch_clone,
     set_commit_graph,
 )
-from report import SizeResult, describe_machine, document, majordomus_source, size_section
+from report import (
+    SizeResult,
+    describe_machine,
+    document,
+    majordomus_source,
+    package_files,
+    size_section,
+)
 from signing_rows import section as signing_section
 from signing_rows import signing_rows
 from signing_rows import write_section as write_signing_section
@@ -491,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     elapsed = time.monotonic() - started
-    if source_at_end != machine.source:
+    if package_files(source_at_end) != package_files(machine.source):
         log("majordomus changed while the benchmark ran: the figures mix versions")
     text = document(machine, source_at_end, results, setup, arguments, elapsed, fetched)
     output = args.output or (None if args.quick else REPO_ROOT / "docs" / "benchmarks.md")
