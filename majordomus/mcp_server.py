@@ -138,6 +138,10 @@ Task = Annotated[
         "of its hex digits; the current task when left out."
     ),
 ]
+EveryTask = Annotated[
+    str | None,
+    Field(description="Only this task (its id or a unique prefix); every task if left out."),
+]
 Revision = Annotated[
     str | None,
     Field(description="Read from this commit: a branch, tag or commit id (HEAD when left out)."),
@@ -208,12 +212,7 @@ class Tools:
     async def tool_history(
         self,
         rev: Revision = None,
-        task: Annotated[
-            str | None,
-            Field(
-                description="Only this task (its id or a unique prefix); every task if left out."
-            ),
-        ] = None,
+        task: EveryTask = None,
         all: Annotated[
             bool, Field(description="Also the records on commits not reachable from rev.")
         ] = False,
@@ -237,12 +236,7 @@ class Tools:
                 "text (with fixed, a fixed string)."
             ),
         ],
-        task: Annotated[
-            str | None,
-            Field(
-                description="Only this task (its id or a unique prefix); every task if left out."
-            ),
-        ] = None,
+        task: EveryTask = None,
         all: Annotated[
             bool, Field(description="Also the records on commits not reachable from HEAD.")
         ] = False,
