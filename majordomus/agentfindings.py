@@ -14,12 +14,13 @@ from majordomus.agents import (
     LOCAL_FILE,
     PROJECT_FILE,
     STARTED_HERE,
-    USER_FILE,
+    codex_home,
     first_link,
     link_out,
     load,
     our_events,
     started_here,
+    user_file,
 )
 from majordomus.errors import RefusedError
 from majordomus.values import AgentFinding
@@ -42,9 +43,7 @@ def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFind
     home = Path(environ.get("HOME") or Path.home())
     out: list[AgentFinding] = []
     for agent in AGENTS:
-        files: list[Path] = [home / USER_FILE[agent]]
-        if agent == "codex" and environ.get("CODEX_HOME"):
-            files[0] = Path(environ["CODEX_HOME"]) / "hooks.json"
+        files: list[Path] = [user_file(agent, environ, home)]
         if workdir is not None:
             in_tree = [workdir / PROJECT_FILE[agent]]
             if agent in LOCAL_FILE:
@@ -56,7 +55,7 @@ def findings(workdir: Path | None, environ: Mapping[str, str]) -> list[AgentFind
         if not installed:
             continue
         where = ", ".join(str(p) for p in installed)
-        off = _disabled_by(agent, loaded, home, workdir)
+        off = _disabled_by(agent, loaded, codex_home(environ, home), workdir)
         if off is not None:
             out.append(AgentFinding(False, f"{agent} hooks are installed in {where}, but {off}"))
         elif agent in STARTED_HERE and workdir is not None and files[0] not in installed:
@@ -82,7 +81,7 @@ def _links_out(files: list[Path], workdir: Path) -> list[AgentFinding]:
 def _disabled_by(
     agent: str,
     loaded: Mapping[Path, dict[str, Any] | None],
-    home: Path,
+    codex: Path,
     workdir: Path | None,
 ) -> str | None:
     for path, data in loaded.items():
@@ -98,7 +97,7 @@ def _disabled_by(
             if isinstance(disabled, list) and "majordomus" in disabled:
                 return f"{path} lists majordomus in hooksConfig.disabled"
     if agent == "codex":
-        return _codex_off(loaded, home, workdir)
+        return _codex_off(loaded, codex, workdir)
     return None
 
 
@@ -106,11 +105,11 @@ CODEX_FEATURES = ("hooks", "codex_hooks")  # the feature's name, then its former
 
 
 def _codex_off(
-    loaded: Mapping[Path, dict[str, Any] | None], home: Path, workdir: Path | None
+    loaded: Mapping[Path, dict[str, Any] | None], codex: Path, workdir: Path | None
 ) -> str | None:
     """Why Codex would run none of the hooks installed: its hooks feature switched off,
     or (for hooks installed in the project) a project Codex does not trust."""
-    user_config = home / ".codex" / "config.toml"
+    user_config = codex / "config.toml"  # CODEX_HOME's, as Codex reads it
     configs = [user_config]
     if workdir is not None:  # a committed link out of the tree is not read (/dev/zero)
         shared = workdir / ".codex" / "config.toml"

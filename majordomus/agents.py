@@ -62,6 +62,19 @@ CLIENT = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
 STARTED_HERE = ("claude", "gemini")
 
 
+def codex_home(environ: Mapping[str, str], home: Path) -> Path:
+    """Where Codex keeps its own files (hooks.json, config.toml): `CODEX_HOME`, else
+    ~/.codex."""
+    return Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home / ".codex"
+
+
+def user_file(agent: str, environ: Mapping[str, str], home: Path) -> Path:
+    """The agent's settings file of the user scope."""
+    if agent == "codex":
+        return codex_home(environ, home) / "hooks.json"
+    return home / USER_FILE[agent]
+
+
 def started_here(agent: str, workdir: Path, user_file: Path) -> str:
     """Where the agent looks for a project's settings, and the scope that works anywhere."""
     return (
@@ -297,8 +310,8 @@ def install(
     if scope not in SCOPES:
         raise RefusedError(f"unknown scope '{scope}': give one of {', '.join(SCOPES)}.")
     home = Path(environ.get("HOME") or Path.home())
-    if agent == "codex" and scope == "user" and environ.get("CODEX_HOME"):
-        path = Path(environ["CODEX_HOME"]) / "hooks.json"
+    if scope == "user":
+        path = user_file(agent, environ, home)
     else:
         path = settings_path(agent, scope, repository.workdir if repository else None, home)
     in_tree = scope != "user" and repository is not None

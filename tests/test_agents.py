@@ -598,3 +598,26 @@ def test_codex_in_a_linked_work_tree_is_told_where_codex_reads_project_hooks(
                  ["agent", "install", "codex"]):  # fmt: skip
         done = repo.run(*argv)
         assert done.code == 0 and "linked work tree" not in done.err, argv
+
+
+def test_codex_home_holds_the_user_hooks_and_the_config_doctor_reads(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """With CODEX_HOME set, Codex reads hooks.json and config.toml there, not in ~/.codex:
+    the user install writes there, and doctor reads its switch and its trust there."""
+    codex = tmp_path / "codex-home"
+    codex.mkdir()
+    repo.environ = {**repo.environ, "CODEX_HOME": str(codex)}
+    assert repo.run("agent", "install", "codex", "--scope", "user").code == 0
+    assert our_events(json.loads((codex / "hooks.json").read_text()))
+    assert not (Path(repo.environ["HOME"]) / ".codex" / "hooks.json").exists()
+    assert f"codex hooks installed in {codex / 'hooks.json'}" in repo.run("doctor").out
+    (codex / "config.toml").write_text("[features]\nhooks = false\n")
+    home_config = Path(repo.environ["HOME"]) / ".codex" / "config.toml"
+    home_config.parent.mkdir(exist_ok=True)
+    home_config.write_text("[features]\nhooks = true\n")  # not the file Codex reads
+    assert f"{codex / 'config.toml'} sets [features] hooks = false" in repo.run("doctor").out
+    # A project install is trusted or not by CODEX_HOME's config too.
+    assert repo.run("agent", "install", "codex").code == 0
+    (codex / "config.toml").write_text(f'[projects."{repo.path}"]\ntrust_level = "trusted"\n')
+    assert "trust_level" not in repo.run("doctor").out
