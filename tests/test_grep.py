@@ -371,6 +371,14 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
     sign_with_ssh(repo, key, allowed)
     task = repo.task()
     assert repo.run("checkpoint", "needle, signed").code == 0
+    # A signed checkpoint whose body a teammate then edits with plain git: its signature
+    # holds no more, so it is neither searched nor shown.
+    repo.commit("edited")
+    assert repo.run("checkpoint", "a signed haystack").code == 0
+    note = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    edited = note.replace("a signed haystack", "needle, edited")
+    assert edited != note
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-F", "-", "HEAD", input=edited)
     repo.git("config", "majordomus.sign", "false")
     repo.commit("later")
     assert repo.run("checkpoint", "needle, unsigned").code == 0
@@ -378,14 +386,15 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
     ((error, text),) = mcp_results(repo, [("search", {"pattern": "needle"})])
     answer = json.loads(text)
     assert error is False and "unsigned" not in text.replace('"signature": "verified"', "")
+    assert "edited" not in text
     assert [(r["body"], r["signature"]) for r in answer["records"]] == [
         ("needle, signed", "verified")
     ]
-    assert answer["untrusted"] == 1
+    assert answer["untrusted"] == 2
     assert text == repo.run("grep", "--json", "--trusted", "needle").out.strip()
     # A person's grep lists both, each marked.
     shown = repo.run("grep", "needle", "--task", task).out
-    assert "(verified)" in shown and "(unsigned)" in shown
+    assert "(verified)" in shown and "(unsigned)" in shown and "(BAD SIGNATURE)" in shown
 
 
 _TOKENS = st.sampled_from(
