@@ -8,7 +8,7 @@ import bisect
 import datetime
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from majordomus.cachefile import SEARCH_FILE_NAME
@@ -167,12 +167,10 @@ def _values(
                 parsed.append(n)
             else:
                 values[n] = searched(item.summary.kind, next(decoded))
-        for start in range(0, len(parsed), PART):
-            part = [chosen[n] for n in parsed[start : start + PART]]
-            index.load(part)
-            for n, item in zip(parsed[start : start + PART], part, strict=True):
-                values[n] = searched(item.summary.kind, index.locate(item).record.table)
-            index.forget(part)
+        numbers = iter(parsed)
+        for part, located in _located(index, [chosen[n] for n in parsed]):
+            for item, loc in zip(part, located, strict=True):
+                values[next(numbers)] = searched(item.summary.kind, loc.record.table)
         for n in missing:
             key, value = keys[n], values[n]
             if key is not None and value is not None:
@@ -210,11 +208,8 @@ def _matches(
             if matched:
                 found[item] = (value, matched)
     verified: dict[Listed, AttachedRecord] = {}
-    for start in range(0, len(signed), PART):
-        part = signed[start : start + PART]
-        index.load(part)
-        attached = jobs.attach([index.locate(item) for item in part], True)
-        for item, loc in zip(part, attached, strict=True):
+    for part, located in _located(index, signed):
+        for item, loc in zip(part, jobs.attach(located, True), strict=True):
             if not loc.signed.verified:
                 untrusted += 1
                 continue
@@ -222,8 +217,19 @@ def _matches(
             matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
                 found[item], verified[item] = (value, matched), loc
-        index.forget(part)
     return found, verified, untrusted
+
+
+def _located(
+    index: Index, items: Sequence[Listed]
+) -> Iterator[tuple[Sequence[Listed], list[AttachedRecord]]]:
+    """The records parsed whole, PART at a time: a part of `items` and those records
+    located; each part's notes let go once the next part is asked for."""
+    for start in range(0, len(items), PART):
+        part = items[start : start + PART]
+        index.load(part)
+        yield part, [index.locate(item) for item in part]
+        index.forget(part)
 
 
 # What in a pattern can see past the line it matches in: \A and \Z, and a group that is
@@ -280,12 +286,8 @@ def _made(
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
         parsed += [item for item, text in texts.items() if text is None or forged in text]
     attached: dict[Listed, AttachedRecord] = dict(verified)
-    for start in range(0, len(parsed), PART):
-        part = parsed[start : start + PART]
-        index.load(part)
-        signed = jobs.attach([index.locate(item) for item in part], strict)
-        attached.update(zip(part, signed, strict=True))
-        index.forget(part)
+    for part, records in _located(index, parsed):
+        attached.update(zip(part, jobs.attach(records, strict), strict=True))
     none = unsigned(strict)
     hits = []
     for item in selected:
