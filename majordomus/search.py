@@ -45,7 +45,8 @@ def compile_pattern(pattern: str, ignore_case: bool, fixed: bool) -> re.Pattern[
     try:
         return re.compile(re.escape(pattern) if fixed else pattern, flags)
     except (re.error, OverflowError, RecursionError) as error:
-        where = f" at position {error.pos}" if isinstance(error, re.error) and error.pos else ""
+        at = error.pos if isinstance(error, re.error) else None
+        where = f" at position {at}" if at is not None else ""
         reason = error.msg if isinstance(error, re.error) else "it is too large"
         raise RefusedError(
             f"the pattern is not a valid Python regular expression ({reason}{where}); "

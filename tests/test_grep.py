@@ -252,10 +252,12 @@ def test_fixed_strings_case_and_the_limit(scene: Scene) -> None:
     ("argv", "sentence"),
     [
         (["grep", "flush("], "the pattern is not a valid Python regular expression"),
+        (["grep", "*"], "(nothing to repeat at position 0)"),
+        (["grep", "a{4294967296}"], "(it is too large)"),
         (["grep", "-F", "-E", "x"], "give -F (a fixed string) or -E"),
         (["grep", "x", "--limit", "0"], "--limit must be 1 or more, not 0."),
         (["grep"], "give a PATTERN to search for"),
-        (["grep", "x", "--task", "ffff"], ""),
+        (["grep", "x", "--task", "ffff"], "no task matches 'ffff'; see majordomus task list."),
     ],
 )
 def test_refusals_are_one_sentence_exit_2_and_touch_nothing(
