@@ -1,13 +1,14 @@
 """`majordomus grep`: every record's text (bodies, handover fields, titles, sessions) matched
 line by line, newest first, in every kind of clone of a history with merges: the victim's
 (which fetched with majordomus and merged), a second one (a plain `git fetch`: the records
-on its remote-tracking ref), another branch in a linked work tree, a new clone, and a
-shallow one. The answer is held to `history`'s own (the same records, order, copies,
-reachability and invalid count) filtered by Python's `re` on each line; hostile notes
-(line breaks and invisible characters in every field, forged ids, an oversized field, a
-forged member named as grep's own) never forge a line, and the MCP tool `search`
-answers what `grep --json` does, withholding under `trust = "signed"` what is not
-verified, never matching on it."""
+on its remote-tracking ref), another branch in a linked work tree, a new clone, a shallow
+one and a partial one (blobs left on the remote). The answer is held to `history`'s own
+(the same records, order, copies, reachability and invalid count) filtered by Python's
+`re` on each line; hostile notes (line breaks and invisible characters in every field,
+forged ids, an oversized field, a forged member named as grep's own) never forge a line,
+and the MCP tool `search` answers what `grep --json` does, withholding under
+`trust = "signed"` what is not verified (unsigned, or signed and then edited with plain
+git), never matching on it."""
 
 from __future__ import annotations
 
@@ -290,12 +291,17 @@ def test_a_record_off_heads_history_is_counted_and_shown_with_all(scene: Scene) 
     assert "a spike says needle too" in [r.get("body") for r in every["records"]]
 
 
-def test_a_shallow_clone_answers_as_its_history_does(
-    scene: Scene, tmp_path_factory: pytest.TempPathFactory
+@pytest.mark.parametrize("shape", [("--depth", "1"), ("--filter=blob:none",)])
+def test_shallow_and_partial_clones_answer_as_their_history_does(
+    scene: Scene, tmp_path_factory: pytest.TempPathFactory, shape: tuple[str, ...]
 ) -> None:
     world = scene.world
     path = tmp_path_factory.mktemp("shallow") / "ci"
-    shallow = clone(f"file://{world.remote}", path, world.environ, world.clock, "--depth", "1")
+    world.victim.git("--git-dir", str(world.remote), "config", "uploadpack.allowFilter", "true")
+    shallow = clone(f"file://{world.remote}", path, world.environ, world.clock, *shape)
+    if "--filter=blob:none" in shape:  # partial indeed: the blobs are left on the remote
+        missing = shallow.git("rev-list", "--objects", "--all", "--missing=print")
+        assert "\n?" in "\n" + missing
     assert shallow.run("init").code == 0 and shallow.run("fetch").code == 0
     for argv in ((), ("--all",)):
         _, answer = grep_json(shallow, "needle|drop", *argv)
