@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from majordomus.errors import RefusedError
@@ -407,12 +407,16 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
 
 _TOKENS = st.sampled_from(
     ["a", "b", "\\n", ".", "^", "$", "*", "+", "?", "|", "[^b]", "\\s", "\\b", "(?=a)",
-     "(?<!a)", "(?!b)", "\\Z", "\\A", "(?:a|b)", "(a)", "\\1", "x{0,2}", "(?i)", "A"]
+     "(?<!a)", "(?!b)", "(?<!\\n)", "(?!\\n)", "(?s:.)", "\\Z", "\\A", "(?:a|b)", "(a)",
+     "\\1", "x{0,2}", "(?i)", "A"]
 )  # fmt: skip
 _FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
 
 
 @settings(max_examples=300, deadline=None)
+@example("^(?<!\\n)a", [("b\na", None)], False)  # a lookbehind sees the line before
+@example("a(?!\\n)", [("a\nb", None)], False)  # a lookahead sees the line after
+@example("\\Ab", [("a", None), ("b", None)], False)  # \A sees the records before
 @given(
     st.lists(_TOKENS, max_size=6).map("".join),
     st.lists(st.tuples(_FIELDS, _FIELDS), max_size=8),
