@@ -233,9 +233,11 @@ def _located(
         index.forget(part)
 
 
-# What in a pattern can see past the line it matches in: \A and \Z, and a group that is
-# not a plain one (lookarounds, inline flags, conditionals, atomic groups).
-_CONTEXTUAL = re.compile(r"\\[AZ]|\(\?(?!:|P<|P=)")
+# What in a pattern can see past the line it matches in: \A and \Z, a group that is not a
+# plain one (lookarounds, inline flags, conditionals, atomic groups), and a possessive
+# quantifier (`a?+`, `\W*+`, `x{1,2}+`: like an atomic group, it may keep a line feed it
+# took and fail where the line alone matches).
+_CONTEXTUAL = re.compile(r"\\[AZ]|\(\?(?!:|P<|P=)|[*+?}]\+")
 
 
 def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence[int]:

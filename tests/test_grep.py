@@ -408,7 +408,7 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
 _TOKENS = st.sampled_from(
     ["a", "b", "\\n", ".", "^", "$", "*", "+", "?", "|", "[^b]", "\\s", "\\b", "(?=a)",
      "(?<!a)", "(?!b)", "(?<!\\n)", "(?!\\n)", "(?s:.)", "\\Z", "\\A", "(?:a|b)", "(a)",
-     "\\1", "x{0,2}", "(?i)", "A"]
+     "\\1", "x{0,2}", "(?i)", "A", "\\W?+", "\\s*+", "[^a]{1,2}+"]
 )  # fmt: skip
 _FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
 
@@ -417,6 +417,7 @@ _FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
 @example("^(?<!\\n)a", [("b\na", None)], False)  # a lookbehind sees the line before
 @example("a(?!\\n)", [("a\nb", None)], False)  # a lookahead sees the line after
 @example("\\Ab", [("a", None), ("b", None)], False)  # \A sees the records before
+@example("a\\W?+$", [("a\nb", None)], False)  # a possessive ? keeps the line feed it took
 @given(
     st.lists(_TOKENS, max_size=6).map("".join),
     st.lists(st.tuples(_FIELDS, _FIELDS), max_size=8),
