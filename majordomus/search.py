@@ -244,10 +244,10 @@ def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence
     """The records (their indexes) that may hold a matching line: every one, or, for a
     pattern that sees nothing past its line, those where one search over every record's
     lines joined found a match (a line that matches alone matches there too, at the same
-    place). When a match found so crosses a line, every record is tried."""
-    every = range(len(values))
+    place, so the search finds a match starting in its record or before it; a match that
+    crosses a line names the record it starts in, tried for nothing at worst)."""
     if _CONTEXTUAL.search(pattern.pattern) is not None:
-        return every
+        return range(len(values))
     lines = [value[2] for value in values]
     joined = "\n".join(lines)
     ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
@@ -258,8 +258,6 @@ def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence
         match = search(joined, at)
         if match is None:
             break
-        if "\n" in match.group():
-            return every
         n = bisect.bisect_right(ends, match.start())
         if n >= len(values):
             break
