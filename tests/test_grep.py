@@ -22,10 +22,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from majordomus.cachefile import SEARCH_FILE_NAME
 from majordomus.errors import RefusedError
 from majordomus.jsontext import dumps
 from majordomus.search import candidates, compile_pattern, matched_fields
-from majordomus.searchcache import searched
+from majordomus.searchcache import SearchCache, searched
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
 from tests.support.attacks import (
     CLONES,
@@ -325,6 +326,29 @@ def test_cached_answers_equal_fresh_ones_across_writes_and_hand_edits(scene: Sce
     second.drop_caches()
     assert second.run("grep", *argv, "--json").out == after != warm
     assert "a needle after the caches" in after
+    # A note only a plain `git fetch` brought, searched and kept, then changed on the
+    # remote-tracking ref (as a fetch of a teammate's edit changes it): the search of every
+    # task keeps only the records of the notes there are now.
+    remote = "refs/notes/remotes/origin/majordomus"
+    notes = dict(
+        line.split() for line in second.git("notes", f"--ref={remote}", "list").split("\n") if line
+    )
+    edited = sorted(cached_blobs(second) & set(notes))[0]
+    second.git("notes", f"--ref={remote}", "append", "-m", "# typed by hand", notes[edited])
+    assert second.run("grep", *argv, "--json").out == after
+    assert edited not in cached_blobs(second) <= note_blobs(second)
+
+
+def cached_blobs(repo: Repo) -> set[str]:
+    """The note blobs whose records the search cache keeps."""
+    common = repo.path / repo.git("rev-parse", "--git-common-dir").strip()
+    return {key.split()[0] for key in SearchCache(common / SEARCH_FILE_NAME).records}
+
+
+def note_blobs(repo: Repo) -> set[str]:
+    """The blob of every note on every notes ref (local and remote-tracking)."""
+    refs = repo.git("for-each-ref", "--format=%(refname)", "refs/notes").split()
+    return {line.split()[2] for ref in refs for line in repo.git("ls-tree", "-r", ref).splitlines()}
 
 
 def test_the_mcp_tool_answers_what_grep_json_answers(scene: Scene) -> None:
