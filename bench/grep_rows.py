@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import tomllib
@@ -45,12 +46,8 @@ BOTH = frozenset({0, 1})  # grep's convention on both sides: 1 when nothing matc
 
 def git_grep(repo: Path, pattern: str, *flags: str) -> tuple[str, ...]:
     """git's way to the same text searched: every note of the ref, through grep."""
-    line = f"git -C '{repo}' log --notes=majordomus --format=%N | grep {' '.join(flags)} -- "
-    return ("sh", "-c", line + _shell_quote(pattern))
-
-
-def _shell_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
+    line = f"git -C {shlex.quote(str(repo))} log --notes=majordomus --format=%N | grep "
+    return ("sh", "-c", line + shlex.join([*flags, "--", pattern]))
 
 
 def records_in_git(repo: Path, env: dict[str, str]) -> list[dict[str, object]]:

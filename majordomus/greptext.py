@@ -30,13 +30,11 @@ def marked(line: MatchedLine, colour: bool) -> str:
     return "".join(out)
 
 
-def header(hit: GrepHit, now: datetime.datetime, by: str | None = None) -> str:
-    """kind, id, task, commit, author (and signature status: `by`, when already made),
+def header(hit: GrepHit, now: datetime.datetime, by: str) -> str:
+    """kind, id, task, commit, `by` (the author and signature status, made once for each),
     age."""
     of_task = "" if hit.kind == "task" and hit.id == hit.task else f"  task {safe(hit.task)}"
     when = ago(age_s(now, hit.at), skew_s(now, hit.at))
-    if by is None:
-        by = one_line(hit.author) + signature_mark(hit.signature, hit.author)
     return f"{hit.kind} {safe(hit.id)}{of_task}  on {hit.commit[:12]}  by {by}, {when}"
 
 

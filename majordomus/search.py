@@ -8,7 +8,7 @@ import bisect
 import datetime
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from majordomus.cachefile import SEARCH_FILE_NAME
@@ -45,7 +45,8 @@ def compile_pattern(pattern: str, ignore_case: bool, fixed: bool) -> re.Pattern[
     try:
         return re.compile(re.escape(pattern) if fixed else pattern, flags)
     except (re.error, OverflowError, RecursionError) as error:
-        where = f" at position {error.pos}" if isinstance(error, re.error) and error.pos else ""
+        at = error.pos if isinstance(error, re.error) else None
+        where = f" at position {at}" if at is not None else ""
         reason = error.msg if isinstance(error, re.error) else "it is too large"
         raise RefusedError(
             f"the pattern is not a valid Python regular expression ({reason}{where}); "
@@ -167,12 +168,10 @@ def _values(
                 parsed.append(n)
             else:
                 values[n] = searched(item.summary.kind, next(decoded))
-        for start in range(0, len(parsed), PART):
-            part = [chosen[n] for n in parsed[start : start + PART]]
-            index.load(part)
-            for n, item in zip(parsed[start : start + PART], part, strict=True):
-                values[n] = searched(item.summary.kind, index.locate(item).record.table)
-            index.forget(part)
+        numbers = iter(parsed)
+        for part, located in _located(index, [chosen[n] for n in parsed]):
+            for item, loc in zip(part, located, strict=True):
+                values[next(numbers)] = searched(item.summary.kind, loc.record.table)
         for n in missing:
             key, value = keys[n], values[n]
             if key is not None and value is not None:
@@ -210,11 +209,8 @@ def _matches(
             if matched:
                 found[item] = (value, matched)
     verified: dict[Listed, AttachedRecord] = {}
-    for start in range(0, len(signed), PART):
-        part = signed[start : start + PART]
-        index.load(part)
-        attached = jobs.attach([index.locate(item) for item in part], True)
-        for item, loc in zip(part, attached, strict=True):
+    for part, located in _located(index, signed):
+        for item, loc in zip(part, jobs.attach(located, True), strict=True):
             if not loc.signed.verified:
                 untrusted += 1
                 continue
@@ -222,23 +218,36 @@ def _matches(
             matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
                 found[item], verified[item] = (value, matched), loc
-        index.forget(part)
     return found, verified, untrusted
 
 
-# What in a pattern can see past the line it matches in: \A and \Z, and a group that is
-# not a plain one (lookarounds, inline flags, conditionals, atomic groups).
-_CONTEXTUAL = re.compile(r"\\[AZ]|\(\?(?!:|P<|P=)")
+def _located(
+    index: Index, items: Sequence[Listed]
+) -> Iterator[tuple[Sequence[Listed], list[AttachedRecord]]]:
+    """The records parsed whole, PART at a time: a part of `items` and those records
+    located; each part's notes let go once the next part is asked for."""
+    for start in range(0, len(items), PART):
+        part = items[start : start + PART]
+        index.load(part)
+        yield part, [index.locate(item) for item in part]
+        index.forget(part)
+
+
+# What in a pattern can see past the line it matches in: \A and \Z, a group that is not a
+# plain one (lookarounds, inline flags, conditionals, atomic groups), and a possessive
+# quantifier (`a?+`, `\W*+`, `x{1,2}+`: like an atomic group, it may keep a line feed it
+# took and fail where the line alone matches).
+_CONTEXTUAL = re.compile(r"\\[AZ]|\(\?(?!:|P<|P=)|[*+?}]\+")
 
 
 def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence[int]:
     """The records (their indexes) that may hold a matching line: every one, or, for a
     pattern that sees nothing past its line, those where one search over every record's
     lines joined found a match (a line that matches alone matches there too, at the same
-    place). When a match found so crosses a line, every record is tried."""
-    every = range(len(values))
+    place, so the search finds a match starting in its record or before it; a match that
+    crosses a line names the record it starts in, tried for nothing at worst)."""
     if _CONTEXTUAL.search(pattern.pattern) is not None:
-        return every
+        return range(len(values))
     lines = [value[2] for value in values]
     joined = "\n".join(lines)
     ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
@@ -249,8 +258,6 @@ def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence
         match = search(joined, at)
         if match is None:
             break
-        if "\n" in match.group():
-            return every
         n = bisect.bisect_right(ends, match.start())
         if n >= len(values):
             break
@@ -280,12 +287,8 @@ def _made(
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
         parsed += [item for item, text in texts.items() if text is None or forged in text]
     attached: dict[Listed, AttachedRecord] = dict(verified)
-    for start in range(0, len(parsed), PART):
-        part = parsed[start : start + PART]
-        index.load(part)
-        signed = jobs.attach([index.locate(item) for item in part], strict)
-        attached.update(zip(part, signed, strict=True))
-        index.forget(part)
+    for part, records in _located(index, parsed):
+        attached.update(zip(part, jobs.attach(records, strict), strict=True))
     none = unsigned(strict)
     hits = []
     for item in selected:

@@ -1,13 +1,14 @@
 """`majordomus grep`: every record's text (bodies, handover fields, titles, sessions) matched
 line by line, newest first, in every kind of clone of a history with merges: the victim's
 (which fetched with majordomus and merged), a second one (a plain `git fetch`: the records
-on its remote-tracking ref), another branch in a linked work tree, a new clone, and a
-shallow one. The answer is held to `history`'s own (the same records, order, copies,
-reachability and invalid count) filtered by Python's `re` on each line; hostile notes
-(line breaks and invisible characters in every field, forged ids, an oversized field, a
-forged member named as grep's own) never forge a line, and the MCP tool `search`
-answers what `grep --json` does, withholding under `trust = "signed"` what is not
-verified, never matching on it."""
+on its remote-tracking ref), another branch in a linked work tree, a new clone, a shallow
+one and a partial one (blobs left on the remote). The answer is held to `history`'s own
+(the same records, order, copies, reachability and invalid count) filtered by Python's
+`re` on each line; hostile notes (line breaks and invisible characters in every field,
+forged ids, an oversized field, a forged member named as grep's own) never forge a line,
+and the MCP tool `search` answers what `grep --json` does, withholding under
+`trust = "signed"` what is not verified (unsigned, or signed and then edited with plain
+git), never matching on it."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from majordomus.cachefile import SEARCH_FILE_NAME
 from majordomus.errors import RefusedError
 from majordomus.jsontext import dumps
 from majordomus.search import candidates, compile_pattern, matched_fields
-from majordomus.searchcache import searched
+from majordomus.searchcache import SearchCache, searched
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
 from tests.support.attacks import (
     CLONES,
@@ -252,10 +254,12 @@ def test_fixed_strings_case_and_the_limit(scene: Scene) -> None:
     ("argv", "sentence"),
     [
         (["grep", "flush("], "the pattern is not a valid Python regular expression"),
+        (["grep", "*"], "(nothing to repeat at position 0)"),
+        (["grep", "a{4294967296}"], "(it is too large)"),
         (["grep", "-F", "-E", "x"], "give -F (a fixed string) or -E"),
         (["grep", "x", "--limit", "0"], "--limit must be 1 or more, not 0."),
         (["grep"], "give a PATTERN to search for"),
-        (["grep", "x", "--task", "ffff"], ""),
+        (["grep", "x", "--task", "ffff"], "no task matches 'ffff'; see majordomus task list."),
     ],
 )
 def test_refusals_are_one_sentence_exit_2_and_touch_nothing(
@@ -288,12 +292,17 @@ def test_a_record_off_heads_history_is_counted_and_shown_with_all(scene: Scene) 
     assert "a spike says needle too" in [r.get("body") for r in every["records"]]
 
 
-def test_a_shallow_clone_answers_as_its_history_does(
-    scene: Scene, tmp_path_factory: pytest.TempPathFactory
+@pytest.mark.parametrize("shape", [("--depth", "1"), ("--filter=blob:none",)])
+def test_shallow_and_partial_clones_answer_as_their_history_does(
+    scene: Scene, tmp_path_factory: pytest.TempPathFactory, shape: tuple[str, ...]
 ) -> None:
     world = scene.world
     path = tmp_path_factory.mktemp("shallow") / "ci"
-    shallow = clone(f"file://{world.remote}", path, world.environ, world.clock, "--depth", "1")
+    world.victim.git("--git-dir", str(world.remote), "config", "uploadpack.allowFilter", "true")
+    shallow = clone(f"file://{world.remote}", path, world.environ, world.clock, *shape)
+    if "--filter=blob:none" in shape:  # partial indeed: the blobs are left on the remote
+        missing = shallow.git("rev-list", "--objects", "--all", "--missing=print")
+        assert "\n?" in "\n" + missing
     assert shallow.run("init").code == 0 and shallow.run("fetch").code == 0
     for argv in ((), ("--all",)):
         _, answer = grep_json(shallow, "needle|drop", *argv)
@@ -317,6 +326,29 @@ def test_cached_answers_equal_fresh_ones_across_writes_and_hand_edits(scene: Sce
     second.drop_caches()
     assert second.run("grep", *argv, "--json").out == after != warm
     assert "a needle after the caches" in after
+    # A note only a plain `git fetch` brought, searched and kept, then changed on the
+    # remote-tracking ref (as a fetch of a teammate's edit changes it): the search of every
+    # task keeps only the records of the notes there are now.
+    remote = "refs/notes/remotes/origin/majordomus"
+    notes = dict(
+        line.split() for line in second.git("notes", f"--ref={remote}", "list").split("\n") if line
+    )
+    edited = sorted(cached_blobs(second) & set(notes))[0]
+    second.git("notes", f"--ref={remote}", "append", "-m", "# typed by hand", notes[edited])
+    assert second.run("grep", *argv, "--json").out == after
+    assert edited not in cached_blobs(second) <= note_blobs(second)
+
+
+def cached_blobs(repo: Repo) -> set[str]:
+    """The note blobs whose records the search cache keeps."""
+    common = repo.path / repo.git("rev-parse", "--git-common-dir").strip()
+    return {key.split()[0] for key in SearchCache(common / SEARCH_FILE_NAME).records}
+
+
+def note_blobs(repo: Repo) -> set[str]:
+    """The blob of every note on every notes ref (local and remote-tracking)."""
+    refs = repo.git("for-each-ref", "--format=%(refname)", "refs/notes").split()
+    return {line.split()[2] for ref in refs for line in repo.git("ls-tree", "-r", ref).splitlines()}
 
 
 def test_the_mcp_tool_answers_what_grep_json_answers(scene: Scene) -> None:
@@ -371,6 +403,14 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
     sign_with_ssh(repo, key, allowed)
     task = repo.task()
     assert repo.run("checkpoint", "needle, signed").code == 0
+    # A signed checkpoint whose body a teammate then edits with plain git: its signature
+    # holds no more, so it is neither searched nor shown.
+    repo.commit("edited")
+    assert repo.run("checkpoint", "a signed haystack").code == 0
+    note = repo.git("notes", "--ref=majordomus", "show", "HEAD")
+    edited = note.replace("a signed haystack", "needle, edited")
+    assert edited != note
+    repo.git("notes", "--ref=majordomus", "add", "-f", "-F", "-", "HEAD", input=edited)
     repo.git("config", "majordomus.sign", "false")
     repo.commit("later")
     assert repo.run("checkpoint", "needle, unsigned").code == 0
@@ -378,24 +418,30 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
     ((error, text),) = mcp_results(repo, [("search", {"pattern": "needle"})])
     answer = json.loads(text)
     assert error is False and "unsigned" not in text.replace('"signature": "verified"', "")
+    assert "edited" not in text
     assert [(r["body"], r["signature"]) for r in answer["records"]] == [
         ("needle, signed", "verified")
     ]
-    assert answer["untrusted"] == 1
+    assert answer["untrusted"] == 2
     assert text == repo.run("grep", "--json", "--trusted", "needle").out.strip()
     # A person's grep lists both, each marked.
     shown = repo.run("grep", "needle", "--task", task).out
-    assert "(verified)" in shown and "(unsigned)" in shown
+    assert "(verified)" in shown and "(unsigned)" in shown and "(BAD SIGNATURE)" in shown
 
 
 _TOKENS = st.sampled_from(
     ["a", "b", "\\n", ".", "^", "$", "*", "+", "?", "|", "[^b]", "\\s", "\\b", "(?=a)",
-     "(?<!a)", "(?!b)", "\\Z", "\\A", "(?:a|b)", "(a)", "\\1", "x{0,2}", "(?i)", "A"]
+     "(?<!a)", "(?!b)", "(?<!\\n)", "(?!\\n)", "(?s:.)", "\\Z", "\\A", "(?:a|b)", "(a)",
+     "\\1", "x{0,2}", "(?i)", "A", "\\W?+", "\\s*+", "[^a]{1,2}+"]
 )  # fmt: skip
 _FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
 
 
 @settings(max_examples=300, deadline=None)
+@example("^(?<!\\n)a", [("b\na", None)], False)  # a lookbehind sees the line before
+@example("a(?!\\n)", [("a\nb", None)], False)  # a lookahead sees the line after
+@example("\\Ab", [("a", None), ("b", None)], False)  # \A sees the records before
+@example("a\\W?+$", [("a\nb", None)], False)  # a possessive ? keeps the line feed it took
 @given(
     st.lists(_TOKENS, max_size=6).map("".join),
     st.lists(st.tuples(_FIELDS, _FIELDS), max_size=8),
