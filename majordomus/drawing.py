@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from majordomus.errors import RepositoryError
+from majordomus.partialclone import PartialClone
 from majordomus.repository import Repository, check_exit
 from majordomus.values import DrawnLine
 
@@ -71,14 +72,16 @@ def draw(
                 f"cannot write git's drawing folder {folder} ({error.strerror})."
             ) from None
         env = _environ(repository, gitdir)
+        replacing = "GIT_NO_REPLACE_OBJECTS" not in env
+        if replacing and PartialClone(repository).is_partial():
+            # git reads a root's tree to judge it: a treeless clone's roots, given a file.
+            env = _give_a_file(_treeless_roots(tips, env), gitdir, env, refs)
         drawn = _log(tips, env, colour, limit)
         left = [commit for commit in counts if commit not in drawn.commits]
-        if left and "GIT_NO_REPLACE_OBJECTS" not in env:  # (with LIMIT: past it, often)
+        if left and replacing:  # (with LIMIT: past it, often)
             roots = _empty_roots(left, env, len(tips[0]) == 64)
             if roots:
-                env = _own_objects(gitdir, env)
-                refs += [f"{_with_a_file(root, env)} refs/replace/{root}" for root in roots]
-                _write_refs(gitdir, refs)
+                env = _give_a_file(roots, gitdir, env, refs)
                 drawn = _log(tips, env, colour, limit)
         return drawn
     finally:
@@ -137,19 +140,45 @@ def _empty_roots(commits: Sequence[str], env: Mapping[str, str], sha256: bool) -
 
 def _own_objects(gitdir: Path, env: Mapping[str, str]) -> dict[str, str]:
     """The environment with the throwaway directory's objects first, where what it makes is
-    written, and the repository's read after them."""
+    written, and the repository's read after them (as it already is, once made so)."""
+    own = str(gitdir / "objects")
+    if env["GIT_OBJECT_DIRECTORY"] == own:
+        return dict(env)
     borrowed = [env["GIT_OBJECT_DIRECTORY"], *filter(None, [env.get(_ALTERNATES)])]
     return {
         **env,
-        "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
+        "GIT_OBJECT_DIRECTORY": own,
         _ALTERNATES: os.pathsep.join(borrowed),
     }
 
 
-def _with_a_file(root: str, env: Mapping[str, str]) -> str:
-    """A copy of ROOT with one file in its tree (its parents, author and message kept)."""
-    blob = _git(["hash-object", "-w", "--stdin"], env, "drawn\n").strip()
-    tree = _git(["mktree"], env, f"100644 blob {blob}\tdrawn\n").strip()
+def _treeless_roots(tips: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The roots TIPS reach whose tree this clone lacks (a partial clone's, fetched with
+    `--filter=tree:0`): the empty tree is never missing, so each has files."""
+    out = _git(["log", "--max-parents=0", "--format=%T %H", "--stdin"], env, _lines(tips))
+    trees = dict(line.split() for line in out.splitlines() if line)
+    checked = _git(["cat-file", "--batch-check=%(objectname)"], env, _lines(list(trees)))
+    missing = [line.split()[0] for line in checked.splitlines() if line.endswith(" missing")]
+    return [trees[tree] for tree in missing]
+
+
+def _give_a_file(
+    roots: Sequence[str], gitdir: Path, env: Mapping[str, str], refs: list[str]
+) -> dict[str, str]:
+    """Each of ROOTS replaced, in the throwaway directory alone, by a copy with one file in
+    its tree (its parents, author and message kept): REFS extended and written again.
+    Returns the environment that writes the copies there and reads them."""
+    env = _own_objects(gitdir, env) if roots else dict(env)
+    if roots:
+        blob = _git(["hash-object", "-w", "--stdin"], env, "drawn\n").strip()
+        tree = _git(["mktree"], env, f"100644 blob {blob}\tdrawn\n").strip()
+        refs += [f"{_with_tree(root, tree, env)} refs/replace/{root}" for root in roots]
+        _write_refs(gitdir, refs)
+    return env
+
+
+def _with_tree(root: str, tree: str, env: Mapping[str, str]) -> str:
+    """A copy of ROOT with TREE for its tree, written where ENV writes objects."""
     raw = _git(["cat-file", "commit", root], env)
     head, _, rest = raw.partition("\n")
     copy = f"tree {tree}\n{rest}" if head.startswith("tree ") else raw
