@@ -226,7 +226,10 @@ def _make_gitdir(
     config = "[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
     if any(len(tip) == 64 for tip in tips):
         config += "[extensions]\n\tobjectFormat = sha256\n"
-    (gitdir / "config").write_text(config, encoding="ascii")
+    palette = repository.config_value("log.graphColors")  # the repository's own, if set
+    if palette is not None:
+        config += f"[log]\n\tgraphColors = {_quoted(palette)}\n"
+    (gitdir / "config").write_text(config, encoding="utf-8")
     refs = [
         f"{commit} {REFS}{commit}/{n}" for commit, count in counts.items() for n in range(count)
     ]
@@ -236,6 +239,12 @@ def _make_gitdir(
     with contextlib.suppress(OSError):  # a shallow clone's boundary, as git reads it here
         shutil.copyfile(repository.commondir / "shallow", gitdir / "shallow")
     return refs
+
+
+def _quoted(value: str) -> str:
+    """VALUE as a git config file writes it: in double quotes, escaped."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
 
 
 def _write_refs(gitdir: Path, refs: Sequence[str]) -> None:

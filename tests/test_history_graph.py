@@ -317,6 +317,13 @@ def test_colour_on_a_terminal_and_never_off_it(world: tuple[Repo, Path]) -> None
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.out) == plain
     no_colour = repo.run("history", "--graph", tty=True, environ={"NO_COLOR": "1"})
     assert no_colour.out == plain
+    repo.git("config", "log.graphColors", 'white, "magenta')  # the repository's own
+    try:
+        own = repo.run("history", "--graph", tty=True).out
+    finally:
+        repo.git("config", "--unset", "log.graphColors")
+    assert "\x1b[37m|" in own and "\x1b[37m|" not in coloured.out
+    assert re.sub(r"\x1b\[[0-9;]*m", "", own) == plain
 
 
 def test_no_temporary_folder_is_one_sentence_and_exit_3(world: tuple[Repo, Path]) -> None:
