@@ -172,7 +172,8 @@ def _give_a_file(
     if roots:
         blob = _git(["hash-object", "-w", "--stdin"], env, "drawn\n").strip()
         tree = _git(["mktree"], env, f"100644 blob {blob}\tdrawn\n").strip()
-        refs += [f"{_with_tree(root, tree, env)} refs/replace/{root}" for root in roots]
+        base = _replace_base(env)
+        refs += [f"{_with_tree(root, tree, env)} {base}{root}" for root in roots]
         _write_refs(gitdir, refs)
     return env
 
@@ -254,9 +255,14 @@ def _write_refs(gitdir: Path, refs: Sequence[str]) -> None:
     (gitdir / "packed-refs").write_text(packed, encoding="ascii")
 
 
+def _replace_base(env: Mapping[str, str]) -> str:
+    """Where git reads replacements under ENV (GIT_REPLACE_REF_BASE, or refs/replace/)."""
+    base = env.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+    return base if base.endswith("/") else base + "/"
+
+
 def _replace_refs(repository: Repository) -> list[str]:
-    base = repository.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
-    base = base if base.endswith("/") else base + "/"
+    base = _replace_base(repository.environ)
     listed = repository.git("for-each-ref", "--format=%(objectname) %(refname)", base)
     return [line for line in listed.stdout.splitlines() if line.strip()]
 

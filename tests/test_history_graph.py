@@ -264,6 +264,8 @@ def test_a_root_without_files_is_drawn_with_its_records(tmp_path: Path) -> None:
     assert out.splitlines()[-1].startswith(f"* {root} task t-")
     assert "not drawn" not in out
     assert drawn(repo, "--limit", "2") == out
+    other_base = repo.run("history", "--graph", environ={"GIT_REPLACE_REF_BASE": "refs/other/"})
+    assert (other_base.code, other_base.out) == (0, out)  # the empty root drawn there too
     assert repo.git("for-each-ref", "refs/replace/").strip() == ""  # nothing written here
 
 
