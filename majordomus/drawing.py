@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +30,7 @@ MARK = "\x01"  # around a commit's id on its own line: nothing git draws is a co
 FORMAT = "--format=%x01%H%x01%w(1,0,0)%D"
 # What locates or shapes the repository for git, replaced by the throwaway directory's own.
 _ALTERNATES = "GIT_ALTERNATE_OBJECT_DIRECTORIES"
+_FILTERS = re.compile(r"remote\..*\.partialclonefilter$")  # lowercased, as config_matching
 _LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_NAMESPACE")
 
 
@@ -73,7 +75,7 @@ def draw(
             ) from None
         env = _environ(repository, gitdir)
         replacing = "GIT_NO_REPLACE_OBJECTS" not in env
-        if replacing and PartialClone(repository).is_partial():
+        if replacing and _may_lack_trees(repository):
             # git reads a root's tree to judge it: a treeless clone's roots, given a file.
             env = _give_a_file(_treeless_roots(tips, env), gitdir, env, refs)
         drawn = _log(tips, env, colour, limit)
@@ -150,6 +152,15 @@ def _own_objects(gitdir: Path, env: Mapping[str, str]) -> dict[str, str]:
         "GIT_OBJECT_DIRECTORY": own,
         _ALTERNATES: os.pathsep.join(borrowed),
     }
+
+
+def _may_lack_trees(repository: Repository) -> bool:
+    """A partial clone whose filters may have left trees out: not only `blob:` filters
+    (`blob:none`, as most partial clones are made, keeps every tree)."""
+    if not PartialClone(repository).is_partial():
+        return False
+    filters = repository.config_matching(_FILTERS).values()
+    return not filters or any(not f.strip().lower().startswith("blob:") for f in filters)
 
 
 def _treeless_roots(tips: Sequence[str], env: Mapping[str, str]) -> list[str]:
