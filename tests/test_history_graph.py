@@ -375,6 +375,10 @@ def test_a_treeless_clone_is_drawn_and_the_folder_always_removed(tmp_path: Path)
     assert treeless.git("count-objects", "-v") == objects
     assert treeless.git("for-each-ref", "refs/replace/") == ""
     assert list(folder.iterdir()) == []
+    blobless = clone(url, tmp_path / "blobless", environ, repo.clock, "--filter=blob:none")
+    blobless.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert blobless.run("history").code == 0
+    assert drawn(blobless) == result.out  # its trees all here: nothing to replace
     # Without replacements git cannot judge the root: its refusal, the folder gone too.
     stored = {"TMPDIR": str(folder), "GIT_NO_REPLACE_OBJECTS": "1"}
     refused = treeless.run("history", "--graph", environ=stored)
