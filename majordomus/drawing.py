@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from majordomus.errors import RepositoryError
+from majordomus.partialclone import PartialClone
 from majordomus.repository import Repository, check_exit
 from majordomus.values import DrawnLine
 
@@ -28,6 +30,7 @@ MARK = "\x01"  # around a commit's id on its own line: nothing git draws is a co
 FORMAT = "--format=%x01%H%x01%w(1,0,0)%D"
 # What locates or shapes the repository for git, replaced by the throwaway directory's own.
 _ALTERNATES = "GIT_ALTERNATE_OBJECT_DIRECTORIES"
+_FILTERS = re.compile(r"remote\..*\.partialclonefilter$")  # lowercased, as config_matching
 _LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_NAMESPACE")
 
 
@@ -71,14 +74,16 @@ def draw(
                 f"cannot write git's drawing folder {folder} ({error.strerror})."
             ) from None
         env = _environ(repository, gitdir)
+        replacing = "GIT_NO_REPLACE_OBJECTS" not in env
+        if replacing and _may_lack_trees(repository):
+            # git reads a root's tree to judge it: a treeless clone's roots, given a file.
+            env = _give_a_file(_treeless_roots(tips, env), gitdir, env, refs)
         drawn = _log(tips, env, colour, limit)
         left = [commit for commit in counts if commit not in drawn.commits]
-        if left and "GIT_NO_REPLACE_OBJECTS" not in env:  # (with LIMIT: past it, often)
+        if left and replacing:  # (with LIMIT: past it, often)
             roots = _empty_roots(left, env, len(tips[0]) == 64)
             if roots:
-                env = _own_objects(gitdir, env)
-                refs += [f"{_with_a_file(root, env)} refs/replace/{root}" for root in roots]
-                _write_refs(gitdir, refs)
+                env = _give_a_file(roots, gitdir, env, refs)
                 drawn = _log(tips, env, colour, limit)
         return drawn
     finally:
@@ -137,19 +142,55 @@ def _empty_roots(commits: Sequence[str], env: Mapping[str, str], sha256: bool) -
 
 def _own_objects(gitdir: Path, env: Mapping[str, str]) -> dict[str, str]:
     """The environment with the throwaway directory's objects first, where what it makes is
-    written, and the repository's read after them."""
+    written, and the repository's read after them (as it already is, once made so)."""
+    own = str(gitdir / "objects")
+    if env["GIT_OBJECT_DIRECTORY"] == own:
+        return dict(env)
     borrowed = [env["GIT_OBJECT_DIRECTORY"], *filter(None, [env.get(_ALTERNATES)])]
     return {
         **env,
-        "GIT_OBJECT_DIRECTORY": str(gitdir / "objects"),
+        "GIT_OBJECT_DIRECTORY": own,
         _ALTERNATES: os.pathsep.join(borrowed),
     }
 
 
-def _with_a_file(root: str, env: Mapping[str, str]) -> str:
-    """A copy of ROOT with one file in its tree (its parents, author and message kept)."""
-    blob = _git(["hash-object", "-w", "--stdin"], env, "drawn\n").strip()
-    tree = _git(["mktree"], env, f"100644 blob {blob}\tdrawn\n").strip()
+def _may_lack_trees(repository: Repository) -> bool:
+    """A partial clone whose filters may have left trees out: not only `blob:` filters
+    (`blob:none`, as most partial clones are made, keeps every tree)."""
+    if not PartialClone(repository).is_partial():
+        return False
+    filters = repository.config_matching(_FILTERS).values()
+    return not filters or any(not f.strip().lower().startswith("blob:") for f in filters)
+
+
+def _treeless_roots(tips: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The roots TIPS reach whose tree this clone lacks (a partial clone's, fetched with
+    `--filter=tree:0`): the empty tree is never missing, so each has files."""
+    out = _git(["log", "--max-parents=0", "--format=%T %H", "--stdin"], env, _lines(tips))
+    trees = dict(line.split() for line in out.splitlines() if line)
+    checked = _git(["cat-file", "--batch-check=%(objectname)"], env, _lines(list(trees)))
+    missing = [line.split()[0] for line in checked.splitlines() if line.endswith(" missing")]
+    return [trees[tree] for tree in missing]
+
+
+def _give_a_file(
+    roots: Sequence[str], gitdir: Path, env: Mapping[str, str], refs: list[str]
+) -> dict[str, str]:
+    """Each of ROOTS replaced, in the throwaway directory alone, by a copy with one file in
+    its tree (its parents, author and message kept): REFS extended and written again.
+    Returns the environment that writes the copies there and reads them."""
+    env = _own_objects(gitdir, env) if roots else dict(env)
+    if roots:
+        blob = _git(["hash-object", "-w", "--stdin"], env, "drawn\n").strip()
+        tree = _git(["mktree"], env, f"100644 blob {blob}\tdrawn\n").strip()
+        base = _replace_base(env)
+        refs += [f"{_with_tree(root, tree, env)} {base}{root}" for root in roots]
+        _write_refs(gitdir, refs)
+    return env
+
+
+def _with_tree(root: str, tree: str, env: Mapping[str, str]) -> str:
+    """A copy of ROOT with TREE for its tree, written where ENV writes objects."""
     raw = _git(["cat-file", "commit", root], env)
     head, _, rest = raw.partition("\n")
     copy = f"tree {tree}\n{rest}" if head.startswith("tree ") else raw
@@ -197,7 +238,10 @@ def _make_gitdir(
     config = "[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
     if any(len(tip) == 64 for tip in tips):
         config += "[extensions]\n\tobjectFormat = sha256\n"
-    (gitdir / "config").write_text(config, encoding="ascii")
+    palette = repository.config_value("log.graphColors")  # the repository's own, if set
+    if palette is not None:
+        config += f"[log]\n\tgraphColors = {_quoted(palette)}\n"
+    (gitdir / "config").write_text(config, encoding="utf-8")
     refs = [
         f"{commit} {REFS}{commit}/{n}" for commit, count in counts.items() for n in range(count)
     ]
@@ -209,6 +253,12 @@ def _make_gitdir(
     return refs
 
 
+def _quoted(value: str) -> str:
+    """VALUE as a git config file writes it: in double quotes, escaped."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
 def _write_refs(gitdir: Path, refs: Sequence[str]) -> None:
     """REFS (`id name` lines) as the directory's packed-refs file, sorted as git keeps it."""
     ordered = sorted(refs, key=lambda line: line.split(" ", 1)[1].encode())
@@ -216,9 +266,14 @@ def _write_refs(gitdir: Path, refs: Sequence[str]) -> None:
     (gitdir / "packed-refs").write_text(packed, encoding="ascii")
 
 
+def _replace_base(env: Mapping[str, str]) -> str:
+    """Where git reads replacements under ENV (GIT_REPLACE_REF_BASE, or refs/replace/)."""
+    base = env.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+    return base if base.endswith("/") else base + "/"
+
+
 def _replace_refs(repository: Repository) -> list[str]:
-    base = repository.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
-    base = base if base.endswith("/") else base + "/"
+    base = _replace_base(repository.environ)
     listed = repository.git("for-each-ref", "--format=%(objectname) %(refname)", base)
     return [line for line in listed.stdout.splitlines() if line.strip()]
 

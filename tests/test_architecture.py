@@ -101,7 +101,7 @@ ALLOWED = {
         "values",
     },
     "front": {"context", "freshness", "invocation", "read", "search", "sharing", "write"},
-    "drawing": {"errors", "repository", "values"},
+    "drawing": {"errors", "partialclone", "repository", "values"},
     "gitfiles": set(),
     "gitobjects": set(),
     "gitprocess": {"errors", "profile"},

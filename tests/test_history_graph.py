@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.env import Clock, hermetic_environ
 from tests.support.git import bare
+from tests.support.git import git as run_git
 from tests.support.hostile_notes import cases, plant
 from tests.support.repo import Repo, clone
 
@@ -263,6 +264,8 @@ def test_a_root_without_files_is_drawn_with_its_records(tmp_path: Path) -> None:
     assert out.splitlines()[-1].startswith(f"* {root} task t-")
     assert "not drawn" not in out
     assert drawn(repo, "--limit", "2") == out
+    other_base = repo.run("history", "--graph", environ={"GIT_REPLACE_REF_BASE": "refs/other/"})
+    assert (other_base.code, other_base.out) == (0, out)  # the empty root drawn there too
     assert repo.git("for-each-ref", "refs/replace/").strip() == ""  # nothing written here
 
 
@@ -316,6 +319,13 @@ def test_colour_on_a_terminal_and_never_off_it(world: tuple[Repo, Path]) -> None
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.out) == plain
     no_colour = repo.run("history", "--graph", tty=True, environ={"NO_COLOR": "1"})
     assert no_colour.out == plain
+    repo.git("config", "log.graphColors", 'white, "magenta')  # the repository's own
+    try:
+        own = repo.run("history", "--graph", tty=True).out
+    finally:
+        repo.git("config", "--unset", "log.graphColors")
+    assert "\x1b[37m|" in own and "\x1b[37m|" not in coloured.out
+    assert re.sub(r"\x1b\[[0-9;]*m", "", own) == plain
 
 
 def test_no_temporary_folder_is_one_sentence_and_exit_3(world: tuple[Repo, Path]) -> None:
@@ -327,3 +337,51 @@ def test_no_temporary_folder_is_one_sentence_and_exit_3(world: tuple[Repo, Path]
     assert result.err.startswith("majordomus: cannot make a temporary folder for git to draw")
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
     assert repo.git("for-each-ref") == refs
+
+
+def test_a_treeless_clone_is_drawn_and_the_folder_always_removed(tmp_path: Path) -> None:
+    """`--filter=tree:0`: git reads a root's tree to judge it, and the clone has none; the
+    drawing is the full clone's, nothing fetched, nothing written here. The throwaway
+    folder is gone after a drawing, and after git refused to draw."""
+    environ = hermetic_environ(tmp_path / "home")
+    remote = bare(tmp_path / "remote.git", environ)
+    run_git(remote, environ, "config", "uploadpack.allowFilter", "true")
+    repo = clone(str(remote), tmp_path / "full", environ, Clock())
+    first = repo.commit("root", {"f": "root\n"})
+    repo.task()
+    repo.git("switch", "-q", "-c", "side")
+    repo.commit("side", {"g": "side\n"})
+    assert repo.run("checkpoint", "on the side").code == 0
+    repo.git("switch", "-q", "main")
+    repo.commit("main", {"f": "main\n"})
+    assert repo.run("checkpoint", "on main").code == 0
+    repo.git("merge", "-q", "--no-edit", "side")
+    assert repo.run("checkpoint", "merged").code == 0
+    repo.git("push", "-q", "origin", "main", "side")
+    assert repo.run("push").code == 0
+    url = f"file://{remote}"
+    treeless = clone(url, tmp_path / "treeless", environ, repo.clock, "--filter=tree:0", "-n")
+    treeless.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    tree = treeless.git("log", "-1", "--format=%T", first).strip()
+    assert tree not in treeless.pygit  # (libgit2 fetches nothing)
+    assert treeless.run("history").code == 0  # the notes' objects fetched by their read
+    objects = treeless.git("count-objects", "-v")
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    result = treeless.run("history", "--graph", environ={"TMPDIR": str(folder)})
+    assert (result.code, result.err) == (0, "")
+    assert _shape(result.out) == _shape(drawn(repo)) == oracle(repo, tmp_path, "HEAD")
+    assert "|\\" in result.out and f"* {first[:12]} task t-" in result.out  # and the root
+    assert treeless.git("count-objects", "-v") == objects
+    assert treeless.git("for-each-ref", "refs/replace/") == ""
+    assert list(folder.iterdir()) == []
+    blobless = clone(url, tmp_path / "blobless", environ, repo.clock, "--filter=blob:none")
+    blobless.git("fetch", "-q", "origin", "refs/notes/majordomus:refs/notes/majordomus")
+    assert blobless.run("history").code == 0
+    assert drawn(blobless) == result.out  # its trees all here: nothing to replace
+    # Without replacements git cannot judge the root: its refusal, the folder gone too.
+    stored = {"TMPDIR": str(folder), "GIT_NO_REPLACE_OBJECTS": "1"}
+    refused = treeless.run("history", "--graph", environ=stored)
+    assert refused.code == 3 and refused.err.startswith("majordomus: git log failed")
+    assert refused.err.count("\n") == 1
+    assert list(folder.iterdir()) == []
