@@ -186,7 +186,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     sign_with_ssh(world.victim, key, allowed)
     for n in range(3):
         world.clock.advance(60)
-        world.victim.commit(f"signed work {n}", {f"s{n}.txt": f"{n}\n"})
+        world.victim.commit(f"signed work {n}", {"signed.txt": f"{n}\n"})
         assert world.victim.run("checkpoint", f"signed {n}").code == 0
     assert world.victim.run("handover", "-o", "signed o", "-s", "s", "-n", "n").code == 0
     world.victim.git("push", "-q", "--no-verify", "origin", "main")
@@ -199,12 +199,16 @@ def test_shallow_and_partial_clones_verify_what_they_fetched(
     published: tuple[Path, Path, World], shape: list[str], tmp_path: Path
 ) -> None:
     remote, allowed, world = published
+    # Without it the remote ignores --filter and the clone is a full one.
+    world.victim.git("--git-dir", str(remote), "config", "uploadpack.allowFilter", "true")
     path = tmp_path / "clone"
     subprocess.run(
         ["git", "clone", "-q", *shape, f"file://{remote}", str(path)],
         env=world.environ, check=True, capture_output=True,
     )  # fmt: skip
     repo = Repo(path, world.environ, world.clock)
+    if "--filter=blob:none" in shape:  # partial indeed: blobs are left on the remote
+        assert "\n?" in "\n" + repo.git("rev-list", "--objects", "--all", "--missing=print")
     trust_file(repo, allowed)
     assert repo.run("init").code == 0 and repo.run("fetch").code == 0
     listed = json.loads(repo.run("history", "--all", "--json").out)["records"]
