@@ -6,6 +6,7 @@ not in this clone is never remembered, because a fetch can bring it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,16 @@ class NoteBlobs:
         if keep and len(self._parsed) < PARSED_KEEP:
             self._parsed[blob_id] = cached
         return cached
+
+    def matching(self, blob_ids: Iterable[str], pattern: re.Pattern[bytes]) -> set[str]:
+        """The blobs among these (read ahead: `prefetch`) whose bytes `pattern` searches,
+        or that cannot be read (their parse says why); each kept for its parse."""
+        found = set()
+        for blob_id in blob_ids:
+            read = self._read.get(blob_id)
+            if read is None or read[0] != "blob" or pattern.search(read[1]):
+                found.add(blob_id)
+        return found
 
     def is_parsed(self, blob_id: str) -> bool:
         return blob_id in self._parsed

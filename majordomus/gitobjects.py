@@ -293,3 +293,46 @@ def tree_notes(gitdir: str, environ: Mapping[str, str], tree_id: str) -> str | N
     if len(notes) + fan_out != listed.count(b"\0"):
         return None  # a record that is neither: an entry that is no note
     return b"".join(notes).decode("ascii")
+
+
+def notes_matching(
+    gitdir: str, environ: Mapping[str, str], tree_ids: Sequence[str], patterns: Sequence[str]
+) -> set[str] | None:
+    """The annotated objects whose note, under any of these notes trees, has a line that
+    one of these extended regular expressions matches: one `git grep` over the trees
+    (threaded, in C), no blob read here. The names are as `tree_notes` reads them (the
+    digits of the path, fan-out folders joined); a name that is no object id is left
+    out. None: git cannot run or cannot read a tree (an object missing: ask libgit2).
+    Only for a plain layout that is no partial clone: there git would fetch every blob
+    it lacks, one at a time."""
+    if not tree_ids or not all(is_object_id(tree) for tree in tree_ids):
+        return None
+    expressions = [arg for pattern in patterns for arg in ("-e", pattern)]
+    command, env = _as_libgit2(
+        gitdir,
+        {**environ, "LC_ALL": "C"},  # bytes, whatever the locale
+        "grep",
+        "--threads=1",  # threads cost more CPU than they save time on a tree of small blobs
+        "--text",
+        "--no-textconv",
+        "--files-with-matches",
+        "--null",
+        "--extended-regexp",
+        "--no-color",
+        *expressions,
+        *tree_ids,
+        "--",
+    )
+    try:
+        result = subprocess.run(command, capture_output=True, env=env, check=False)
+    except OSError:
+        return None
+    if result.returncode not in (0, 1):  # 1: no line matched
+        return None
+    found: set[str] = set()
+    for listed in result.stdout.split(b"\0"):
+        _, colon, path = listed.partition(b":")
+        name = path.replace(b"/", b"").decode("ascii", "replace")
+        if colon and is_object_id(name):
+            found.add(name)
+    return found

@@ -32,10 +32,11 @@ class Source(Protocol):
         with its parents (none for a shallow boundary commit)."""
         ...
 
-    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
-        """`walk(tips, [])` line by line, as git writes them, never held whole (a walk
-        of a million commits is a hundred megabytes of lines); `topo`: children always
-        before their parents (`--topo-order`). Each line a new list, the reader's own."""
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[bytes]:
+        """`walk(tips, [])` as git writes it, in blocks of whole lines (`git rev-list
+        --parents`: each commit's id and its parents', a space between, a line each), never
+        held whole (a walk of a million commits is eighty megabytes); `topo`: children
+        always before their parents (`--topo-order`)."""
         ...
 
     def start_stream(self, tips: Sequence[str]) -> None:
@@ -100,11 +101,27 @@ class Walked:
     """The part of the graph one command walked: everything REV reaches (in `git rev-list
     REV` order) and, when asked for, what other commits reach beyond it."""
 
-    def __init__(self, rev: str, lines: Sequence[Line]) -> None:
+    def __init__(self, rev: str, lines: Sequence[Line] = (), blocks: Sequence[bytes] = ()) -> None:
+        """The walk's `lines`, or the `blocks` git wrote them in: split only when asked for
+        (an order walk keeps them for a second question that seldom comes)."""
         self.rev = rev
-        self.lines = list(lines)
+        self._lines: list[Line] | None = list(lines) if lines or not blocks else None
+        self._blocks = blocks
         self.extra: list[list[Line]] = []  # later walks, newest first
-        self.known: set[str] = {line[0] for line in self.lines}
+        self._known: set[str] | None = None
+
+    @property
+    def lines(self) -> list[Line]:
+        if self._lines is None:
+            text = b"".join(self._blocks).decode("utf-8", "replace")
+            self._lines, self._blocks = [line.split() for line in text.splitlines()], ()
+        return self._lines
+
+    @property
+    def known(self) -> set[str]:
+        if self._known is None:
+            self._known = {line[0] for line in self.lines}
+        return self._known
 
     @functools.cached_property
     def rank(self) -> dict[str, int]:
@@ -247,7 +264,7 @@ class CommitGraph:
         targets = self._expected_targets(rev)
         walk = counted_walk(self.source.stream([rev], topo=False), rev, targets, wanted, True)
         if walk.kept is not None:
-            self._walked = Walked(rev, walk.kept)
+            self._walked = Walked(rev, blocks=walk.kept)
         if walk.masks is not None:
             only_rev, only_target, _ = tally(walk.masks, len(targets))
             for i, target in enumerate(targets):

@@ -6,7 +6,6 @@ labels and orders from, and the graph cache that keeps what earlier commands lea
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import subprocess
 import time
@@ -165,15 +164,16 @@ class History:
         self._started = _Started(tuple(tips), process, out)
         weakref.finalize(self, _Started.stop, self._started)  # never read: stopped
 
-    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
-        """`git rev-list --parents` of TIPS, line by line, never held whole."""
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[bytes]:
+        """`git rev-list --parents` of TIPS as git writes it, in blocks of whole lines, never
+        held whole."""
         started, self._started = self._started, None
         given = 0
         if started is not None:
             if not topo and started.tips == tuple(tips):
-                for walked in started.lines():
-                    yield walked
-                    given += 1
+                for block in started.blocks():
+                    yield block
+                    given += block.count(b"\n")
                 if started.process.returncode == 0:
                     return
                 # It failed (a full disk, say; or the history is damaged): walked again,
@@ -181,22 +181,29 @@ class History:
                 # that fails again says why.
             started.stop()
         args = _walk_args(topo)
-        process = self.repository.buffered_git(args, stdin=True)
+        process = self.repository.binary_git(args)
         assert process.stdin is not None and process.stdout is not None
         assert process.stderr is not None
         with process:
             try:
                 # git reads every tip before it writes a line: no pipe can fill both ways.
                 with contextlib.suppress(BrokenPipeError):  # git refused a tip: said below
-                    process.stdin.write(_tips(tips))
+                    process.stdin.write(_tips(tips).encode("ascii"))
                     process.stdin.close()
-                for line in itertools.islice(process.stdout, given, None):
-                    yield line.split()
+                pending = b""
+                while chunk := os.read(process.stdout.fileno(), 1 << 20):
+                    whole, pending = _whole_lines(pending + chunk)
+                    if given and whole:  # the lines a failed walk gave already
+                        skipped = min(given, whole.count(b"\n"))
+                        given -= skipped
+                        whole = whole.split(b"\n", skipped)[-1]
+                    if whole:
+                        yield whole
             except BaseException:
                 process.kill()  # the reader stopped early: git is not left writing
                 raise
             err = process.stderr.read()
-        check_exit(args[0], process.returncode, err)
+        check_exit(args[0], process.returncode, err.decode("utf-8", "replace"))
 
     def parents(self, commit: str) -> tuple[str, ...] | None:
         # Read by git while libgit2 is not loaded (one process for a chain: `reading`).
@@ -333,8 +340,8 @@ class _Started(NamedTuple):
     process: subprocess.Popen[bytes]
     out: IO[bytes]
 
-    def lines(self) -> Iterator[list[str]]:
-        """Its lines as `History.stream` gives them, read as git writes them, up to its end;
+    def blocks(self) -> Iterator[bytes]:
+        """What it writes, in blocks of whole lines, read as git writes them, up to its end;
         a line it did not end (it failed, or was killed) is not one."""
         offset, pending = 0, b""
         try:
@@ -347,9 +354,9 @@ class _Started(NamedTuple):
                     time.sleep(0.002)
                     continue
                 offset += len(chunk)
-                *whole, pending = (pending + chunk).split(b"\n")
-                for line in whole:
-                    yield line.decode("utf-8", "replace").split()
+                whole, pending = _whole_lines(pending + chunk)
+                if whole:
+                    yield whole
         finally:
             self.stop()
 
@@ -359,6 +366,12 @@ class _Started(NamedTuple):
                 self.process.kill()
             self.process.wait()
         self.out.close()
+
+
+def _whole_lines(data: bytes) -> tuple[bytes, bytes]:
+    """The whole lines of `data`, and what follows the last of them."""
+    end = data.rfind(b"\n") + 1
+    return data[:end], data[end:]
 
 
 def _replacements(repository: Repository) -> bool:

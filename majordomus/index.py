@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from majordomus.notesread import NotesReader
 
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
+# Where a views key names the tasks read alone (`Views._read_task`): no ref name holds it.
+TASKS_READ = " tasks:"
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
 
@@ -288,12 +290,17 @@ class Views:
         writing: bool = False,
         shown: Shown | None = None,
         every: bool = False,
+        task: str | None = None,
     ) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
         of the state it makes: views carried over to the current state are only staged.
         `shown`: the notes the command shows whole next (a task's), kept as they are
         parsed when the views are built from every note. `every`: the command reads
-        every task (`whole`): an index of every note made by a full read is kept."""
+        every task (`whole`): an index of every note made by a full read is kept.
+        `task`: the command reads only the tasks whose id starts with this (`t-` and hex
+        digits): where no view describes this state, the notes that could hold their
+        records are read (`NotesReader.task_notes`), not every note, and nothing is
+        cached; `invalid` then counts the unreadable parts among those notes."""
         self._reader, self._history = reader, history
         self._shown = shown
         self._writing = writing
@@ -317,10 +324,14 @@ class Views:
             # Built where copies exist: which copy a read lists depends on HEAD's history,
             # which HEAD names only where the graph's answers last (`CommitGraph.lasting`).
             meta = self._cache.get(f"{self._key}@{head}")
+        if meta is None and task is not None:
+            meta = self._task_views(task)
         if meta is None:
             meta = self._carried_over()
+        if meta is None and task is not None:
+            meta = self._read_task(task)
         self._meta: Meta = meta or self._read_everything()
-        self.dependent_on_head = self._cache.key != self._key
+        self.dependent_on_head = self._cache.key.partition(TASKS_READ)[0] != self._key
 
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
@@ -344,13 +355,43 @@ class Views:
                 self.full = self._noteset = None
         return meta
 
+    def _task_views(self, prefix: str) -> Meta | None:
+        """The views a read of the tasks of a shorter or equal prefix cached for this
+        state (see `_read_task`): what they hold of the tasks `prefix` names is whole."""
+        key, _, read = self._cache.key.partition(TASKS_READ)
+        if key != self._key or not read or not prefix.startswith(read):
+            return None
+        meta: Meta = self._cache.meta
+        return meta
+
+    def _read_task(self, prefix: str) -> Meta | None:
+        """The notes that could hold a record of the tasks `prefix` names, read into an
+        index of them (`full`), and their views cached for this state under the prefix
+        (the views of every task, when they are built, take their place); None where the
+        notes cannot be picked. Of any other task the index may hold a part only."""
+        noteset = self._reader.task_notes(prefix)
+        if noteset is None:
+            return None
+        self._noteset = noteset
+        if noteset.refs != self._targets:
+            self._targets = dict(noteset.refs)
+            self._key = state_key(self._targets)
+        full = self.full = Index(noteset, self._reader, self._history)
+        named = dict.fromkeys(item.summary.task for item in full.records)
+        tasks = tuple(task for task in named if task.startswith(prefix))
+        meta = (full.invalid, tasks)
+        if not noteset.missing and not full.has_copies:
+            parts = _task_parts(full, tasks, full.resolved_handovers())
+            self._cache.put(f"{self._key}{TASKS_READ}{prefix}", meta, parts, base=False)
+        return meta
+
     def _carried_over(self) -> Meta | None:
         """The cached views brought to the current state by re-reading only the notes that
         changed since (another writer, `git notes`, a fetch): what a full read would build,
         or None when that cannot be told cheaply; every part the changed notes do not
         touch stays as it was, byte for byte (see `viewparts.carried_over`)."""
         cache = self._cache
-        if not cache.key or "@" in cache.key or not cache.meta:
+        if not cache.key or "@" in cache.key or TASKS_READ in cache.key or not cache.meta:
             return None
         before = dict(item.partition("=")[::2] for item in cache.key.split(";"))
         if state_key(before) != cache.key or before.keys() != self._targets.keys():
@@ -485,12 +526,19 @@ class Views:
 def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:
     """Every part of the views of a full read: each task's view, each shard of the ledger;
     made one at a time, so that only one task's rows are ever held beside the index."""
-    resolved = index.resolved_handovers()
-    for task in dict.fromkeys(item.summary.task for item in index.records):
-        items = index.of_task(task)
-        blobs = index._blobs
-        task_rows = [(tuple(item.summary), item.commit, blobs[item.commit]) for item in items]
-        mine = {item.summary.id for item in items if item.summary.kind == "handover"}
-        yield task_part(task), pack(task_rows, mine & resolved)
+    tasks = dict.fromkeys(item.summary.task for item in index.records)
+    yield from _task_parts(index, tasks, index.resolved_handovers())
     summaries = [item.summary for item in index.records]
     yield from Ledger.built(summaries).items()
+
+
+def _task_parts(
+    index: Index, tasks: Iterable[str], resolved: Collection[str]
+) -> Iterator[tuple[str, bytes | None]]:
+    """The view of each of these tasks, made one at a time from `index`."""
+    blobs = index._blobs
+    for task in tasks:
+        items = index.of_task(task)
+        task_rows = [(tuple(item.summary), item.commit, blobs[item.commit]) for item in items]
+        mine = {item.summary.id for item in items if item.summary.kind == "handover"}
+        yield task_part(task), pack(task_rows, mine & set(resolved))

@@ -91,6 +91,46 @@ def notes_of_tasks(prefix: str) -> Shown:
     return holds
 
 
+def could_hold_task(prefix: str) -> tuple[str, ...]:
+    """Extended regular expressions (for `git grep`) of which a note's bytes match one on
+    some line whenever a full parse of it finds a record of a task whose id starts with
+    `prefix`, or a resume (which may resolve a handover of one: it names the handover by
+    its id only): a byte filter that picks every note such a read needs, and more.
+
+    A string's text is its bytes unless an escape makes some of it: a task id (`t-` and
+    lowercase hex digits) written plainly holds the prefix's bytes, and a table named
+    `resume` holds that word. Only an escape of one of those characters (`\\u`, `\\U`;
+    TOML 1.1 adds `\\x`) or a line-ending backslash (a multi-line string joined across
+    lines) can make them otherwise, so a note with one is always picked. Comments,
+    appended text and concatenated notes only add bytes."""
+    if _TASK_PREFIX.fullmatch(prefix) is None:
+        raise ValueError(f"not the start of a task id: {prefix!r}")
+    return (prefix, _ID_ESCAPE, r"\\[[:space:]]*$", "resume")
+
+
+def holds_task(prefix: str) -> re.Pattern[bytes]:
+    """`could_hold_task` but for the resumes: a note's bytes it does not search holds no
+    record of those tasks (it may hold a resume; see `may_resolve`)."""
+    return re.compile(
+        f"{prefix}|{_ID_ESCAPE}|{_LINE_END}".encode("ascii"),
+        re.MULTILINE,
+    )
+
+
+def may_resolve(handovers: Iterable[str]) -> re.Pattern[bytes]:
+    """What a note's bytes hold when one of its resumes may name one of these handovers:
+    the id written plainly, or any escape or line-ending backslash."""
+    ids = "|".join(re.escape(handover) for handover in sorted(handovers))
+    return re.compile(f"{ids}{'|' if ids else ''}\\\\[uUx]|{_LINE_END}".encode(), re.MULTILINE)
+
+
+_TASK_PREFIX = re.compile("t-[0-9a-f]{1,12}")
+# An escape of a character of a task id or of `resume` (t - 0-9 a-f r e s u m), in both
+# `git grep -E` and Python.
+_ID_ESCAPE = r"\\(u00|U0000|x)(2[dD]|3[0-9]|6[1-6dD]|7[2-5])"
+_LINE_END = r"\\[ \t\r\v\f]*$"  # in Python, for `[[:space:]]*$` on a line of git grep
+
+
 def summarise(note: Note) -> tuple[Summary, ...]:
     return tuple(summary_of(record, position) for position, record in enumerate(note.records))
 

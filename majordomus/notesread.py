@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
-from majordomus import notestree
+from majordomus import gitobjects, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cachefile import FILES as CACHE_FILES
 from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE
@@ -21,7 +21,7 @@ from majordomus.cachefile import VIEWS_FOLDER_NAME, framed, frames_of
 from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
 from majordomus.noteforms import unnamed_file
-from majordomus.notes import Note, Shown, every_note
+from majordomus.notes import Note, Shown, could_hold_task, every_note, holds_task, may_resolve
 from majordomus.notetoml import MissingObjectError
 from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
@@ -271,23 +271,71 @@ class NotesReader:
         """The notes of these commits of `listing`, as `read_notes` reads them: for a few
         commits of many, each read alone (parsed, not the read cache loaded whole); an
         object not here is counted in `missing`."""
-        held: dict[str, dict[str, str]] = {}
-        for name, _, flat in listing.refs:
-            for at in range(0, len(flat), 80):  # no pair made per note: most are not wanted
-                if flat[at : at + 40] in commits:
-                    notes = held.setdefault(flat[at : at + 40], {})
-                    notes.setdefault(flat[at + 40 : at + 80], name)
+        held = _held(listing, commits)
         self.blobs.prefetch([blob for notes in held.values() for blob in notes])
+        return self._united_held(listing, held)
+
+    def _united_held(self, listing: Listing, held: Mapping[str, dict[str, str]]) -> NoteSet:
+        """The notes of `_held` united per commit, each parsed (the read cache not loaded)."""
         found: dict[str, NotesOn] = {}
         unreadable: list[UnreadableNote] = []
         missing: set[str] = set()
-        entry_of = functools.partial(parsed_entry, self.blobs)  # the read cache not loaded
+        entry_of = functools.partial(parsed_entry, self.blobs)
         for commit, notes in held.items():
             on = united(self.blobs, commit, notes, entry_of, unreadable, missing)
             if on is not None:
                 found[commit] = on
         targets = {name: target for name, target, _ in listing.refs}
         return NoteSet(found, tuple(unreadable), targets, len(missing))
+
+    def task_notes(self, prefix: str) -> NoteSet | None:
+        """The notes that could hold a record of a task whose id starts with `prefix`, read
+        as `read_notes` reads them: a first read of one task parses those, not every note.
+        One `git grep` over the notes trees picks them (`could_hold_task`); of the notes
+        it picked only for a resume, those that may name a handover of the tasks are read
+        too (`may_resolve`). `invalid` counts the unreadable parts among the notes read.
+        None where git cannot pick them: not a plain layout, a clone that may be partial
+        (git would fetch each blob it lacks alone), a tree git cannot list or read."""
+        repository = self.repository
+        if repository.refs is None or self.partial.may_be_partial():
+            return None
+        listing = self.listing()
+        if listing is None:
+            return None
+        picked = gitobjects.notes_matching(
+            str(repository.gitdir),
+            repository.environ,
+            [tree_id for _, _, tree_id in self.refs.trees()],
+            could_hold_task(prefix),
+        )
+        if picked is None:
+            return None
+        held = _held(listing, picked)
+        self.blobs.prefetch([blob for notes in held.values() for blob in notes])
+        holds = holds_task(prefix)
+        first = {c: notes for c, notes in held.items() if self.blobs.matching(notes, holds)}
+        noteset = self._united_held(listing, first)
+        handovers = {
+            summary.id
+            for on in noteset.commits.values()
+            for summary in on.summaries
+            if summary.kind == "handover" and summary.task.startswith(prefix)
+        }
+        resolving = may_resolve(handovers)
+        rest = {
+            c: notes
+            for c, notes in held.items()
+            if handovers and c not in first and self.blobs.matching(notes, resolving)
+        }
+        if not rest:
+            return noteset
+        more = self._united_held(listing, rest)
+        return NoteSet(
+            {**noteset.commits, **more.commits},
+            noteset.unreadable + more.unreadable,
+            noteset.refs,
+            noteset.missing + more.missing,
+        )
 
     def note(self, blobs: Sequence[str]) -> Note:
         """The united note of readable blobs, parsed (once per process). A blob a read
@@ -483,3 +531,14 @@ def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | 
         waiting.seek(0)
         with os.fdopen(writer, "wb") as pipe:
             shutil.copyfileobj(waiting, pipe)
+
+
+def _held(listing: Listing, commits: Collection[str]) -> dict[str, dict[str, str]]:
+    """The notes of these commits of `listing`: commit -> {blob: the first ref holding it}."""
+    held: dict[str, dict[str, str]] = {}
+    for name, _, flat in listing.refs:
+        for at in range(0, len(flat), 80):  # no pair made per note: most are not wanted
+            if flat[at : at + 40] in commits:
+                notes = held.setdefault(flat[at : at + 40], {})
+                notes.setdefault(flat[at + 40 : at + 80], name)
+    return held

@@ -6,6 +6,7 @@ command stops (exit 3) rather than answer from what happens to be here.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,29 @@ class PartialClone:
                     if config.get_bool(entry.name):
                         return True
         return False
+
+    def may_be_partial(self) -> bool:
+        """Whether this clone may be partial, told from its files without libgit2: its
+        configuration names a promisor or a partial clone (in any spelling, even in a
+        comment, or through an include), or a pack came from a promisor remote. A clone
+        that is not partial may be taken for one; one that is, never for complete."""
+        commondir = self.repository.commondir
+        for name in ("config", "config.worktree"):
+            try:
+                text = (commondir / name).read_bytes().lower()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+            if b"promisor" in text or b"partialclone" in text or b"include" in text:
+                return True
+        try:
+            packs = os.listdir(commondir / "objects" / "pack")
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        return any(name.endswith(".promisor") for name in packs)
 
     def asked(self, ids: Sequence[str]) -> tuple[str, str]:
         """The promisor remote asked for these objects in one batch: its name, and why

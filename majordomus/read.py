@@ -168,7 +168,8 @@ def _index_shown(
     if task is not None:
         # A first read keeps the notes of the task (of each the name could be) it parses.
         prefix = task_prefix(task)
-        views = Views(jobs.reader, jobs.history, shown=notes_of_tasks(prefix) if prefix else None)
+        shown = notes_of_tasks(prefix) if prefix else None
+        views = Views(jobs.reader, jobs.history, shown=shown, task=prefix)
         task_id = resolve_task(views.task_ids, task)
         return task_id, views.index(task_id, rev=commit)
     # Every record shown whole (no --limit): a first read keeps each note it parses.

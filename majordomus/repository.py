@@ -144,7 +144,7 @@ class Repository:
     def git_output(self, *args: str) -> str:
         """`git` that writes a lot to stdout and little to stderr (`rev-list`), read to its
         end in one call (a walk writes megabytes)."""
-        process = self.buffered_git(args, stdin=False)
+        process = self.buffered_git(args)
         assert process.stdout is not None and process.stderr is not None
         with process:
             out = process.stdout.read()
@@ -152,19 +152,33 @@ class Repository:
         check_exit(args[0], process.returncode, err)
         return out
 
-    def buffered_git(self, args: Sequence[str], stdin: bool) -> subprocess.Popen[str]:
+    def buffered_git(self, args: Sequence[str]) -> subprocess.Popen[str]:
         """git with its output buffered: GIT_FLUSH=0, since into a pipe git would flush
         every line of a walk, a write per commit."""
         try:
             return subprocess.Popen(
                 self.git_argv(args),
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=self.buffered_env(),
                 text=True,
                 encoding="utf-8",
                 errors="replace",
+            )
+        except FileNotFoundError:
+            raise RepositoryError("git is not installed or not on PATH; install git.") from None
+
+    def binary_git(self, args: Sequence[str]) -> subprocess.Popen[bytes]:
+        """`buffered_git` given its standard input, its output as bytes (a walk's tips in,
+        its lines out)."""
+        try:
+            return subprocess.Popen(
+                self.git_argv(args),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.buffered_env(),
             )
         except FileNotFoundError:
             raise RepositoryError("git is not installed or not on PATH; install git.") from None
@@ -242,7 +256,7 @@ class Repository:
     def ask_identity(self) -> None:
         """Start asking git for `identity` now: a write asks it while libgit2 loads."""
         if self._identity is None and self._asked is None:
-            self._asked = self.buffered_git(["var", "GIT_COMMITTER_IDENT"], stdin=False)
+            self._asked = self.buffered_git(["var", "GIT_COMMITTER_IDENT"])
 
     def settle(self) -> None:
         """Wait for what was asked early (a command stopping before it needed the answer)."""

@@ -5,7 +5,7 @@ bit mask)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
@@ -78,9 +78,57 @@ def _each_bit(mask: int, many: int, into: list[int]) -> None:
         mask ^= low
 
 
+def counted_walk(
+    blocks: Iterable[bytes],
+    rev: str,
+    targets: Sequence[str],
+    wanted: Collection[str] = frozenset(),
+    keep: bool = False,
+) -> CountedWalk:
+    """One pass over a walk as git writes it (blocks of whole lines of `git rev-list
+    --parents`): the rank of each commit `wanted`, the blocks kept (`keep`, while the walk
+    has at most WALK_KEEP lines), and for `targets` the commits carrying each mask of
+    `count`, counted in runs (along a chain the mask rarely changes). A mask is whole when
+    its commit's line comes (all its children came before): only the masks owed to
+    parents not yet listed are held.
+
+    No line is split into a list and no commit's mask is looked up where nothing can
+    change it: a line whose one parent is the next line's commit (a chain, as most of a
+    walk is) hands its mask on to that line. Only the lines where a mask can change are
+    visited: a commit that is REV or a target, a parent named by a line that is not such
+    a link (a merge, a branch's last commit, a root), and the line after one of those."""
+    counting = bool(targets)
+    bits: dict[bytes, int] = {rev.encode(): 1}
+    for i, target in enumerate(targets):
+        key = target.encode()
+        bits[key] = bits.get(key, 0) | 1 << (i + 1)
+    wanted_ids = {commit.encode() for commit in wanted}
+    walk = _BlockWalk(bits, wanted_ids, counting)
+    kept: list[bytes] | None = [] if keep else None
+    pending: list[bytes] = []  # the last line so far: which links to it is told by the next
+    for block in blocks:
+        if kept is not None:
+            kept.append(block)
+        lines = block.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        if not lines:
+            continue
+        walk.add([*pending, *lines[:-1]], lines[-1])
+        pending = lines[-1:]
+        if kept is not None and walk.offset > WALK_KEEP:
+            kept = None
+    if pending:
+        walk.add(pending, None)
+    masks = None if walk.owed or not counting else walk.masks
+    ranks = {commit.decode(): rank for commit, rank in walk.ranks.items()}
+    listed = {commit.decode() for commit in walk.listed}
+    return CountedWalk(ranks, kept, masks, listed)
+
+
 class CountedWalk(NamedTuple):
     ranks: dict[str, int]  # the commits looked for, by their place in the walk
-    kept: list[Line] | None  # its lines, while there are at most WALK_KEEP (when asked)
+    kept: list[bytes] | None  # the blocks of the walk, while it has at most WALK_KEEP lines
     # The commits carrying each mask, as `tally` takes them; None when a parent came before
     # a child (dates out of order) or never came (a cut graph): the caller then walks
     # again in topological order.
@@ -88,61 +136,71 @@ class CountedWalk(NamedTuple):
     listed: set[str]  # the targets the walk listed
 
 
-def counted_walk(
-    lines: Iterator[list[str]],
-    rev: str,
-    targets: Sequence[str],
-    wanted: Collection[str] = frozenset(),
-    keep: bool = False,
-) -> CountedWalk:
-    """One pass over a walk's lines: the rank of each commit `wanted`, the lines kept
-    (`keep`), and for `targets` the commits carrying each mask of `count`, counted in runs
-    (along a chain the mask rarely changes). A mask is whole when its commit's line comes
-    (all its children came before): only the masks owed to parents not yet listed are held."""
-    counting = bool(targets)
-    bits: dict[str, int] = {rev: 1}
-    for i, target in enumerate(targets):
-        bits[target] = bits.get(target, 0) | 1 << (i + 1)
-    owed: dict[str, int] = {}
-    masks: dict[int, int] = {}
-    current, run = 0, 0
-    listed: set[str] = set()
-    ranks: dict[str, int] = {}
-    kept: list[Line] | None = [] if keep else None
-    # A commit kept is named by one string, its child's and its own line's: most lines
-    # kept then hold one new string, not two (a third of the memory of a long walk).
-    named: dict[str, str] = {}
-    for rank, line in enumerate(lines):
-        commit = line[0]
-        if kept is not None:
-            same = named.pop(commit, None)
-            if same is not None:
-                line[0] = commit = same
-            if len(line) == 2:  # one parent: most commits
-                named[line[1]] = line[1]
-            kept.append(line)
-            if len(kept) > WALK_KEEP:
-                kept, named = None, {}
-        if commit in wanted:
-            ranks[commit] = rank
-        if not counting:
-            continue
-        mask = owed.pop(commit, 0)
-        bit = bits.get(commit)
-        if bit is not None:
-            mask |= bit
-            listed.add(commit)
-        if mask != current:
-            if run:
-                masks[current] = masks.get(current, 0) + run
-            current, run = mask, 0
-        run += 1
-        if len(line) == 2:  # one parent: most commits
-            parent = line[1]
-            owed[parent] = owed.get(parent, 0) | mask
-        else:
-            for parent in line[1:]:
-                owed[parent] = owed.get(parent, 0) | mask
-    if run:
-        masks[current] = masks.get(current, 0) + run
-    return CountedWalk(ranks, kept, None if owed or not counting else masks, listed)
+class _BlockWalk:
+    """The state of `counted_blocks` from one part of the walk to the next."""
+
+    def __init__(self, bits: dict[bytes, int], wanted: set[bytes], counting: bool) -> None:
+        self.bits, self.wanted, self.counting = bits, wanted, counting
+        self.named: set[bytes] = set(bits)  # commits whose mask may change on their line
+        self.owed: dict[bytes, int] = {}
+        self.masks: dict[int, int] = {}
+        self.ranks: dict[bytes, int] = {}
+        self.listed: set[bytes] = set()
+        self.offset = 0  # lines before this part
+        self.carried = 0  # the mask the last line handed on, when it links to the next
+        self.links = False  # whether the last line of the last part links to this one
+
+    def add(self, lines: list[bytes], after: bytes | None) -> None:
+        """A part of the walk, and the line after it (None: the end of the walk)."""
+        if not lines:
+            return
+        split = [line.partition(b" ") for line in lines]
+        commits = [commit for commit, _, _ in split]
+        if self.wanted:
+            offset = self.offset
+            for rank, commit in enumerate(commits):
+                if commit in self.wanted:
+                    self.ranks[commit] = offset + rank
+        if self.counting:
+            self._count(split, commits, after)
+        self.offset += len(lines)
+
+    def _count(
+        self, split: list[tuple[bytes, bytes, bytes]], commits: list[bytes], after: bytes | None
+    ) -> None:
+        nexts = [*commits[1:], None if after is None else after.partition(b" ")[0]]
+        links = [
+            parents == nxt and b" " not in parents
+            for (_, _, parents), nxt in zip(split, nexts, strict=True)
+        ]
+        named = self.named
+        for (_, _, parents), linked in zip(split, links, strict=True):
+            if not linked:
+                named.update(parents.split())
+        visit = [
+            i
+            for i, commit in enumerate(commits)
+            if commit in named or not links[i] or (not links[i - 1] if i else not self.links)
+        ]
+        bits, owed, masks, listed = self.bits, self.owed, self.masks, self.listed
+        current = self.carried if self.links else 0
+        last = -1
+        for i in visit:
+            between = i - last - 1  # linked lines between two visits: each hands its mask on
+            if between:
+                masks[current] = masks.get(current, 0) + between
+            commit = commits[i]
+            mask = (current if (links[i - 1] if i else self.links) else 0) | owed.pop(commit, 0)
+            bit = bits.get(commit)
+            if bit is not None:
+                mask |= bit
+                listed.add(commit)
+            masks[mask] = masks.get(mask, 0) + 1
+            if not links[i]:
+                for parent in split[i][2].split():
+                    owed[parent] = owed.get(parent, 0) | mask
+            current, last = mask, i
+        between = len(commits) - last - 1
+        if between:
+            masks[current] = masks.get(current, 0) + between
+        self.carried, self.links = current, links[-1]

@@ -146,6 +146,7 @@ ALLOWED = {
         "cachefile",
         "documentcache",
         "errors",
+        "gitobjects",
         "noteforms",
         "notes",
         "notestree",

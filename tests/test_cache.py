@@ -1301,7 +1301,9 @@ def test_history_of_every_task_is_read_from_the_views_and_answers_as_a_fresh_rea
         return bob.run(*argv).out
 
     def warm(argv: tuple[str, ...]) -> tuple[str, int]:
-        bob.run("history", "--task", first)  # the views of this state are kept
+        bob.run(
+            "history"
+        )  # the views of this state are kept (a read of one task's notes keeps its own)
         summarised: list[object] = []
 
         def counted(value: object) -> Any:

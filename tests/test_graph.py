@@ -4,6 +4,8 @@ few walks per command, and shallow cuts that answer exactly or `unknown`, never 
 from __future__ import annotations
 
 import random
+from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from majordomus.divergence import labels_of
 from majordomus.graph import CommitGraph
 from majordomus.history import GraphCache
 from majordomus.records import Divergence
-from majordomus.tally import tally
+from majordomus.tally import counted_walk, tally
 from tests.support.memory_graph import MemorySource, random_dag, true_label
 
 UNKNOWN = Divergence("unknown", None, None)
@@ -314,3 +316,48 @@ def test_labels_kept_or_carried_for_commits_pruned_since_are_missing(tmp_path: P
         assert found == {h: true_label(pruned, h, rev) for h in handovers}, rev
         assert [h for h, div in found.items() if div.label == "missing"] == ["feat3", "feat9"]
         assert source.presence_asked == looks, rev
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 70), st.floats(0.0, 0.6), st.data())
+def test_a_walk_counted_in_blocks_equals_its_definition(
+    seed: int, size: int, merges: float, data: st.DataObject
+) -> None:
+    """`counted_walk` over a walk cut into blocks anywhere between lines: the rank of each
+    commit looked for is its line, and the commits carrying each mask are those whose
+    set of REV and targets reaching them is that mask, counted by brute force."""
+    rng = random.Random(seed)
+    parents = random_dag(rng, size, merges)
+    commits = sorted(parents)
+    rev = rng.choice(commits)
+    targets = rng.sample(commits, min(len(commits), rng.randrange(0, 8)))
+    lines = MemorySource(parents).walk([rev, *targets], [])
+    text = [(" ".join(line) + "\n").encode() for line in lines]
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=6)))
+    blocks = [b"".join(text[a:b]) for a, b in pairwise([0, *cuts, len(text)]) if a < b]
+    wanted = set(rng.sample(commits, min(len(commits), 5)))
+    walk = counted_walk(iter(blocks), rev, targets, wanted)
+
+    def reaches(tip: str) -> set[str]:
+        found, stack = set(), [tip]
+        while stack:
+            commit = stack.pop()
+            if commit not in found:
+                found.add(commit)
+                stack.extend(parents[commit])
+        return found
+
+    reach = [reaches(tip) for tip in (rev, *targets)]
+    expected: Counter[int] = Counter()
+    for line in lines:
+        expected[sum(1 << bit for bit, found in enumerate(reach) if line[0] in found)] += 1
+    assert walk.ranks == {line[0]: i for i, line in enumerate(lines) if line[0] in wanted}
+    walked = {line[0] for line in lines}
+    assert walk.listed == ({rev, *targets} & walked if targets else set())
+    if targets:
+        assert walk.masks == dict(expected)
+    else:
+        assert walk.masks is None
+    skewed = counted_walk(iter([b"".join(reversed(text))]), rev, targets)
+    if targets and any(len(line) > 1 for line in lines):
+        assert skewed.masks is None  # a parent listed before its child: walk again in order

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import pygit2
@@ -569,7 +570,7 @@ def test_a_walk_started_ahead_that_git_cannot_make_says_so_as_any_walk_does(repo
     other = jobs.history._started
     assert other is not None
     rev = repo.head()
-    assert list(jobs.history.stream([rev], topo=True)) == [
+    assert walked_lines(jobs.history.stream([rev], topo=True)) == [
         line.split() for line in repo.git("rev-list", "--parents", "--topo-order", rev).splitlines()
     ]
     assert other.process.returncode is not None and other.out.closed
@@ -599,7 +600,7 @@ def test_a_walk_started_ahead_that_stops_halfway_is_walked_again_past_what_it_ga
     started = jobs.history._started
     assert started is not None
     expected = [line.split() for line in repo.git("rev-list", "--parents", rev).splitlines()]
-    assert list(jobs.history.stream([rev], topo=False)) == expected
+    assert walked_lines(jobs.history.stream([rev], topo=False)) == expected
     assert started.process.returncode != 0  # it did stop halfway
 
 
@@ -1015,3 +1016,12 @@ def test_the_history_questions_adopt_patches_and_merge_ask_are_answered_as_git_d
         tips = [handovers[0], handovers[1]]
         walked = repo.git("rev-list", "--parents", "--boundary", *tips, f"^{root}")
         assert history.boundary_walk(tips, root) == walked.splitlines()
+
+
+def walked_lines(blocks: Iterable[bytes]) -> list[list[str]]:
+    """A walk's lines, from the blocks `History.stream` gives: each block whole lines."""
+    lines: list[list[str]] = []
+    for block in blocks:
+        assert block.endswith(b"\n")
+        lines += [line.split() for line in block.decode().splitlines()]
+    return lines

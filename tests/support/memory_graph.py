@@ -72,9 +72,12 @@ class MemorySource:
         order.reverse()
         return [[c, *self.cut[c]] for c in order]
 
-    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[list[str]]:
-        """`walk`, line by line; children before parents when `topo`, skewed or not."""
-        yield from self._ordered(tips, []) if topo else self.walk(tips, [])
+    def stream(self, tips: Sequence[str], topo: bool) -> Iterator[bytes]:
+        """`walk`, as git writes it: in blocks of a few whole lines; children before parents
+        when `topo`, skewed or not."""
+        lines = self._ordered(tips, []) if topo else self.walk(tips, [])
+        for start in range(0, len(lines), 3):
+            yield "".join(" ".join(line) + "\n" for line in lines[start : start + 3]).encode()
 
     def start_stream(self, tips: Sequence[str]) -> None:
         """Nothing to start ahead: an in-memory graph answers at once."""
