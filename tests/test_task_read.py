@@ -1,0 +1,209 @@
+"""A first read of one task picks its notes by their bytes (`git grep`) before it parses
+any: the answer is the one a full parse gives, however the notes are spelled. The
+property: on a history with a merge and a branch, notes written with plain git in every
+TOML spelling that can hide an id (escapes, multi-line and joined strings, literal
+strings, quoted and escaped keys and table names, comments, text appended by hand,
+concatenated notes, tables that are not TOML), `history --task P` read by the filter
+equals the same read from the views a full read built, for prefixes that name one task,
+several, or none."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from majordomus.notesread import NotesReader
+from majordomus.values import NoteSet
+from tests.support.env import Clock, hermetic_environ
+from tests.support.repo import Repo
+
+TASKS = ["t-aaaa00000001", "t-aaaa00000002", "t-aaab00000003", "t-bbbb00000004"]
+PREFIXES = ["t-aaaa", "t-aaaa00000001", "t-aaab", "bbbb", "t-bbbb00000004", "t-cccc"]
+KINDS = ["task", "checkpoint", "handover", "resume"]
+WORDS = ["resume", "t-aaaa00000002", "flaky", "ack", "h-00000000000000a1", "\\", '"', "\n", "é"]
+HANDOVERS = [f"h-{n:016x}" for n in range(0xA0, 0xA6)]
+
+
+@st.composite
+def spelled(draw: st.DrawFn, text: str) -> str:
+    """A TOML string of `text`, in one of the spellings that make it."""
+    # Mostly the plain spelling, so that many notes hold nothing that forces a pick.
+    style = draw(st.sampled_from(["basic"] * 6 + ["escaped", "literal", "multi", "joined"]))
+    if style == "literal" and not any(c in text for c in "'\n\r\\") and text.isprintable():
+        return f"'{text}'"
+
+    def escape(c: str, every: bool) -> str:
+        if c in '"\\' or not c.isprintable() or (every and draw(st.booleans())):
+            wide = draw(st.booleans())
+            return f"\\U{ord(c):08X}" if wide else f"\\u{ord(c):04x}"
+        return c
+
+    if style == "joined" and text and not text[0].isspace():
+        at = draw(st.integers(0, len(text) - 1))
+        while at and text[at].isspace():
+            at -= 1
+        head = "".join(escape(c, False) for c in text[:at])
+        rest = "".join(escape(c, False) for c in text[at:])
+        return f'"""{head}\\\n    {rest}"""'
+    if style == "multi":
+        return '"""\n' + "".join(escape(c, False) for c in text) + '"""'
+    return '"' + "".join(escape(c, style == "escaped") for c in text) + '"'
+
+
+@st.composite
+def key(draw: st.DrawFn, name: str) -> str:
+    style = draw(st.sampled_from(["bare"] * 6 + ["quoted", "escaped"]))
+    if style == "quoted":
+        return f'"{name}"'
+    if style == "escaped":
+        return '"' + "".join(f"\\u{ord(c):04x}" if draw(st.booleans()) else c for c in name) + '"'
+    return name
+
+
+@st.composite
+def table(draw: st.DrawFn, kind: str, head: str, n: int) -> str:
+    """One record's table: valid, or with a field missing (an invalid record)."""
+    task = draw(st.sampled_from(TASKS))
+    fields: dict[str, str] = {
+        "v": "1",
+        "id": draw(spelled(task if kind == "task" else f"{kind[0]}-{n:016x}")),
+        "task": draw(spelled(task)),
+        "head": f'"{head}"',
+        "at": f"2026-11-{1 + n % 28:02d}T03:12:{n % 60:02d}Z",
+        "author": '"Ada <ada@example.com>"',
+    }
+    if kind == "task":
+        del fields["task"]
+        fields["title"] = draw(spelled(" ".join(draw(st.lists(st.sampled_from(WORDS))))))
+    elif kind == "checkpoint":
+        fields["body"] = draw(spelled(" ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1)))))
+    elif kind == "handover":
+        fields["id"] = draw(spelled(draw(st.sampled_from(HANDOVERS))))
+        for name in ("objective", "state", "next"):
+            fields[name] = draw(spelled(draw(st.sampled_from(WORDS))))
+    else:
+        fields["handover"] = draw(spelled(draw(st.sampled_from(HANDOVERS))))
+        fields["label"] = '"advanced"'
+        supersedes = draw(st.lists(st.sampled_from(HANDOVERS), max_size=2))
+        fields["supersedes"] = "[" + ", ".join(draw(spelled(h)) for h in supersedes) + "]"
+    if draw(st.integers(0, 5)) == 0:
+        del fields[draw(st.sampled_from(sorted(fields)))]
+    header = draw(st.sampled_from([f"[[{kind}]]", f"[[ {kind} ]]", f'[["{kind}"]]']))
+    if draw(st.integers(0, 8)) == 0:
+        header = "[[" + draw(key(kind)) + "]]"
+    lines = [header]
+    for name, value in fields.items():
+        lines.append(f"{draw(key(name))} = {value}")
+        if draw(st.integers(0, 6)) == 0:
+            lines.append(f"# {draw(st.sampled_from(WORDS)).strip()}")
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def note(draw: st.DrawFn, head: str, start: int) -> str:
+    """A note as people and tools leave them: tables, maybe appended text or a second
+    document, maybe a line that is no TOML."""
+    kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3))
+    text = "\n".join(draw(table(kind, head, start + i)) for i, kind in enumerate(kinds))
+    extra = draw(st.sampled_from(["", "", "appended", "concatenated", "broken"]))
+    if extra == "appended":
+        text += f"\n{draw(st.sampled_from(WORDS))} by hand, not TOML\n"
+    elif extra == "concatenated":
+        text += "\n" + draw(table(draw(st.sampled_from(KINDS)), head, start + 9))
+    elif extra == "broken":
+        text += '\n[[checkpoint]]\nbody = "unterminated\n'
+    return text
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_first_read_of_a_task_equals_the_read_from_every_note(data: st.DataObject) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        repo = Repo.init(root / "repo", hermetic_environ(root / "home"), Clock())
+        commits = [repo.head()]
+        for n in range(5):
+            commits.append(repo.commit(f"main {n}"))
+        repo.git("checkout", "-q", "-b", "side", commits[2])
+        for n in range(3):
+            commits.append(repo.commit(f"side {n}"))
+        repo.git("checkout", "-q", "main")
+        repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+        commits.append(repo.head())
+        repo.git("checkout", "-q", "-b", "elsewhere", commits[3])  # some notes off HEAD
+        commits.append(repo.commit("elsewhere"))
+        annotated = data.draw(
+            st.lists(st.sampled_from(commits), min_size=4, max_size=10, unique=True)
+        )
+        for i, commit in enumerate(annotated):
+            text = data.draw(note(commit, 10 * i))
+            repo.git("notes", "--ref=majordomus", "add", "-f", "-F", "-", commit, input=text)
+        reads = [
+            ("history", "--task", prefix, *data.draw(st.sampled_from([(), ("--all",)])), "--json")
+            for prefix in data.draw(st.lists(st.sampled_from(PREFIXES), min_size=3, max_size=3))
+        ]
+        picked = []
+        for argv in reads:
+            repo.drop_caches()
+            picked.append(_picked(repo, argv))
+        repo.drop_caches()
+        assert repo.run("history", "--json").code == 0  # every note read, the views kept
+        for argv, by_filter in zip(reads, picked, strict=True):
+            whole = repo.run(*argv)
+            assert (by_filter.code, by_filter.err) == (whole.code, whole.err), argv
+            if whole.code:
+                continue
+            filtered, full = json.loads(by_filter.out), json.loads(whole.out)
+            assert filtered["records"] == full["records"], argv
+            assert (filtered["rev"], filtered["hidden"]) == (full["rev"], full["hidden"])
+            assert filtered["invalid"] <= full["invalid"]
+
+
+def _picked(repo: Repo, argv: tuple[str, ...]) -> Any:
+    """The read of `argv` with no views, checked to have read by the filter."""
+    reads: list[NoteSet | None] = []
+    task_notes = NotesReader.task_notes
+
+    def counted(self: NotesReader, prefix: str) -> NoteSet | None:
+        found = task_notes(self, prefix)
+        reads.append(found)
+        return found
+
+    NotesReader.task_notes = counted  # type: ignore[method-assign]
+    try:
+        result = repo.run(*argv)
+    finally:
+        NotesReader.task_notes = task_notes  # type: ignore[method-assign]
+    assert reads and all(found is not None for found in reads), argv
+    return result
+
+
+def test_a_resume_of_another_task_that_names_the_handover_resolves_it(
+    repo: Repo,
+) -> None:
+    """A resume filed under another task names the handover by its id alone: the read of
+    the handover's task reads it too, and the handover is resolved as in a full read."""
+    first, second = repo.head(), repo.commit("second")
+    handover = (
+        '[[handover]]\nv = 1\nid = "h-00000000000000b1"\ntask = "t-aaaa00000001"\n'
+        f'head = "{first}"\nat = 2026-11-01T03:12:00Z\nauthor = "Ada <ada@example.com>"\n'
+        'objective = "o"\nstate = "s"\nnext = "n"\n'
+    )
+    resume = (
+        '[[resume]]\nv = 1\nid = "r-00000000000000b2"\ntask = "t-bbbb00000004"\n'
+        f'head = "{second}"\nat = 2026-11-01T03:13:00Z\nauthor = "Ada <ada@example.com>"\n'
+        'handover = "h-00000000000000b1"\nlabel = "advanced"\n'
+    )
+    repo.git("notes", "--ref=majordomus", "add", "-F", "-", first, input=handover)
+    repo.git("notes", "--ref=majordomus", "add", "-F", "-", second, input=resume)
+    argv = ("history", "--task", "t-aaaa", "--json")
+    picked = json.loads(_picked(repo, argv).out)
+    assert [(r["id"], r["resolved"]) for r in picked["records"]] == [("h-00000000000000b1", True)]
+    repo.drop_caches()
+    assert repo.run("history", "--json").code == 0
+    assert json.loads(repo.run(*argv).out) == picked
