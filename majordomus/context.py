@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import plaintext
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
-from majordomus.index import Index, Views
+from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS, Divergence
 from majordomus.tasks import (
@@ -23,6 +23,7 @@ from majordomus.tasks import (
     current_task,
     load_profile,
     open_here,
+    task_views,
 )
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
@@ -69,7 +70,7 @@ def session(inputs: Inputs, task: str | None = None, checkpoints: int = 0) -> Se
     jobs = open_here(inputs)
     head = jobs.history.head()
     prof = load_profile(inputs, jobs)
-    views = Views(jobs.reader, jobs.history)
+    views = task_views(inputs, jobs, task)
     strict = prof.trust == "signed"
     task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)
     index = views.index(task_id)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from majordomus import interrupt
 from majordomus import profile as profiles
 from majordomus.errors import ExitCode, RefusedError
-from majordomus.index import Index, Views
+from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.tasks import (
     Jobs,
@@ -23,6 +23,7 @@ from majordomus.tasks import (
     current_task,
     load_profile,
     open_here,
+    task_views,
 )
 from majordomus.values import CheckResult
 
@@ -47,7 +48,7 @@ def check(inputs: Inputs, task: str | None = None, all_tasks: bool = False) -> l
 def _check_current(
     inputs: Inputs, jobs: Jobs, task: str | None, prof: profiles.Profile
 ) -> CheckResult:
-    views = Views(jobs.reader, jobs.history)
+    views = task_views(inputs, jobs, task)
     task_id, _ = current_task(inputs, jobs, views, task)
     return check_task(views.index(task_id), task_id, prof, inputs.now())
 

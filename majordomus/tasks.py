@@ -136,6 +136,20 @@ def resolve_task(task_ids: Collection[str], name: str) -> str:
     return candidates[0]
 
 
+def task_name(inputs: Inputs, jobs: Jobs, explicit: str | None) -> str | None:
+    """The name a command's task is given: --task beats MAJORDOMUS_TASK beats the task set
+    by `task new` / `task use`; None when none of them names one."""
+    return explicit or inputs.environ.get("MAJORDOMUS_TASK") or jobs.repository.current_task()
+
+
+def task_views(inputs: Inputs, jobs: Jobs, explicit: str | None) -> Views:
+    """The views a read of the command's task works on: where its name is a task id (or
+    the start of one) and no view describes the notes refs as they are, only the notes
+    that could hold its records are read (`Views`' `task`), not every note."""
+    name = task_name(inputs, jobs, explicit)
+    return Views(jobs.reader, jobs.history, task=task_prefix(name) if name else None)
+
+
 def current_task(
     inputs: Inputs,
     jobs: Jobs,
@@ -152,13 +166,9 @@ def current_task(
     task has one (what a new clone or a new agent session picks up); `strict` (`trust =
     "signed"`): of a verified open handover.
     """
-    for name in (
-        explicit,
-        inputs.environ.get("MAJORDOMUS_TASK") or None,
-        jobs.repository.current_task(),
-    ):
-        if name:
-            return resolve_task(views.task_ids, name), False
+    name = task_name(inputs, jobs, explicit)
+    if name:
+        return resolve_task(views.task_ids, name), False
     candidates = tasks_with_open_handover(jobs, views, strict) if imply else []
     if len(candidates) == 1:
         return candidates[0], True

@@ -23,6 +23,7 @@ from majordomus.tasks import (
     open_here,
     resolve_task,
     session_of,
+    task_views,
     trusted,
     validated,
 )
@@ -370,7 +371,7 @@ def resume(
         jobs.writer.ref.check_writable()
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
     strict = load_profile(inputs, jobs).trust == "signed"
-    views = Views(jobs.reader, jobs.history)
+    views = task_views(inputs, jobs, task)
     task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)
     index = views.index(task_id)
     pending, untrusted = trusted(
