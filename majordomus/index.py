@@ -95,11 +95,13 @@ class Index:
         self.has_copies = len({item.summary.id for item in self.records}) < len(self.records)
         if not self.has_copies:  # the usual read: every record once, nothing to choose
             return
-        # Copies of one record share kind and id; a record of another kind that reuses
-        # the id (only a forged note does) is another record, never a newer copy.
-        copies: dict[tuple[str, str], list[Listed]] = {}
+        # Copies of one record share kind, task and id; a record of another kind or task
+        # that reuses the id (only a forged note does) is another record, never a newer
+        # copy: a note on some other task's commit cannot hide a record of this one.
+        copies: dict[tuple[str, str, str], list[Listed]] = {}
         for item in self.records:
-            copies.setdefault((item.summary.kind, item.summary.id), []).append(item)
+            summary = item.summary
+            copies.setdefault((summary.kind, summary.task, summary.id), []).append(item)
         self.has_copies = any(len(c) > 1 for c in copies.values())
         self.records = [self._choose(c) for c in copies.values()]
 

@@ -110,17 +110,18 @@ def could_hold_task(prefix: str) -> tuple[str, ...]:
 
 def holds_task(prefix: str) -> re.Pattern[bytes]:
     """`could_hold_task` but for the resumes: a note's bytes it does not search holds no
-    record of those tasks (it may hold a resume; see `may_resolve`)."""
+    record of those tasks (it may hold a resume; see `may_name`)."""
     return re.compile(
         f"{prefix}|{_ID_ESCAPE}|{_LINE_END}".encode("ascii"),
         re.MULTILINE,
     )
 
 
-def may_resolve(handovers: Iterable[str]) -> re.Pattern[bytes]:
-    """What a note's bytes hold when one of its resumes may name one of these handovers:
-    the id written plainly, or any escape or line-ending backslash."""
-    ids = "|".join(re.escape(handover) for handover in sorted(handovers))
+def may_name(ids: Iterable[str]) -> re.Pattern[bytes]:
+    """What a note's bytes hold when a string in it may be one of these record ids (a
+    resume naming a handover, a copy of a record): the id written plainly, or any escape
+    or line-ending backslash."""
+    ids = "|".join(re.escape(ident) for ident in sorted(ids))
     return re.compile(f"{ids}{'|' if ids else ''}\\\\[uUx]|{_LINE_END}".encode(), re.MULTILINE)
 
 

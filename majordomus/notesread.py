@@ -21,7 +21,7 @@ from majordomus.cachefile import VIEWS_FOLDER_NAME, framed, frames_of
 from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
 from majordomus.noteforms import unnamed_file
-from majordomus.notes import Note, Shown, could_hold_task, every_note, holds_task, may_resolve
+from majordomus.notes import Note, Shown, could_hold_task, every_note, holds_task, may_name
 from majordomus.notetoml import MissingObjectError
 from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
@@ -291,11 +291,12 @@ class NotesReader:
     def task_notes(self, prefix: str) -> NoteSet | None:
         """The notes that could hold a record of a task whose id starts with `prefix`, read
         as `read_notes` reads them: a first read of one task parses those, not every note.
-        One `git grep` over the notes trees picks them (`could_hold_task`); of the notes
-        it picked only for a resume, those that may name a handover of the tasks are read
-        too (`may_resolve`). `invalid` counts the unreadable parts among the notes read.
-        None where git cannot pick them: not a plain layout, a clone that may be partial
-        (git would fetch each blob it lacks alone), a tree git cannot list or read."""
+        One `git grep` over the notes trees picks them (`could_hold_task`). Of the notes it
+        picked only for a resume, those that may name a handover of the tasks are read too,
+        and then those that may hold a copy of a resume read (`may_name`): the copy a read
+        lists may name another handover. `invalid` counts the unreadable parts among the
+        notes read. None where git cannot pick them: not a plain layout, a clone that may be
+        partial (git would fetch each blob it lacks alone), a tree git cannot list or read."""
         repository = self.repository
         if repository.refs is None or self.partial.may_be_partial():
             return None
@@ -314,27 +315,28 @@ class NotesReader:
         self.blobs.prefetch([blob for notes in held.values() for blob in notes])
         holds = holds_task(prefix)
         first = {c: notes for c, notes in held.items() if self.blobs.matching(notes, holds)}
-        noteset = self._united_held(listing, first)
-        handovers = {
-            summary.id
-            for on in noteset.commits.values()
-            for summary in on.summaries
-            if summary.kind == "handover" and summary.task.startswith(prefix)
-        }
-        resolving = may_resolve(handovers)
-        rest = {
-            c: notes
-            for c, notes in held.items()
-            if handovers and c not in first and self.blobs.matching(notes, resolving)
-        }
-        if not rest:
-            return noteset
-        more = self._united_held(listing, rest)
+        parts = [self._united_held(listing, first)]
+        handovers = _ids(parts, "handover", prefix)
+        if not handovers:  # no resume can change the answer
+            return parts[0]
+        read = set(first)
+        for kind in ("handover", "resume"):  # resumes naming them, then copies of resumes
+            naming = may_name(handovers if kind == "handover" else _ids(parts, "resume"))
+            more = {
+                c: notes
+                for c, notes in held.items()
+                if c not in read and self.blobs.matching(notes, naming)
+            }
+            read.update(more)
+            if more:
+                parts.append(self._united_held(listing, more))
+        if len(parts) == 1:
+            return parts[0]
         return NoteSet(
-            {**noteset.commits, **more.commits},
-            noteset.unreadable + more.unreadable,
-            noteset.refs,
-            noteset.missing + more.missing,
+            {c: on for part in parts for c, on in part.commits.items()},
+            tuple(note for part in parts for note in part.unreadable),
+            parts[0].refs,
+            sum(part.missing for part in parts),
         )
 
     def note(self, blobs: Sequence[str]) -> Note:
@@ -356,6 +358,17 @@ class NotesReader:
         for commit, blob_id in walk:
             copies.setdefault(commit, []).append(blob_id)
         return copies
+
+
+def _ids(parts: Iterable[NoteSet], kind: str, prefix: str = "") -> set[str]:
+    """The ids of the records of `kind` these notes hold (of the tasks `prefix` starts)."""
+    return {
+        summary.id
+        for part in parts
+        for on in part.commits.values()
+        for summary in on.summaries
+        if summary.kind == kind and summary.task.startswith(prefix)
+    }
 
 
 class ShownNotes:

@@ -300,6 +300,7 @@ class ViewCache(CacheFile):
 
     FORMAT = (
         "views:refs(@head lasting)->(invalid counting entries that are no note,tasks),"
+        "one copy of each (kind,task,id), "
         "part->file,retired file->time; "
         f"part 'task ID':(rows(({SUMMARY_FIELDS}),commit,blobs),resolved), "
         "part 'ledger N':(keys,resolved)"

@@ -233,3 +233,79 @@ def test_a_resume_of_another_task_that_names_the_handover_resolves_it(
     repo.drop_caches()
     assert repo.run("history", "--json").code == 0
     assert json.loads(repo.run(*argv).out) == picked
+
+
+def _handover(ident: str, task: str, head: str, at: str) -> str:
+    return (
+        f'[[handover]]\nv = 1\nid = "{ident}"\ntask = "{task}"\nhead = "{head}"\n'
+        f'at = {at}\nauthor = "Ada <ada@example.com>"\nobjective = "o"\nstate = "s"\nnext = "n"\n'
+    )
+
+
+def _resume(ident: str, task: str, head: str, at: str, handover: str) -> str:
+    return (
+        f'[[resume]]\nv = 1\nid = "{ident}"\ntask = "{task}"\nhead = "{head}"\n'
+        f'at = {at}\nauthor = "Ada <ada@example.com>"\nhandover = "{handover}"\n'
+        'label = "advanced"\n'
+    )
+
+
+def test_a_record_id_another_task_reuses_hides_nothing(repo: Repo) -> None:
+    """A forged note that reuses a handover's id under another task, on a commit nearer
+    HEAD, is another record, never a newer copy: both tasks list their own, in a first
+    read by the filter (which never reads the other task's note) and in a full read."""
+    first = repo.head()
+    repo.git("checkout", "-q", "-b", "side")
+    side = repo.commit("side")
+    repo.git("checkout", "-q", "main")
+    repo.commit("main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    forged = repo.head()
+    ident = "h-00000000000000c1"
+    mine = _handover(ident, "t-aaaa00000001", first, "2026-11-01T03:12:00Z")
+    theirs = _handover(ident, "t-bbbb00000004", forged, "2026-11-02T03:12:00Z")
+    repo.git("notes", "--ref=majordomus", "add", "-F", "-", first, input=mine)
+    repo.git("notes", "--ref=majordomus", "add", "-F", "-", forged, input=theirs)
+    repo.git("notes", "--ref=majordomus", "add", "-m", "not TOML", side)
+    argv = ("history", "--task", "t-aaaa", "--json")
+    picked = json.loads(_picked(repo, argv).out)
+    assert [(r["id"], r["task"], r["commit"]) for r in picked["records"]] == [
+        (ident, "t-aaaa00000001", first)
+    ]
+    repo.drop_caches()
+    every = json.loads(repo.run("history", "--json").out)
+    assert sorted((r["id"], r["task"]) for r in every["records"]) == [
+        (ident, "t-aaaa00000001"),
+        (ident, "t-bbbb00000004"),
+    ]
+    full = json.loads(repo.run(*argv).out)
+    assert full["records"] == picked["records"]
+    # `invalid` counts among the notes each read: the note that is no TOML holds no id.
+    assert (picked["invalid"], full["invalid"]) == (0, 1)
+
+
+def test_the_copy_of_a_resume_a_read_lists_decides_what_it_resolves(repo: Repo) -> None:
+    """Two copies of one resume of another task (a forged one nearer HEAD naming another
+    handover): a read lists the copy nearest HEAD, so the handover the older copy names
+    stays open, in a first read by the filter as in a full read."""
+    first, second = repo.head(), repo.commit("second")
+    third = repo.commit("third")
+    ident, other = "h-00000000000000d1", "h-00000000000000d2"
+    handover = _handover(ident, "t-aaaa00000001", first, "2026-11-01T03:12:00Z")
+    older = _resume("r-00000000000000d3", "t-bbbb00000004", second, "2026-11-02T03:12:00Z", ident)
+    nearer = _resume("r-00000000000000d3", "t-bbbb00000004", third, "2026-11-03T03:12:00Z", other)
+    for commit, text in ((first, handover), (second, older), (third, nearer)):
+        repo.git("notes", "--ref=majordomus", "add", "-F", "-", commit, input=text)
+    argv = ("history", "--task", "t-aaaa", "--json")
+    picked = json.loads(_picked(repo, argv).out)
+    assert [(r["id"], r["resolved"]) for r in picked["records"]] == [(ident, False)]
+    repo.drop_caches()
+    assert repo.run("history", "--json").code == 0
+    assert json.loads(repo.run(*argv).out) == picked
+    peek = ("resume", "--peek", "--task", "t-aaaa", "--json")
+    repo.drop_caches()
+    by_filter = _picked(repo, peek)
+    repo.drop_caches()
+    assert repo.run("history", "--json").code == 0
+    assert repo.run(*peek).out == by_filter.out
+    assert json.loads(by_filter.out)["handover"]["id"] == ident
