@@ -443,10 +443,13 @@ all runs of a command, from {memory_source()}.
   checkpoint` then the read, against `git notes append` of a TOML record then
   the git read ({setup.cold_runs} cycles, only the read is timed), in a clone
   where each read ran once before (untimed).
-- **first, fresh clone**: `history --task` in a local clone made just before
-  (untimed; {setup.cold_runs} clones), so no majordomus cache of any kind
-  exists: what an agent meets after `git clone`. `git log` runs in the same
-  clone right after. Target 2.0 at every size.
+- **first, fresh clone**: what a new session or CI runs first, the task named:
+  `history --task`, `resume --peek --task` and `context --task`, each in a local
+  clone made just before (untimed; {setup.cold_runs} clones a read), so no
+  majordomus cache of any kind exists: what an agent meets after `git clone`.
+  `git log` (and, for the two that label the handover, the `rev-list --count`
+  that gives its divergence) runs in the same clone right after. Target 1.5 at
+  every size.
 - **write**: consecutive `majordomus checkpoint`s, as in a working session,
   against the floor any Python CLI using pygit2 pays, the same venv's
   `python -c "import pygit2"`; `git notes append` (run in another clone, so it

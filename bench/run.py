@@ -60,7 +60,7 @@ from suite import (
     checkpoint_after_git_rows,
     checkpoint_row,
     cold_rows,
-    fresh_clone_row,
+    fresh_clone_rows,
     hook_rows,
     kinds_text,
     reads,
@@ -182,11 +182,11 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
         fixture.head,
         targets.cold,
     )
-    log("the first history in a fresh clone")
-    fresh = _fresh_row(fixture, setup, workdir / "fresh", in_git, targets)
+    log("the first reads in a fresh clone")
+    fresh = _fresh_rows(fixture, setup, workdir / "fresh", in_git, targets)
     log("adopt after squash and rebase merges")
     adopted = adopt_row(setup, scratch_clone(fixture, workdir / "adopt", setup.env))
-    rows = (*warm, *hooks, written, *foreign, *cold, fresh, adopted)
+    rows = (*warm, *hooks, written, *foreign, *cold, *fresh, adopted)
     return SizeResult(
         fixture=fixture,
         rows=tuple(_memory_limit(row, targets.memory_mib) for row in rows),
@@ -198,15 +198,15 @@ def measure_size(fixture: Fixture, setup: Setup, workdir: Path) -> SizeResult:
     )
 
 
-def _fresh_row(
+def _fresh_rows(
     fixture: Fixture, setup: Setup, fresh: Path, in_git: Mapping[str, str], targets: Targets
-) -> Row:
+) -> list[Row]:
     def reclone() -> None:
         shutil.rmtree(fresh, ignore_errors=True)
         scratch_clone(fixture, fresh, setup.env)
 
     plan = reads(setup, fresh, fixture.expectation, fixture.handover_commit, in_git)
-    return fresh_clone_row(setup, fresh, reclone, plan, targets.fresh)
+    return fresh_clone_rows(setup, fresh, reclone, plan, targets.fresh)
 
 
 def _memory_limit(row: Row, memory_mib: float) -> Row:

@@ -153,6 +153,7 @@ class Setup:
 
 WARM = Target(limit=1.0, aim=0.5)
 COLD = Target(limit=2.0)
+FRESH = Target(limit=1.5)  # issue 29: what a new agent or CI runs first in a fresh clone
 WRITE = Target(limit=2.0, aim=1.3)
 HOOK = Target(limit=4.0, aim=2.5)  # against a bare `import pygit2`; absolute aim: well under 1 s
 AFTER_GIT = Target(limit=2.0)  # against the same git write plus the floor
@@ -179,12 +180,12 @@ def targets_for(commits: int) -> Targets:
     size: warm at most 0.2 of git's time, the first read after a write at most 1.0, a
     checkpoint after a git write at most 2.0 x (that write + the floor), under 200 MiB."""
     if commits < LARGE:
-        return Targets(WARM, COLD, COLD, WRITE, AFTER_GIT, HOOK, MEMORY_LIMIT_MIB)
+        return Targets(WARM, COLD, FRESH, WRITE, AFTER_GIT, HOOK, MEMORY_LIMIT_MIB)
     memory = LARGE_MEMORY_MIB
     return Targets(
         warm=Target(limit=0.2, memory_mib=memory),
         cold=Target(limit=1.0, memory_mib=memory),
-        fresh=dataclasses.replace(COLD, memory_mib=memory),
+        fresh=dataclasses.replace(FRESH, memory_mib=memory),
         write=dataclasses.replace(WRITE, memory_mib=memory),
         after_git=dataclasses.replace(AFTER_GIT, memory_mib=memory),
         hook=dataclasses.replace(HOOK, memory_mib=memory),
@@ -222,9 +223,18 @@ class Reads:
     history: tuple[Command, Command, Check]
     check: tuple[Command, Command, Check]
     resume: tuple[Command, Command, Check]
+    context: tuple[Command, Command, Check]  # timed in a fresh clone only
 
     def items(self) -> tuple[tuple[str, tuple[Command, Command, Check]], ...]:
         return (("history", self.history), ("check", self.check), ("resume --peek", self.resume))
+
+    def first_reads(self) -> tuple[tuple[str, tuple[Command, Command, Check]], ...]:
+        """What a new session or CI runs first in a fresh clone, the task named."""
+        return (
+            ("history", self.history),
+            ("resume --peek", self.resume),
+            ("context", self.context),
+        )
 
 
 def reads(
@@ -239,6 +249,7 @@ def reads(
     task = expect.task
     log = Command("git log", (git_log(repo),))
     count = git(repo, "rev-list", "--left-right", "--count", f"HEAD...{handover_commit}")
+    labelled = Command("git log + rev-list", (git_log(repo), count))
     return Reads(
         history=(
             Command("history", (mj(setup, repo, "history", "--task", task, "--json"),)),
@@ -254,8 +265,13 @@ def reads(
         ),
         resume=(
             Command("resume", (mj(setup, repo, "resume", "--peek", "--task", task, "--json"),)),
-            Command("git log + rev-list", (git_log(repo), count)),
+            labelled,
             lambda out: _check_resume(out, expect),
+        ),
+        context=(
+            Command("context", (mj(setup, repo, "context", "--task", task, "--json"),)),
+            labelled,
+            lambda out: _check_context(out, expect),
         ),
     )
 
@@ -523,6 +539,16 @@ def _check_resume(stdout: bytes, expect: Expectation) -> str:
     return "" if got == wanted else f"got {got}, expected {wanted}"
 
 
+def _check_context(stdout: bytes, expect: Expectation) -> str:
+    document = _json(stdout)
+    if document is None:
+        return "output is not JSON"
+    included = document.get("included")
+    got = (document.get("task"), isinstance(included, list) and expect.open_handover in included)
+    wanted = (expect.task, True)
+    return "" if got == wanted else f"got (task, handover included) {got}, expected {wanted}"
+
+
 def hook_rows(
     setup: Setup, repo: Path, expect: Expectation, inputs: Path, target: Target = HOOK
 ) -> list[Row]:
@@ -576,24 +602,25 @@ def _check_hook(stdout: bytes, expect: Expectation, event: str) -> str:
     return ""
 
 
-def fresh_clone_row(
-    setup: Setup, fresh: Path, reclone: Callable[[], object], plan: Reads, target: Target = COLD
-) -> Row:
-    """The first `history --task` in a clone made just before (untimed): no majordomus cache
-    of any kind, what an agent meets after `git clone`; `git log` then runs in the same clone.
-    """
-    mine, theirs, check = plan.history
-    ours: list[Outcome] = []
-    base: list[Outcome] = []
-    for _ in range(setup.cold_runs):
-        reclone()
-        ours.append(run_chain(mine.argvs, setup.env, fresh, mine.ok))
-        base.append(run_chain(theirs.argvs, setup.env, fresh, theirs.ok))
-    series = Series(dataclasses.replace(mine, name="history, fresh clone"), tuple(ours))
-    answer = "" if series.failure else check(ours[-1].stdout)
-    return Row(
-        "history", "first, fresh clone", series, Series(theirs, tuple(base)), target, answer=answer
-    )
+def fresh_clone_rows(
+    setup: Setup, fresh: Path, reclone: Callable[[], object], plan: Reads, target: Target = FRESH
+) -> list[Row]:
+    """The first reads a new session or CI runs (`history --task`, `resume --peek`,
+    `context`), each in a clone made just before it (untimed): no majordomus cache of any
+    kind, what an agent meets after `git clone`; git's side then runs in the same clone."""
+    rows = []
+    for name, (mine, theirs, check) in plan.first_reads():
+        ours: list[Outcome] = []
+        base: list[Outcome] = []
+        for _ in range(setup.cold_runs):
+            reclone()
+            ours.append(run_chain(mine.argvs, setup.env, fresh, mine.ok))
+            base.append(run_chain(theirs.argvs, setup.env, fresh, theirs.ok))
+        series = Series(dataclasses.replace(mine, name=f"{name}, fresh clone"), tuple(ours))
+        answer = "" if series.failure else check(ours[-1].stdout)
+        baseline = Series(theirs, tuple(base))
+        rows.append(Row(name, "first, fresh clone", series, baseline, target, answer=answer))
+    return rows
 
 
 def answer_lines(answers: Sequence[str], checked: str) -> list[str]:
