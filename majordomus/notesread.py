@@ -7,25 +7,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, BinaryIO
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from majordomus import gitobjects, notestree
+from majordomus import gitobjects, helperparse, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cachefile import FILES as CACHE_FILES
 from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE
 from majordomus.cachefile import RECORDS_FILE_NAME as DOCUMENTS_FILE
-from majordomus.cachefile import VIEWS_FOLDER_NAME, framed, frames_of
+from majordomus.cachefile import VIEWS_FOLDER_NAME
 from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
-from majordomus.noteforms import unnamed_file
 from majordomus.notes import Note, Shown, could_hold_task, every_note, holds_task, may_name
 from majordomus.notetoml import MissingObjectError
 from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
-from majordomus.readcache import BlobEntry, ReadCache, blob_entry, plain_entry
+from majordomus.readcache import BlobEntry, ReadCache
 from majordomus.readrefs import ReadRefs
 from majordomus.summaries import (
     FRAME_ENTRIES,
@@ -105,7 +103,7 @@ class NotesReader:
         )
         saved = cache.save(trees, self._current_blobs)
         self.shown.read_whole(self._current_blobs, commits)
-        if len(found) >= SHARED_READ_MIN:
+        if len(found) >= helperparse.SHARED_READ_MIN:
             if walked:
                 self.repository.repo.free()  # mapped again by what the helpers did not send
             if saved and not missing:
@@ -173,7 +171,7 @@ class NotesReader:
         self, cache: ReadCache, flats: Sequence[str], walked: bool, shown: Shown | None
     ) -> None:
         """Every note blob of these listings the read cache lacks summarised into it: many
-        by helper processes (see `_summarised`), a few read in one go and parsed as asked."""
+        by helper processes (`helperparse`), a few read in one go and parsed as asked."""
         # The blobs to parse, each once, in order, as one string: the helpers forked to
         # parse them start from this process as it is now, so it holds no object per note
         # yet; and a helper given a run of ids in order reads only its part of the pack
@@ -181,7 +179,7 @@ class NotesReader:
         unread = "".join(
             sorted({blob for flat in flats for _, blob in pairs(flat) if blob not in cache.blobs})
         )
-        if len(unread) // 40 >= SHARED_READ_MIN:
+        if len(unread) // 40 >= helperparse.SHARED_READ_MIN:
             repo = self.repository.repo
             if walked:
                 # The walk mapped the pack index (~130 MiB resident at 1,000,000 commits):
@@ -189,7 +187,7 @@ class NotesReader:
                 # at once with what each of them builds.
                 repo.free()
             put_form = None if shown is None else self.shown.opened().put_form
-            _summarised(str(repo.path), unread, cache.put_blob, put_form, shown)
+            helperparse.summarised(str(repo.path), unread, cache.put_blob, put_form, shown)
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in ids(unread) if blob not in cache.blobs]
             for blob, summarised, _ in parsed(self.blobs, left):
@@ -408,9 +406,9 @@ class ShownNotes:
         documents = self.opened()
         unread = [b for b in blobs if not documents.has(b)]
         fresh = sorted(b for b in unread if not note_blobs.is_parsed(b))
-        if len(fresh) >= SHARED_READ_MIN:
+        if len(fresh) >= helperparse.SHARED_READ_MIN:
             commondir = str(self.repository.commondir)
-            _summarised(commondir, "".join(fresh), None, documents.put_form, every_note)
+            helperparse.summarised(commondir, "".join(fresh), None, documents.put_form, every_note)
             unread = [b for b in unread if not documents.has(b)]
         del fresh
         by_git = 1 < sum(1 for b in unread if not note_blobs.is_parsed(b)) <= PRELOAD_BY_GIT_MAX
@@ -472,78 +470,6 @@ def _uncached() -> Iterator[None]:
         yield
     finally:
         pygit2.settings.enable_caching(True)
-
-
-# A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
-# process forks helpers that each open the repository, parse a run of the blobs and send
-# back what the read cache keeps, marshalled through a pipe in frames of FRAME_ENTRIES (so
-# that neither side holds the whole share twice). Below this many, one process is quicker
-# than forking.
-SHARED_READ_MIN = 2000
-SHARE_RUN = 8192  # notes a helper reads before it unmaps the objects
-
-
-def _summarised(
-    gitdir: str,
-    blob_ids: str,
-    put: Callable[[str, BlobEntry], None] | None,
-    put_form: Callable[[str, bytes], None] | None = None,
-    shown: Shown | None = None,
-) -> None:
-    """`put` the entry of each blob parsed by helper processes (`sharedread`), one run of
-    the ids each (None: the read cache holds them), and `put_form` the note of each that
-    is `shown`, as the document cache keeps it; what they did not send the caller
-    parses. This process parses nothing meanwhile, so the pack index and the parses are
-    only ever in the helpers, never beside what it gathers."""
-
-    def work(share: list[str], writer: int) -> None:
-        _parse_share(gitdir, share, writer, shown)
-
-    def take(pipe: BinaryIO) -> None:
-        with contextlib.suppress(ValueError, EOFError, TypeError):
-            for entries in frames_of(pipe):  # each whole frame holds entries as parsed
-                for blob, (value, form) in entries.items():
-                    if put is not None:
-                        put(blob, blob_entry(value))
-                    if put_form is not None and form is not None:
-                        put_form(blob, form)
-
-    from majordomus import sharedread  # here: a read its caches answer forks no helper
-
-    sharedread.in_helpers(blob_ids, SHARED_READ_MIN // 2, work, take)
-
-
-def _parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | None) -> None:
-    """In a helper process: parse a share of the blobs, write the entries in frames to
-    `writer`; each with its note as the document cache keeps it when the note is `shown`
-    (else None). The frames are written at the end, so a helper never stops parsing to
-    wait while the parent reads another helper's pipe; until then they wait in an
-    unnamed file (else in memory, marshalled). The share is read a run of SHARE_RUN
-    notes at a time, the objects unmapped after each: the blob ids are in order, so each
-    run reads only its part of the pack index, and the packs' pages it read leave this
-    process."""
-    import pygit2
-
-    repo = pygit2.Repository(gitdir)
-    with unnamed_file() as waiting:
-        for start in range(0, len(share), SHARE_RUN):
-            entries = {}
-            for blob, entry, note in parsed(
-                NoteBlobs(lambda: repo), share[start : start + SHARE_RUN]
-            ):
-                form = None
-                if shown is not None and isinstance(note, Note) and shown(note):
-                    form = DocumentCache.form(note)
-                entries[blob] = (plain_entry(entry), form)
-                if len(entries) == FRAME_ENTRIES:
-                    waiting.writelines(framed(entries))
-                    entries = {}
-            if entries:
-                waiting.writelines(framed(entries))
-            repo.free()
-        waiting.seek(0)
-        with os.fdopen(writer, "wb") as pipe:
-            shutil.copyfileobj(waiting, pipe)
 
 
 def _held(listing: Listing, commits: Collection[str]) -> dict[str, dict[str, str]]:

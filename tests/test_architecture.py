@@ -104,6 +104,16 @@ ALLOWED = {
     "drawing": {"errors", "partialclone", "repository", "values"},
     "gitfiles": set(),
     "gitobjects": set(),
+    "helperparse": {
+        "blobs",
+        "cachefile",
+        "documentcache",
+        "noteforms",
+        "notes",
+        "readcache",
+        "sharedread",
+        "summaries",
+    },
     "gitprocess": {"errors", "profile"},
     "graph": {"chains", "divergence", "records", "tally"},
     "graphtext": {"plaintext", "values"},
@@ -147,7 +157,7 @@ ALLOWED = {
         "documentcache",
         "errors",
         "gitobjects",
-        "noteforms",
+        "helperparse",
         "notes",
         "notestree",
         "notetoml",
@@ -156,7 +166,6 @@ ALLOWED = {
         "readcache",
         "readrefs",
         "repository",
-        "sharedread",
         "summaries",
         "values",
     },
@@ -278,7 +287,8 @@ ALLOWED = {
 }
 STORE_LAYER = {
     "repository", "location", "gitfiles", "gitobjects", "history", "drawing", "notestree", "blobs",
-    "readrefs", "commitnotes", "partialclone", "notesread", "notesref", "merge", "writer",
+    "readrefs", "commitnotes", "partialclone", "notesread", "helperparse", "notesref", "merge",
+    "writer",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {

@@ -1,4 +1,4 @@
-"""A first read of many notes parses them in forked processes (`notesread`): what it
+"""A first read of many notes parses them in forked processes (`helperparse`): what it
 answers is what one process answers, for every note of the corpus (hand edits, notes
 that are not TOML, invalid records, notes on trees and blobs), in a clone with merges
 and another branch checked out; a helper that dies, or a fork the system refuses, costs
@@ -35,7 +35,7 @@ from tests.support.hostile_notes import case_of, plant
 # CPUs whatever the machine has, each fork counted; `dying` helpers exit at once.
 SCRIPT = """
 import os, sys
-import majordomus.notesread as notesread
+import majordomus.helperparse as helperparse
 from majordomus.__main__ import run
 mode, argv = sys.argv[1], sys.argv[2:]
 forks = []
@@ -44,9 +44,9 @@ import majordomus.blobs as blobs
 parse_note = blobs.parse_note
 blobs.parse_note = lambda data: parses.append(1) or parse_note(data)
 if mode == "one":
-    notesread.SHARED_READ_MIN = 10**9
+    helperparse.SHARED_READ_MIN = 10**9
 else:
-    notesread.SHARED_READ_MIN = 4
+    helperparse.SHARED_READ_MIN = 4
     os.sched_getaffinity = lambda pid: {0, 1, 2, 3}
     fork = os.fork
     def counted():
@@ -56,7 +56,7 @@ else:
         return pid
     os.fork = counted
     if mode == "dying":
-        notesread._parse_share = lambda *args: os._exit(1)
+        helperparse.parse_share = lambda *args: os._exit(1)
     if mode == "refused":  # a limit on processes: fork fails
         def refused():
             raise BlockingIOError(11, "Resource temporarily unavailable")

@@ -1,0 +1,90 @@
+"""Notes parsed by forked helper processes: a first read of many notes (a fresh clone, a
+large fetch) parses them on every CPU (`sharedread` forks and shares out the ids).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from typing import BinaryIO
+
+from majordomus.blobs import NoteBlobs
+from majordomus.cachefile import framed, frames_of
+from majordomus.documentcache import DocumentCache
+from majordomus.noteforms import unnamed_file
+from majordomus.notes import Note, Shown
+from majordomus.readcache import BlobEntry, blob_entry, plain_entry
+from majordomus.summaries import FRAME_ENTRIES, parsed
+
+# A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
+# process forks helpers that each open the repository, parse a run of the blobs and send
+# back what the read cache keeps, marshalled through a pipe in frames of FRAME_ENTRIES (so
+# that neither side holds the whole share twice). Below this many, one process is quicker
+# than forking.
+SHARED_READ_MIN = 2000
+SHARE_RUN = 8192  # notes a helper reads before it unmaps the objects
+
+
+def summarised(
+    gitdir: str,
+    blob_ids: str,
+    put: Callable[[str, BlobEntry], None] | None,
+    put_form: Callable[[str, bytes], None] | None = None,
+    shown: Shown | None = None,
+) -> None:
+    """`put` the entry of each blob parsed by helper processes (`sharedread`), one run of
+    the ids each (None: the read cache holds them), and `put_form` the note of each that
+    is `shown`, as the document cache keeps it; what they did not send the caller
+    parses. This process parses nothing meanwhile, so the pack index and the parses are
+    only ever in the helpers, never beside what it gathers."""
+
+    def work(share: list[str], writer: int) -> None:
+        parse_share(gitdir, share, writer, shown)
+
+    def take(pipe: BinaryIO) -> None:
+        with contextlib.suppress(ValueError, EOFError, TypeError):
+            for entries in frames_of(pipe):  # each whole frame holds entries as parsed
+                for blob, (value, form) in entries.items():
+                    if put is not None:
+                        put(blob, blob_entry(value))
+                    if put_form is not None and form is not None:
+                        put_form(blob, form)
+
+    from majordomus import sharedread  # here: a read its caches answer forks no helper
+
+    sharedread.in_helpers(blob_ids, SHARED_READ_MIN // 2, work, take)
+
+
+def parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | None) -> None:
+    """In a helper process: parse a share of the blobs, write the entries in frames to
+    `writer`; each with its note as the document cache keeps it when the note is `shown`
+    (else None). The frames are written at the end, so a helper never stops parsing to
+    wait while the parent reads another helper's pipe; until then they wait in an
+    unnamed file (else in memory, marshalled). The share is read a run of SHARE_RUN
+    notes at a time, the objects unmapped after each: the blob ids are in order, so each
+    run reads only its part of the pack index, and the packs' pages it read leave this
+    process."""
+    import pygit2
+
+    repo = pygit2.Repository(gitdir)
+    with unnamed_file() as waiting:
+        for start in range(0, len(share), SHARE_RUN):
+            entries = {}
+            for blob, entry, note in parsed(
+                NoteBlobs(lambda: repo), share[start : start + SHARE_RUN]
+            ):
+                form = None
+                if shown is not None and isinstance(note, Note) and shown(note):
+                    form = DocumentCache.form(note)
+                entries[blob] = (plain_entry(entry), form)
+                if len(entries) == FRAME_ENTRIES:
+                    waiting.writelines(framed(entries))
+                    entries = {}
+            if entries:
+                waiting.writelines(framed(entries))
+            repo.free()
+        waiting.seek(0)
+        with os.fdopen(writer, "wb") as pipe:
+            shutil.copyfileobj(waiting, pipe)
