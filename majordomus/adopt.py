@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import patches
 from majordomus.errors import ExitCode, RefusedError
-from majordomus.index import Index, Views, newest_copy
+from majordomus.index import Index, newest_copy
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import Record
 from majordomus.tasks import Jobs, open_here
@@ -38,6 +38,7 @@ from majordomus.values import (
     NotesOn,
     StaleLock,
 )
+from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus import adopttext

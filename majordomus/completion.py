@@ -226,8 +226,8 @@ def _located(ctx: Context) -> Invocation:
 
 def _task_ids(invocation: Invocation, params: Mapping[str, Any]) -> list[str]:
     """The repository's task ids; none outside a repository."""
-    from majordomus.index import Views
     from majordomus.tasks import open_here
+    from majordomus.views import Views
 
     try:
         jobs = open_here(invocation.inputs())

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
-from majordomus.index import Index, Views, newest_first
+from majordomus.index import Index, newest_first
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
@@ -25,6 +25,7 @@ from majordomus.values import (
     RecordText,
     ShowResult,
 )
+from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus import graphtext, markdowntext, render

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from majordomus.cachefile import SEARCH_FILE_NAME
 from majordomus.errors import ExitCode, RefusedError
-from majordomus.index import Index, Views
+from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.records import unsigned
@@ -28,6 +28,7 @@ from majordomus.values import (
     MatchedLine,
     RecordText,
 )
+from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus import greptext

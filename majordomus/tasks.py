@@ -19,13 +19,14 @@ from majordomus import profile as profiles
 from majordomus import remote
 from majordomus.errors import RefusedError
 from majordomus.history import History
-from majordomus.index import Index, Views
+from majordomus.index import Index
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
 from majordomus.records import SIGNATURE_KEY, age_s, skew_s, unsigned
 from majordomus.repository import Repository
 from majordomus.values import AttachedRecord, CheckResult, Listed
+from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus.verifying import Verifier

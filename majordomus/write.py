@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
-from majordomus.index import Index, Views
+from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS, age_s, new_record, skew_s
 from majordomus.tasks import (
@@ -36,6 +36,7 @@ from majordomus.values import (
     TaskCreated,
     TaskSummary,
 )
+from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus import plaintext, render

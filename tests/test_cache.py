@@ -27,7 +27,6 @@ from majordomus.cachefile import (
 )
 from majordomus.documentcache import DocumentCache
 from majordomus.history import GraphCache
-from majordomus.index import Views
 from majordomus.invocation import Inputs
 from majordomus.jsontext import record_text
 from majordomus.notes import Note, append_note, dump_note, parse_note
@@ -36,6 +35,7 @@ from majordomus.readcache import ReadCache
 from majordomus.records import new_record
 from majordomus.tasks import open_jobs
 from majordomus.viewparts import ViewCache, _shard_of, state_key
+from majordomus.views import Views
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock, doctor_signing_lines
 from tests.support.repo import Repo, clone, seeded
