@@ -271,20 +271,7 @@ class NotesReader:
         object not here is counted in `missing`."""
         held = _held(listing, commits)
         self.blobs.prefetch([blob for notes in held.values() for blob in notes])
-        return self._united_held(listing, held)
-
-    def _united_held(self, listing: Listing, held: Mapping[str, dict[str, str]]) -> NoteSet:
-        """The notes of `_held` united per commit, each parsed (the read cache not loaded)."""
-        found: dict[str, NotesOn] = {}
-        unreadable: list[UnreadableNote] = []
-        missing: set[str] = set()
-        entry_of = functools.partial(parsed_entry, self.blobs)
-        for commit, notes in held.items():
-            on = united(self.blobs, commit, notes, entry_of, unreadable, missing)
-            if on is not None:
-                found[commit] = on
-        targets = {name: target for name, target, _ in listing.refs}
-        return NoteSet(found, tuple(unreadable), targets, len(missing))
+        return _united_held(self.blobs, listing, held)
 
     def task_notes(self, prefix: str) -> NoteSet | None:
         """The notes that could hold a record of a task whose id starts with `prefix`, read
@@ -313,7 +300,7 @@ class NotesReader:
         self.blobs.prefetch([blob for notes in held.values() for blob in notes])
         holds = holds_task(prefix)
         first = {c: notes for c, notes in held.items() if self.blobs.matching(notes, holds)}
-        parts = [self._united_held(listing, first)]
+        parts = [_united_held(self.blobs, listing, first)]
         handovers = _ids(parts, "handover", prefix)
         if not handovers:  # no resume can change the answer
             return parts[0]
@@ -327,7 +314,7 @@ class NotesReader:
             }
             read.update(more)
             if more:
-                parts.append(self._united_held(listing, more))
+                parts.append(_united_held(self.blobs, listing, more))
         if len(parts) == 1:
             return parts[0]
         return NoteSet(
@@ -356,6 +343,20 @@ class NotesReader:
         for commit, blob_id in walk:
             copies.setdefault(commit, []).append(blob_id)
         return copies
+
+
+def _united_held(blobs: NoteBlobs, listing: Listing, held: Mapping[str, dict[str, str]]) -> NoteSet:
+    """The notes of `_held` united per commit, each parsed (the read cache not loaded)."""
+    found: dict[str, NotesOn] = {}
+    unreadable: list[UnreadableNote] = []
+    missing: set[str] = set()
+    entry_of = functools.partial(parsed_entry, blobs)
+    for commit, notes in held.items():
+        on = united(blobs, commit, notes, entry_of, unreadable, missing)
+        if on is not None:
+            found[commit] = on
+    targets = {name: target for name, target, _ in listing.refs}
+    return NoteSet(found, tuple(unreadable), targets, len(missing))
 
 
 def _ids(parts: Iterable[NoteSet], kind: str, prefix: str = "") -> set[str]:
