@@ -3,7 +3,8 @@ any: the answer is the one a full parse gives, however the notes are spelled. Th
 property: on a history with a merge and a branch, notes written with plain git in every
 TOML spelling that can hide an id (escapes, multi-line and joined strings, literal
 strings, quoted and escaped keys and table names, comments, text appended by hand,
-concatenated notes, tables that are not TOML), `history --task P` read by the filter
+concatenated notes, tables that are not TOML) or, as most notes are, plainly (which the
+filter skips unless they hold the task's id), `history --task P` read by the filter
 equals the same read from the views a full read built, for prefixes that name one task,
 several, or none; and so do `resume --peek`, `context` and `check` on a task given."""
 
@@ -26,12 +27,13 @@ TASKS = ["t-aaaa00000001", "t-aaaa00000002", "t-aaab00000003", "t-bbbb00000004"]
 PREFIXES = ["t-aaaa", "t-aaaa00000001", "t-aaab", "bbbb", "t-bbbb00000004", "t-cccc"]
 KINDS = ["task", "checkpoint", "handover", "resume"]
 WORDS = ["resume", "t-aaaa00000002", "flaky", "ack", "h-00000000000000a1", "\\", '"', "\n", "é"]
+PLAIN_WORDS = ["t-aaaa00000002", "flaky", "ack", "h-00000000000000a1", "é"]
 HANDOVERS = [f"h-{n:016x}" for n in range(0xA0, 0xA6)]
 SESSION_READS = [("resume", "--peek"), ("context",), ("check",)]
 
 
 @st.composite
-def spelled(draw: st.DrawFn, text: str) -> str:
+def spelled_any(draw: st.DrawFn, text: str) -> str:
     """A TOML string of `text`, in one of the spellings that make it."""
     # Mostly the plain spelling, so that many notes hold nothing that forces a pick.
     style = draw(st.sampled_from(["basic"] * 6 + ["escaped", "literal", "multi", "joined"]))
@@ -57,7 +59,7 @@ def spelled(draw: st.DrawFn, text: str) -> str:
 
 
 @st.composite
-def key(draw: st.DrawFn, name: str) -> str:
+def key_any(draw: st.DrawFn, name: str) -> str:
     style = draw(st.sampled_from(["bare"] * 6 + ["quoted", "escaped"]))
     if style == "quoted":
         return f'"{name}"'
@@ -67,9 +69,19 @@ def key(draw: st.DrawFn, name: str) -> str:
 
 
 @st.composite
-def table(draw: st.DrawFn, kind: str, head: str, n: int) -> str:
-    """One record's table: valid, or with a field missing (an invalid record)."""
+def table(draw: st.DrawFn, kind: str, head: str, n: int, plain: bool = False) -> str:
+    """One record's table: valid, or with a field missing (an invalid record). A `plain`
+    one holds no escape, no joined line and no `resume` but its header: a note the filter
+    skips, unless it holds the task's id."""
     task = draw(st.sampled_from(TASKS))
+    words = PLAIN_WORDS if plain else WORDS
+
+    def spelled(text: str) -> st.SearchStrategy[str]:
+        return st.just(f'"{text}"') if plain else spelled_any(text)
+
+    def key(name: str) -> st.SearchStrategy[str]:
+        return st.just(name) if plain else key_any(name)
+
     fields: dict[str, str] = {
         "v": "1",
         "id": draw(spelled(task if kind == "task" else f"{kind[0]}-{n:016x}")),
@@ -80,13 +92,13 @@ def table(draw: st.DrawFn, kind: str, head: str, n: int) -> str:
     }
     if kind == "task":
         del fields["task"]
-        fields["title"] = draw(spelled(" ".join(draw(st.lists(st.sampled_from(WORDS))))))
+        fields["title"] = draw(spelled(" ".join(draw(st.lists(st.sampled_from(words))))))
     elif kind == "checkpoint":
-        fields["body"] = draw(spelled(" ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1)))))
+        fields["body"] = draw(spelled(" ".join(draw(st.lists(st.sampled_from(words), min_size=1)))))
     elif kind == "handover":
         fields["id"] = draw(spelled(draw(st.sampled_from(HANDOVERS))))
         for name in ("objective", "state", "next"):
-            fields[name] = draw(spelled(draw(st.sampled_from(WORDS))))
+            fields[name] = draw(spelled(draw(st.sampled_from(words))))
     else:
         fields["handover"] = draw(spelled(draw(st.sampled_from(HANDOVERS))))
         fields["label"] = '"advanced"'
@@ -95,13 +107,13 @@ def table(draw: st.DrawFn, kind: str, head: str, n: int) -> str:
     if draw(st.integers(0, 5)) == 0:
         del fields[draw(st.sampled_from(sorted(fields)))]
     header = draw(st.sampled_from([f"[[{kind}]]", f"[[ {kind} ]]", f'[["{kind}"]]']))
-    if draw(st.integers(0, 8)) == 0:
+    if not plain and draw(st.integers(0, 8)) == 0:
         header = "[[" + draw(key(kind)) + "]]"
     lines = [header]
     for name, value in fields.items():
         lines.append(f"{draw(key(name))} = {value}")
         if draw(st.integers(0, 6)) == 0:
-            lines.append(f"# {draw(st.sampled_from(WORDS)).strip()}")
+            lines.append(f"# {draw(st.sampled_from(words)).strip()}")
     return "\n".join(lines) + "\n"
 
 
@@ -110,12 +122,14 @@ def note(draw: st.DrawFn, head: str, start: int) -> str:
     """A note as people and tools leave them: tables, maybe appended text or a second
     document, maybe a line that is no TOML."""
     kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=3))
-    text = "\n".join(draw(table(kind, head, start + i)) for i, kind in enumerate(kinds))
+    plain = draw(st.booleans())  # what most notes are: then a filter skips many
+    text = "\n".join(draw(table(kind, head, start + i, plain)) for i, kind in enumerate(kinds))
     extra = draw(st.sampled_from(["", "", "appended", "concatenated", "broken"]))
     if extra == "appended":
-        text += f"\n{draw(st.sampled_from(WORDS))} by hand, not TOML\n"
+        words = PLAIN_WORDS if plain else WORDS
+        text += f"\n{draw(st.sampled_from(words))} by hand, not TOML\n"
     elif extra == "concatenated":
-        text += "\n" + draw(table(draw(st.sampled_from(KINDS)), head, start + 9))
+        text += "\n" + draw(table(draw(st.sampled_from(KINDS)), head, start + 9, plain))
     elif extra == "broken":
         text += '\n[[checkpoint]]\nbody = "unterminated\n'
     return text
