@@ -28,6 +28,7 @@ class ReadRefs:
         # Told once per ref that a remote-tracking notes ref is left out (see `skipped`).
         self.warn: Callable[[str], None] | None = None
         self.skipped: dict[str, str] = {}  # remote-tracking notes ref -> its non-commit target
+        self._objects: dict[str, tuple[str, bytes]] = {}  # a ref target as git read it
 
     def notes_refs(self) -> list[str]:
         """The local notes ref and every remote-tracking one that points at a commit."""
@@ -112,12 +113,15 @@ class ReadRefs:
             return None
         if not targets:
             return []
-        found = self.repository.objects_by_git(list(targets.values()))
-        if found is None:
-            return None
+        unread = [target for target in targets.values() if target not in self._objects]
+        if unread:  # an object never changes: each target is read once per process
+            read = self.repository.objects_by_git(unread)
+            if read is None:
+                return None
+            self._objects.update((oid, held) for oid, held in read.items() if held is not None)
         trees = []
         for name, target in targets.items():
-            held = found.get(target)
+            held = self._objects.get(target)
             if held is not None and not self.is_read(name, target, held[0]):
                 continue
             tree = _tree_of(held)
