@@ -37,6 +37,7 @@ _UNPLAIN = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _OID = re.compile(r"[0-9a-f]{40}")
+_PLAIN_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")  # a ref name read here: no odd characters
 _SYMREF_DEPTH = 5  # git follows at most five symbolic refs
 REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
 
@@ -153,6 +154,16 @@ class Refs:
                 continue
             targets[name] = target
         return targets
+
+    def target(self, name: str) -> tuple[bool, str | None]:
+        """(whether it was read here, what `name` points at: None when there is no such
+        ref). Not read here (False): a ref these files do not tell, ask libgit2."""
+        if not _PLAIN_REF.fullmatch(name) or any(p in name for p in ("..", "//", "/.", ".lock")):
+            return False, None  # libgit2 says what such a name is
+        found = self._resolve(name, 0)
+        if found is not None:
+            return True, found
+        return not self._exists(name), None
 
     def _exists(self, name: str) -> bool:
         return os.path.lexists(self._loose_path(name)) or self._packed_target(name) is not None

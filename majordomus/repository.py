@@ -304,6 +304,11 @@ class Repository:
     # ---- refs, and the current task ------------------------------------------
 
     def ref_target(self, name: str) -> str | None:
+        if self.by_git and self.refs is not None:
+            # Read afresh from the files (a fetch may have moved it), not loading libgit2.
+            read, target = gitfiles.Refs(self.refs.found).target(name)
+            if read:
+                return target
         ref = self.repo.references.get(name)
         return None if ref is None else str(ref.resolve().target)
 
