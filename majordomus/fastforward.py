@@ -124,7 +124,10 @@ def tree_entries(data: bytes) -> dict[bytes, tuple[bytes, bytes]]:
     keys = [name + b"/" if mode == b"40000" else name for mode, name, _ in found]
     if not all(map(bytes.__lt__, keys, keys[1:])):
         raise UnsureError("a tree git would not write")
-    return {name: (mode, oid) for mode, name, oid in found}
+    entries = {name: (mode, oid) for mode, name, oid in found}
+    if len(entries) != len(found):  # one name as a tree and as a file: both sort apart
+        raise UnsureError("a tree git would not write")
+    return entries
 
 
 def _kind(entry: tuple[bytes, bytes] | None) -> tuple[str, str] | None:
@@ -312,15 +315,16 @@ def fast_forward(notes: GitNotes, ours: str, theirs: str) -> Merged | None:
     differing = notes.differing(our_tree, their_tree)
     notes.prefetch_fits(differing)
     for commit, (mine, their_blobs) in differing.items():
-        # Theirs lacks nothing we have (Merger.lacks): a note, a record or a text.
+        # Theirs brings no note entry a merge does not take (Merger._brings_unfit), so
+        # what is parsed below is only what a read reads: no gitlink, nothing oversized.
+        fresh = [blob for blob in their_blobs if blob not in mine]
+        if len(notes.fit(commit, fresh)) < len(fresh):
+            return None
+        # And lacks nothing we have (Merger.lacks): a note, a record or a text.
         have = notes.fit(commit, [blob for blob in mine if blob not in their_blobs])
         if have and (
             not their_blobs or not atoms(notes.blobs, have) <= atoms(notes.blobs, their_blobs)
         ):
-            return None
-        # And brings no note entry a merge does not take (Merger._brings_unfit).
-        fresh = [blob for blob in their_blobs if blob not in mine]
-        if len(notes.fit(commit, fresh)) < len(fresh):
             return None
 
     def notes_before(head: str) -> list[str]:

@@ -165,6 +165,18 @@ class Refs:
             return True, found
         return not self._exists(name), None
 
+    def is_direct(self, name: str) -> bool:
+        """Whether `name` is a ref these files tell that names an object itself (no
+        symbolic ref, which `git update-ref` would follow and move another ref through)."""
+        try:
+            with open(self._loose_path(name), encoding="ascii") as file:
+                text = file.read().strip()
+        except FileNotFoundError:
+            text = self._packed_target(name) or ""
+        except (OSError, UnicodeDecodeError):
+            return False
+        return _OID.fullmatch(text) is not None
+
     def _exists(self, name: str) -> bool:
         return os.path.lexists(self._loose_path(name)) or self._packed_target(name) is not None
 

@@ -8,6 +8,7 @@ commit itself and moves the ref only from the value it was built on.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -67,6 +68,11 @@ class NotesRef:
         while True:
             attempts += 1
             ref = self.repo.references.get(NOTES_REF)
+            if ref is not None and ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+                # A symbolic notes ref (set by hand): the ref it names moves, as git
+                # moves it, compared against its own value.
+                with contextlib.suppress(KeyError, pygit2.GitError):
+                    ref = ref.resolve()
             try:
                 base, parents = self._write_base(ref)
                 target, built = build(base, parents)

@@ -312,6 +312,11 @@ class Repository:
         ref = self.repo.references.get(name)
         return None if ref is None else str(ref.resolve().target)
 
+    def ref_is_direct(self, name: str) -> bool:
+        """Whether `name` is read from a plain layout's files as a ref that names an
+        object itself: no symbolic ref, nothing these files do not tell."""
+        return self.refs is not None and gitfiles.Refs(self.refs.found).is_direct(name)
+
     def delete_refs(self, prefix: str) -> None:
         """Remove every ref under `prefix` (a private namespace of fetched records)."""
         import pygit2

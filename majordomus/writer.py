@@ -181,8 +181,8 @@ class Writer:
         if not repository.by_git or self._walks_otherwise():
             return None
         ours = repository.ref_target(NOTES_REF)
-        if ours is None:
-            return None
+        if ours is None or not repository.ref_is_direct(NOTES_REF):
+            return None  # none yet, or a symbolic ref: libgit2 says what a write does
         with repository.git_batch() as batch:
             if batch is None:
                 return None
