@@ -7,6 +7,8 @@ alike, loses no record, and reads afterwards as a read from no cache does."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import NamedTuple
 
@@ -14,6 +16,7 @@ import pytest
 
 from majordomus import fastforward, sharing
 from majordomus.errors import RepositoryError
+from majordomus.notetoml import NOTE_MAX_BYTES
 from majordomus.remote import Git
 from majordomus.tasks import open_jobs
 from majordomus.values import MergeReport
@@ -22,8 +25,7 @@ from tests.support.git import NOTES_REF
 from tests.support.notes import ref_ids, stored_records
 from tests.support.repo import Repo, clone, seeded
 from tests.support.trees import TRACKING_REF, blob, literal_tree, ok, record_id
-
-NOTE_MAX_BYTES = 1 << 20
+from tests.test_interrupt import finish, kill_group, majordomus, read_line, spawn
 
 
 class Clones(NamedTuple):
@@ -231,6 +233,36 @@ def test_a_lock_left_on_the_notes_ref_stops_the_move_and_is_named(
     assert both(c, fast_path=False).outcome == "fast-forward"
 
 
+@pytest.mark.parametrize("point", ["before-write", "after-write"])
+def test_a_fetch_interrupted_at_the_move_leaves_the_ref_at_one_value_or_the_other(
+    tmp_path: Path, environ: dict[str, str], clock: Clock, point: str
+) -> None:
+    c = clones(tmp_path, environ, clock)
+    ok(c.alice, "checkpoint", "theirs")
+    published(c.alice)
+    before = c.fast.notes_ref()
+    env = {**c.fast.environ, "MAJORDOMUS_TEST_PAUSE_AT": point}
+    process = spawn(majordomus(c.fast, "fetch"), c.fast.path, env)
+    try:
+        assert read_line(process.stderr) == f"majordomus: paused at {point}\n"
+        os.killpg(process.pid, signal.SIGINT)
+        code, _, err = finish(process)
+    finally:
+        kill_group(process.pid)
+    assert code == 130
+    assert not list((c.fast.path / ".git" / "refs" / "notes").glob("*.lock"))
+    moved = point == "after-write"
+    assert c.fast.notes_ref() == (c.alice.notes_ref() if moved else before)
+    said = "were stored" if moved else "were not stored"
+    assert err == f"majordomus: interrupted; the fetched records {said}.\n"
+    if moved:
+        assert ok(c.fast, "fetch") == "origin: every record it has is already here\n"
+        assert ref_ids(c.fast.path) == ref_ids(c.remote)
+    else:
+        # The tracking ref moved, ours did not: libgit2 is loaded while git fetches.
+        assert both(c, fast_path=False).outcome == "fast-forward"
+
+
 def test_a_symbolic_notes_ref_is_left_to_libgit2(
     tmp_path: Path, environ: dict[str, str], clock: Clock
 ) -> None:
@@ -260,6 +292,15 @@ def test_a_symbolic_notes_ref_is_left_to_libgit2(
     assert fast_answer == slow_answer
     refs = [r.git("for-each-ref", "refs/notes/") for r in (c.fast, c.slow)]
     assert refs[0] == refs[1]
+    # The ref it names moved, as git moves it; it stays symbolic.
+    for repo in (c.fast, c.slow):
+        assert repo.git("symbolic-ref", NOTES_REF).strip() == "refs/notes/elsewhere"
+        assert repo.notes_ref() == c.alice.notes_ref()
+    assert fast_answer == ("fast-forward", 1, 1, ())
+    # A write through it too: the ref it names moves, by compare-and-swap.
+    mine = record_id(c.fast, "checkpoint", "-t", task_of(c.fast), "written through it")
+    assert c.fast.git("symbolic-ref", NOTES_REF).strip() == "refs/notes/elsewhere"
+    assert mine in ref_ids(c.fast.path, "refs/notes/elsewhere")
 
 
 def test_a_notes_ref_that_is_no_commit_is_refused_as_before(
