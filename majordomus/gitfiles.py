@@ -128,6 +128,13 @@ def _plain(gitdir: str, workdir: str) -> Found | None:
     return Found(gitdir, workdir, commondir)
 
 
+def _plain_name(name: str) -> bool:
+    """A ref name read here: no odd characters, nothing git would refuse in a name."""
+    return bool(_PLAIN_REF.fullmatch(name)) and not any(
+        part in name for part in ("..", "//", "/.", ".lock")
+    )
+
+
 class Refs:
     """Loose and packed refs of one plain repository, read once per command."""
 
@@ -158,7 +165,7 @@ class Refs:
     def target(self, name: str) -> tuple[bool, str | None]:
         """(whether it was read here, what `name` points at: None when there is no such
         ref). Not read here (False): a ref these files do not tell, ask libgit2."""
-        if not _PLAIN_REF.fullmatch(name) or any(p in name for p in ("..", "//", "/.", ".lock")):
+        if not _plain_name(name):
             return False, None  # libgit2 says what such a name is
         found = self._resolve(name, 0)
         if found is not None:
@@ -168,6 +175,8 @@ class Refs:
     def is_direct(self, name: str) -> bool:
         """Whether `name` is a ref these files tell that names an object itself (no
         symbolic ref, which `git update-ref` would follow and move another ref through)."""
+        if not _plain_name(name):
+            return False
         try:
             with open(self._loose_path(name), encoding="ascii") as file:
                 text = file.read().strip()
