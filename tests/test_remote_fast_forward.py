@@ -465,3 +465,32 @@ def test_a_tree_with_one_name_twice_is_left_to_libgit2(
     entries = c.fast.git("cat-file", "-p", tree)
     assert entries.count(f"\t{head[:2]}\n") == 2
     assert "c-00000000000f0e22" in ref_ids(c.fast.path)
+
+
+def test_fetches_and_writes_at_once_in_one_clone_lose_no_record(
+    tmp_path: Path, environ: dict[str, str], clock: Clock
+) -> None:
+    """Real processes racing on one notes ref: fetches that fast-forward it through git and
+    checkpoints that append to it through libgit2, each by compare-and-swap."""
+    c = clones(tmp_path, environ, clock)
+    for n in range(3):
+        ok(c.alice, "checkpoint", f"theirs {n}")
+    published(c.alice)
+    task = task_of(c.fast)
+    processes = [c.fast.spawn("fetch") for _ in range(3)]
+    processes += [c.fast.spawn("checkpoint", "-t", task, f"mine {n}") for n in range(3)]
+    for n, process in enumerate(processes):
+        _, err = process.communicate(timeout=60)
+        if n < 3 and process.returncode == 4:
+            # Two git fetches into one tracking ref: git locks it, the later one fails
+            # and says so, nothing merged; the ref as it was.
+            assert b"nothing was merged" in err and len(err.splitlines()) == 1, err
+            continue
+        assert process.returncode == 0, err
+    ok(c.fast, "fetch")
+    records = json.loads(ok(c.fast, "history", "--all", "--json"))["records"]
+    bodies = {r.get("body") for r in records}
+    assert {f"theirs {n}" for n in range(3)} | {f"mine {n}" for n in range(3)} <= bodies
+    assert ref_ids(c.remote) <= ref_ids(c.fast.path)
+    assert c.alice.notes_ref() in c.fast.git("rev-list", NOTES_REF).split()
+    as_fresh(c.fast)
