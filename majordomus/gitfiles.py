@@ -37,6 +37,7 @@ _UNPLAIN = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _OID = re.compile(r"[0-9a-f]{40}")
+_PLAIN_REF = re.compile(r"refs/[A-Za-z0-9._/-]+")  # a ref name read here: no odd characters
 _SYMREF_DEPTH = 5  # git follows at most five symbolic refs
 REMOTE_NOTES_PREFIX = "refs/notes/remotes/"
 
@@ -127,6 +128,13 @@ def _plain(gitdir: str, workdir: str) -> Found | None:
     return Found(gitdir, workdir, commondir)
 
 
+def _plain_name(name: str) -> bool:
+    """A ref name read here: no odd characters, nothing git would refuse in a name."""
+    return bool(_PLAIN_REF.fullmatch(name)) and not any(
+        part in name for part in ("..", "//", "/.", ".lock")
+    )
+
+
 class Refs:
     """Loose and packed refs of one plain repository, read once per command."""
 
@@ -153,6 +161,30 @@ class Refs:
                 continue
             targets[name] = target
         return targets
+
+    def target(self, name: str) -> tuple[bool, str | None]:
+        """(whether it was read here, what `name` points at: None when there is no such
+        ref). Not read here (False): a ref these files do not tell, ask libgit2."""
+        if not _plain_name(name):
+            return False, None  # libgit2 says what such a name is
+        found = self._resolve(name, 0)
+        if found is not None:
+            return True, found
+        return not self._exists(name), None
+
+    def is_direct(self, name: str) -> bool:
+        """Whether `name` is a ref these files tell that names an object itself (no
+        symbolic ref, which `git update-ref` would follow and move another ref through)."""
+        if not _plain_name(name):
+            return False
+        try:
+            with open(self._loose_path(name), encoding="ascii") as file:
+                text = file.read().strip()
+        except FileNotFoundError:
+            text = self._packed_target(name) or ""
+        except (OSError, UnicodeDecodeError):
+            return False
+        return _OID.fullmatch(text) is not None
 
     def _exists(self, name: str) -> bool:
         return os.path.lexists(self._loose_path(name)) or self._packed_target(name) is not None

@@ -30,15 +30,28 @@ def _as_libgit2(
     return ["git", f"--git-dir={gitdir}", *args], {**environ, "GIT_NO_REPLACE_OBJECTS": "1"}
 
 
-def _answer(stream: IO[bytes], oid: str) -> tuple[str, bytes] | None:
+def _answer(
+    stream: IO[bytes], oid: str, limit: int | None = None, over: dict[str, int] | None = None
+) -> tuple[str, bytes] | None:
     """cat-file's answer for one object: (type, content), None when it is not in the
-    repository; UnsureError for anything else (a reply cut short, another object)."""
+    repository; UnsureError for anything else (a reply cut short, another object). With
+    `limit`, content over that many bytes is read past, not kept: (type, b""), its size
+    in `over`."""
     header = stream.readline().split()
     if header == [oid.encode("ascii"), b"missing"]:
         return None
     if len(header) != 3 or header[0] != oid.encode("ascii") or not header[2].isdigit():
         raise UnsureError(oid)
     size = int(header[2])
+    if limit is not None and over is not None and size > limit:
+        left = size + 1
+        while left:
+            chunk = stream.read(min(left, 1 << 20))
+            if not chunk:
+                raise UnsureError(oid)
+            left -= len(chunk)
+        over[oid] = size
+        return header[1].decode("ascii", "replace"), b""
     data = stream.read(size + 1)
     if len(data) != size + 1 or data[-1:] != b"\n":
         raise UnsureError(oid)
@@ -112,6 +125,9 @@ class UnsureError(Exception):
 _MODES = {b"40000": "tree", b"100644": "blob", b"100755": "blob", b"120000": "link"}
 _MODES[b"160000"] = "commit"
 _OID_BYTES = 20
+# Ids asked of one `Batch` before its answers are read: what is written (41 bytes each)
+# stays well inside a pipe's buffer, so the write never waits for git to read.
+PIPELINED = 256
 
 
 class Batch:
@@ -149,6 +165,28 @@ class Batch:
             return {oid: self.read(oid) for oid in ids}
         except UnsureError:
             return None
+
+    def read_many(
+        self, ids: Sequence[str], limit: int | None = None, over: dict[str, int] | None = None
+    ) -> Objects:
+        """Objects by id, as `read` answers each, asked PIPELINED at a time: one write and
+        one flush for them all, not one per object; content over `limit` bytes read past,
+        its size put in `over` (see `_answer`). UnsureError as `read`."""
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        found: Objects = {}
+        for at in range(0, len(ids), PIPELINED):
+            chunk = ids[at : at + PIPELINED]
+            if not all(is_object_id(oid) for oid in chunk):
+                raise UnsureError("not an object id")
+            try:
+                stdin.write("".join(f"{oid}\n" for oid in chunk).encode("ascii"))
+                stdin.flush()
+            except OSError:  # git stopped (a broken pipe)
+                raise UnsureError(chunk[0]) from None
+            for oid in chunk:
+                found[oid] = _answer(stdout, oid, limit, over)
+        return found
 
     def close(self) -> None:
         """Ends git, waiting for it: no process outlives the read."""

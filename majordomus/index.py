@@ -58,7 +58,7 @@ class Index:
         self._rev = rev
         self._order: dict[str, int] | None = None
         self._notes: dict[tuple[str, ...], Note] = {}
-        self._row_blobs: Mapping[tuple[str, str], tuple[str, ...]] = {}
+        self._row_blobs: Mapping[tuple[str, str, str], tuple[str, ...]] = {}
         self._blobs: Mapping[str, tuple[str, ...]] = {
             commit: annotated.blobs for commit, annotated in noteset.commits.items()
         }
@@ -107,7 +107,8 @@ class Index:
         index._rev, index._order, index._notes = rev, None, {}
         index.records = [Listed(Summary._make(row[0]), row[1]) for row in rows]
         index._blobs = {row[1]: row[2] for row in rows}
-        index._row_blobs = {(row[0][0], row[0][1]): row[2] for row in rows}
+        # By commit too: a forged copy of a record on another commit is another row.
+        index._row_blobs = {(row[0][0], row[0][1], row[1]): row[2] for row in rows}
         index.invalid, index._resolved, index._task_ids = invalid, resolved, task_ids
         index.has_copies, index._by_task, index._tasks = False, None, None
         return index
@@ -190,7 +191,7 @@ class Index:
     def _blobs_of(self, listed: Listed) -> tuple[str, ...]:
         if not self._row_blobs:  # an index of every note: its commit's notes
             return self._blobs[listed.commit]
-        key = (listed.summary.kind, listed.summary.id)
+        key = (listed.summary.kind, listed.summary.id, listed.commit)
         return self._row_blobs.get(key) or self._blobs[listed.commit]
 
     def of_task(self, task: str) -> list[Listed]:

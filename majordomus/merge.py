@@ -14,31 +14,18 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import pygit2
 
 from majordomus import notestree
 from majordomus.blobs import NoteBlobs, UnfitNoteError, not_a_blob, oversized
+from majordomus.fastforward import UP_TO_DATE, Added, Merged, atoms, heads
 from majordomus.notes import Entry, Note, dump_note, dump_tables, parse_note, union
 from majordomus.notetoml import NOTE_MAX_BYTES, MissingObjectError, NoteError
 
 Copies = Callable[[pygit2.Tree | None], dict[str, list[str]]]
 Differing = dict[str, tuple[list[str], list[str]]]  # object -> (its blobs in one, in other)
-
-
-class Merged(NamedTuple):
-    """What one attempt at a merge built (the ref may still move under it)."""
-
-    outcome: str
-    records_added: int  # records new here, each counted once
-    copies_added: int  # copies new here: a record on three new commits is three
-    notes_united: int = 0
-    notes_raw: int = 0
-    left_out: tuple[tuple[str, str, str], ...] = ()  # (commit, blob, why) of notes not taken
-
-
-UP_TO_DATE = Merged("up-to-date", 0, 0)
 
 
 class Merger:
@@ -237,21 +224,7 @@ class Merger:
         return False
 
     def _atoms(self, blob_ids: Sequence[str]) -> set[tuple[str, ...]]:
-        """What a note holds, as identities: its records' ids, other tables by content, and
-        the blob id of a text that is not valid TOML (kept whole in `[[unreadable]]`)."""
-        atoms: set[tuple[str, ...]] = set()
-        for blob_id in blob_ids:
-            parsed = self.blobs.parse(blob_id)
-            if isinstance(parsed, NoteError):
-                atoms.add(("blob", blob_id))
-                continue
-            for entry in parsed.entries:
-                atoms.add(entry.key)
-                kept = entry.table.get("blob")
-                if entry.kind == "unreadable" and isinstance(kept, str):
-                    atoms.add(("blob", kept))
-            atoms.update(("plain", key, repr(value)) for key, value in parsed.other.items())
-        return atoms
+        return atoms(self.blobs, blob_ids)
 
     def merged_tree(
         self, ours: pygit2.Tree, theirs: pygit2.Tree
@@ -262,7 +235,7 @@ class Merger:
         were united, and how many of those kept their texts unread (not valid TOML).
         """
         changes: dict[str, pygit2.Oid] = {}
-        added = _Added(self, ours)
+        added = self._added(ours)
         united = raw = 0
         for commit, (have, their_blobs) in self.differing(ours, theirs).items():
             fresh = [blob for blob in their_blobs if blob not in have]
@@ -324,7 +297,7 @@ class Merger:
 
     def records_added(self, before: pygit2.Tree | None, after: pygit2.Tree) -> tuple[int, int]:
         """The records and the copies the move from `before` to `after` adds."""
-        added = _Added(self, before)
+        added = self._added(before)
         for commit, (previous, blobs) in self.differing(before, after).items():
             if blobs and blobs != previous:
                 added.note(commit, previous, blobs)
@@ -332,49 +305,18 @@ class Merger:
 
     def heads(self, blob_ids: Sequence[str]) -> dict[str, str]:
         """Record id -> the commit it was written on, of the records these notes hold."""
-        heads: dict[str, str] = {}
-        for blob_id in blob_ids:
-            parsed = self.blobs.parse(blob_id)
-            if isinstance(parsed, Note):
-                heads.update((record.id, record.head) for record in parsed.records)
-        return heads
+        return heads(self.blobs, blob_ids)
 
+    def _added(self, before: pygit2.Tree | None) -> Added:
+        """What a move from `before` adds, counted (see `fastforward.Added`)."""
+        if before is None:
+            return Added(self.blobs, None)
 
-class _Added:
-    """What a merge adds, counted twice: records (ids new here) and copies (a record new
-    on a commit). A record a rewrite or `adopt` copied is one record on several commits.
+        def notes_before(head: str) -> list[str]:
+            found = notestree.find_kinds(self.repo, before, head)
+            return [str(oid) for oid, kind in found if kind == "note"]
 
-    A copy whose record is here already sits, as a rule, beside the record's first copy,
-    on the commit it was written on (`head`): that note is looked at, not every note.
-    """
-
-    def __init__(self, merger: Merger, before: pygit2.Tree | None) -> None:
-        self._merger = merger
-        self._before = before
-        self._copies = 0
-        self._fresh: dict[str, str] = {}  # record id -> its head, of copies new here
-        self._had: set[str] = set()  # ids the changed notes held before
-        self._changed: set[str] = set()
-
-    def note(self, commit: str, before: Sequence[str], after: Sequence[str]) -> None:
-        had = self._merger.blobs.record_ids(before)
-        self._had |= had
-        self._changed.add(commit)
-        for record_id, head in self._merger.heads(after).items():
-            if record_id not in had:
-                self._copies += 1
-                self._fresh.setdefault(record_id, head)
-
-    def counts(self) -> tuple[int, int]:
-        new = {i: head for i, head in self._fresh.items() if i not in self._had}
-        if self._before is not None:
-            for head in {h for h in new.values() if h not in self._changed}:
-                blobs = [str(oid) for oid, kind in notestree.find_kinds(
-                    self._merger.repo, self._before, head
-                ) if kind == "note"]  # fmt: skip
-                for record_id in self._merger.blobs.record_ids(blobs):
-                    new.pop(record_id, None)
-        return len(new), self._copies
+        return Added(self.blobs, notes_before)
 
 
 def _united_onto_text(

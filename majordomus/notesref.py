@@ -8,6 +8,7 @@ commit itself and moves the ref only from the value it was built on.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ from majordomus import interrupt
 from majordomus.errors import RepositoryError
 from majordomus.notestree import tree
 from majordomus.notetoml import MissingObjectError
-from majordomus.repository import NOTES_REF, not_a_commit
+from majordomus.repository import NOTES_REF, Repository, not_a_commit
 from majordomus.values import StaleLock, Swap
 
 if TYPE_CHECKING:
@@ -67,6 +68,11 @@ class NotesRef:
         while True:
             attempts += 1
             ref = self.repo.references.get(NOTES_REF)
+            if ref is not None and ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+                # A symbolic notes ref (set by hand): the ref it names moves, as git
+                # moves it, compared against its own value.
+                with contextlib.suppress(KeyError, pygit2.GitError):
+                    ref = ref.resolve()
             try:
                 base, parents = self._write_base(ref)
                 target, built = build(base, parents)
@@ -134,19 +140,10 @@ class NotesRef:
         )
 
     def lock_paths(self) -> list[Path]:
-        return [self.commondir / (NOTES_REF + ".lock"), self.commondir / "packed-refs.lock"]
+        return lock_paths(self.commondir)
 
     def stale_locks(self, older_than_s: float = STALE_LOCK_S) -> list[StaleLock]:
-        found = []
-        now = time.time()
-        for path in self.lock_paths():
-            try:
-                age = now - path.stat().st_mtime
-            except FileNotFoundError:
-                continue
-            if age >= older_than_s:
-                found.append(StaleLock(str(path), int(age)))
-        return found
+        return stale_locks(self.commondir, older_than_s)
 
     def _write_base(self, ref: Any) -> tuple[pygit2.Tree | None, list[pygit2.Oid]]:
         import pygit2
@@ -158,6 +155,40 @@ class NotesRef:
         if not isinstance(obj, pygit2.Commit):
             raise RepositoryError(not_a_commit(str(target)))
         return tree(self.repo, obj.tree_id), [obj.id]
+
+
+def lock_paths(commondir: Path) -> list[Path]:
+    return [commondir / (NOTES_REF + ".lock"), commondir / "packed-refs.lock"]
+
+
+def stale_locks(commondir: Path, older_than_s: float = STALE_LOCK_S) -> list[StaleLock]:
+    found = []
+    now = time.time()
+    for path in lock_paths(commondir):
+        try:
+            age = now - path.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if age >= older_than_s:
+            found.append(StaleLock(str(path), int(age)))
+    return found
+
+
+def move_by_git(repository: Repository, old: str, new: str, message: str) -> Swap | None:
+    """The notes ref moved from `old` to `new` by `git update-ref`, which compares before it
+    moves as the swap does, without loading libgit2: where it is now; None when git did
+    not move it (another writer moved it first or holds its lock: the swap retries)."""
+    interrupt.pause("before-write", repository.environ)
+    with interrupt.held():
+        result = repository.git("update-ref", "-m", message, NOTES_REF, new, old, check=False)
+        # Ctrl-C reaches git too: a git stopped after the ref moved still moved it.
+        moved = result.returncode == 0 or repository.ref_target(NOTES_REF) == new
+        if moved:
+            interrupt.stored()
+    if not moved:
+        return None
+    interrupt.pause("after-write", repository.environ)
+    return Swap(new, old, 1, tuple(stale_locks(repository.commondir)))
 
 
 def _unwritable(error: Exception, undone: str) -> RepositoryError:

@@ -123,8 +123,7 @@ class Git:
 
         self.repository = repository
         self.detached = detached
-        raw = repository.config_value(REMOTE_TIMEOUT_KEY)
-        self.silence_s = remote_timeout(raw)
+        self.silence_s = remote_timeout(_config_value(repository, REMOTE_TIMEOUT_KEY))
         self._monotonic = monotonic
         self._budget = None if budget_s is None else Budget(budget_s, monotonic)
 
@@ -153,6 +152,19 @@ class Git:
             monotonic=self._monotonic,
             meanwhile=meanwhile,
         )
+
+
+def _config_value(repository: Repository, name: str) -> str | None:
+    """A configuration value: asked of git while libgit2 is not loaded (loading it costs
+    more than a git process), else of libgit2."""
+    if not repository.by_git:
+        return repository.config_value(name)
+    result = repository.git("config", "--get", name, check=False)
+    if result.returncode == 1:
+        return None  # not set
+    if result.returncode != 0:
+        return repository.config_value(name)  # git refused it: libgit2 says what it reads
+    return result.stdout.removesuffix("\n")
 
 
 def fetch_objects(repository: Repository, git: Git, remote: str, ids: Sequence[str]) -> str | None:

@@ -304,8 +304,18 @@ class Repository:
     # ---- refs, and the current task ------------------------------------------
 
     def ref_target(self, name: str) -> str | None:
+        if self.by_git and self.refs is not None:
+            # Read afresh from the files (a fetch may have moved it), not loading libgit2.
+            read, target = gitfiles.Refs(self.refs.found).target(name)
+            if read:
+                return target
         ref = self.repo.references.get(name)
         return None if ref is None else str(ref.resolve().target)
+
+    def ref_is_direct(self, name: str) -> bool:
+        """Whether `name` is read from a plain layout's files as a ref that names an
+        object itself: no symbolic ref, nothing these files do not tell."""
+        return self.refs is not None and gitfiles.Refs(self.refs.found).is_direct(name)
 
     def delete_refs(self, prefix: str) -> None:
         """Remove every ref under `prefix` (a private namespace of fetched records)."""

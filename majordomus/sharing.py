@@ -87,7 +87,12 @@ def fetch_records(
     # A URL has no remote-tracking ref: its records pass through a private ref
     # that is removed once merged.
     dest = tracking_ref(remote) if named else f"{INCOMING_PREFIX}{os.urandom(6).hex()}/majordomus"
-    before = jobs.repository.ref_target(dest) if named else None
+    repository = jobs.repository
+    before = repository.ref_target(dest) if named else None
+    # What follows needs libgit2 unless the fetch fast-forwards our notes (see
+    # Writer.merge), as it does when we wrote nothing since the last fetch: else
+    # libgit2 is loaded while git fetches, on the other CPU.
+    quick = repository.by_git and before is not None and before == repository.ref_target(NOTES_REF)
     try:
         # --no-filter: in a partial clone, the notes' trees and blobs come with them.
         # --prune: a ref the remote no longer has must not stay behind as the value the
@@ -101,8 +106,7 @@ def fetch_records(
             "--",
             remote,
             f"+{NOTES_REF}*:{dest}*",
-            # What follows needs libgit2: loaded while git fetches, on the other CPU.
-            meanwhile=lambda: jobs.repository.repo,
+            meanwhile=None if quick else lambda: repository.repo,
         )
         if result.returncode != 0:
             raise RemoteError(
@@ -110,9 +114,9 @@ def fetch_records(
                 f"{git_reason(result.stderr, f'git fetch exited {result.returncode}')}; nothing "
                 f"was merged (check the remote with git fetch {where})."
             )
-        theirs = jobs.repository.ref_target(dest)
-        if theirs is not None and not jobs.history.has_commit(theirs):
-            _put_back(jobs.repository, dest, before)
+        theirs = repository.ref_target(dest)
+        if theirs is not None and not jobs.history.commits_here([theirs]):
+            _put_back(repository, dest, before)
             raise RemoteError(
                 f"{where}'s {NOTES_REF} points at {theirs[:12]}, which is not a commit, so its "
                 "records cannot be read; nothing here was changed (ask whoever published it "
@@ -241,6 +245,8 @@ def _merged_remote_value(
 
 def complete(jobs: Jobs, git: Git, remote: str) -> None:
     """Bring the note objects a partial clone lacks from `remote`, in one batch."""
+    if jobs.repository.refs is not None:
+        return  # a plain layout names no promisor remote: git left nothing out
     ids = missing_note_objects(jobs)
     if not ids:
         return

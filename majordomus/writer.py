@@ -9,20 +9,22 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from majordomus import interrupt, notestree
+from majordomus import fastforward, interrupt, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.errors import RepositoryError
+from majordomus.fastforward import Merged
 from majordomus.notes import appended, parse_note, union
-from majordomus.notesref import NotesRef
+from majordomus.notesref import NotesRef, move_by_git
 from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.records import Record
+from majordomus.repository import NOTES_REF
 from majordomus.values import MergeReport, Swap, WriteReport
 
 if TYPE_CHECKING:
     import pygit2
 
     from majordomus.history import History
-    from majordomus.merge import Merged, Merger
+    from majordomus.merge import Merger
     from majordomus.notesread import NotesReader
     from majordomus.repository import Repository
 
@@ -139,6 +141,9 @@ class Writer:
         is, a note on both sides becomes the union of their records in canonical
         form, and a note that is not valid TOML keeps its text, byte for byte.
         """
+        fast = self._fast_forward(theirs, message)
+        if fast is not None:
+            return fast
         import pygit2
 
         their_commit = self.repository.repo.get(theirs)
@@ -168,6 +173,42 @@ class Writer:
             swap.attempts,
             merged.left_out,
         )
+
+    def _fast_forward(self, theirs: str, message: str) -> MergeReport | None:
+        """The merge as a fast-forward (or up to date) checked through one git process,
+        while libgit2 is not loaded (see fastforward.py); None: libgit2 merges."""
+        repository = self.repository
+        if not repository.by_git or self._walks_otherwise():
+            return None
+        ours = repository.ref_target(NOTES_REF)
+        if ours is None or not repository.ref_is_direct(NOTES_REF):
+            return None  # none yet, or a symbolic ref: libgit2 says what a write does
+        with repository.git_batch() as batch:
+            if batch is None:
+                return None
+            try:
+                merged = fastforward.fast_forward(
+                    fastforward.GitNotes(batch, self.reader.blobs), ours, theirs
+                )
+            except fastforward.UnsureError:
+                return None
+        if merged is None:
+            return None
+        if merged.outcome == "up-to-date":
+            return MergeReport(merged.outcome, ours, 0, 0, 0, 0, 1)
+        interrupt.writing("fetched records")
+        swap = move_by_git(repository, ours, theirs, message)
+        if swap is None:
+            return None  # the ref moved meanwhile: the swap reads it again and retries
+        return MergeReport(
+            merged.outcome, swap.target, merged.records_added, merged.copies_added, 0, 0, 1
+        )
+
+    def _walks_otherwise(self) -> bool:
+        """Whether libgit2 walks the notes history otherwise than its commits say: a shallow
+        clone (or grafts) cuts it short."""
+        common = self.repository.commondir
+        return (common / "shallow").exists() or (common / "info" / "grafts").exists()
 
     def merger(self) -> Merger:
         """What unites fetched notes into ours, reading through the reader's caches."""

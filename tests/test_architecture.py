@@ -138,7 +138,8 @@ ALLOWED = {
     "mcp_server": {"jsontext", "mcptable"},
     "mcpfront": {"mcp_server", "mcptable"},
     "mcptable": set(),
-    "merge": {"blobs", "notes", "notestree", "notetoml"},
+    "fastforward": {"blobs", "gitobjects", "notes", "notestree", "notetoml"},
+    "merge": {"blobs", "fastforward", "notes", "notestree", "notetoml"},
     "noteforms": set(),
     "notes": {"notetoml", "records"},
     "notesread": {
@@ -279,6 +280,7 @@ ALLOWED = {
     "writer": {
         "blobs",
         "errors",
+        "fastforward",
         "history",
         "interrupt",
         "merge",
@@ -295,7 +297,7 @@ ALLOWED = {
 STORE_LAYER = {
     "repository", "location", "gitfiles", "gitobjects", "history", "drawing", "notestree", "blobs",
     "readrefs", "commitnotes", "partialclone", "notesread", "helperparse", "notesref", "merge",
-    "writer",
+    "writer", "fastforward",
 }  # fmt: skip
 # Third-party and process-level imports that belong to one module (or layer) only.
 OWNERS = {

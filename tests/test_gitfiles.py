@@ -133,6 +133,33 @@ def test_what_is_not_there_is_said_or_left_to_libgit2(repo: Repo) -> None:
     assert refs.head() is None
 
 
+def test_one_ref_read_from_the_files_is_what_libgit2_reads(repo: Repo) -> None:
+    """`Refs.target` (what a fetch reads before libgit2 is loaded) and `is_direct` (whether
+    `git update-ref` would move that ref itself), loose, packed, symbolic and absent."""
+    repo.task()
+    found = gitfiles.discover(str(repo.path), repo.environ)
+    assert found is not None
+
+    def read(name: str) -> tuple[tuple[bool, str | None], bool]:
+        refs = gitfiles.Refs(found)  # read afresh, as each look of a command is
+        return refs.target(name), refs.is_direct(name)
+
+    tip = repo.notes_ref()
+    assert read(NOTES_REF) == ((True, tip), True)  # loose
+    repo.git("pack-refs", "--all")
+    assert not (repo.path / ".git" / NOTES_REF).exists()
+    assert read(NOTES_REF) == ((True, tip), True)  # packed only
+    repo.git("update-ref", "refs/notes/elsewhere", repo.head())
+    repo.git("symbolic-ref", NOTES_REF, "refs/notes/elsewhere")
+    assert read(NOTES_REF) == ((True, repo.head()), False)  # symbolic: followed, not direct
+    repo.git("symbolic-ref", NOTES_REF, "refs/notes/nowhere")
+    assert read(NOTES_REF) == ((False, None), False)  # dangling: left to libgit2
+    assert read("refs/notes/absent") == ((True, None), False)
+    assert read("refs/notes/../HEAD") == ((False, None), False)
+    (repo.path / ".git" / NOTES_REF).write_text("not an id\n")
+    assert read(NOTES_REF) == ((False, None), False)
+
+
 def test_objects_read_by_git_are_the_objects_libgit2_reads(repo: Repo) -> None:
     repo.task()
     assert repo.run("checkpoint", "a note to read").code == 0

@@ -292,6 +292,7 @@ def test_a_record_id_another_task_reuses_hides_nothing(repo: Repo) -> None:
         (ident, "t-aaaa00000001"),
         (ident, "t-bbbb00000004"),
     ]
+    assert json.loads(repo.run("history", "--json").out) == every  # from the views, warm
     full = json.loads(repo.run(*argv).out)
     assert full["records"] == picked["records"]
     # `invalid` counts among the notes each read: the note that is no TOML holds no id.
