@@ -17,15 +17,26 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import profile as profiles
 from majordomus import remote
+from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RefusedError
 from majordomus.history import History
 from majordomus.index import Index
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
-from majordomus.records import SIGNATURE_KEY, age_s, skew_s, unsigned
-from majordomus.repository import Repository
-from majordomus.values import AttachedRecord, CheckResult, Listed
+from majordomus.records import SIGNATURE_KEY, Record, age_s, skew_s, unsigned
+from majordomus.repository import NOTES_REF, Repository
+from majordomus.values import AttachedRecord, CheckResult, Listed, WriteReport
+from majordomus.viewparts import (
+    Meta,
+    PartMissing,
+    View,
+    ViewCache,
+    state_key,
+    task_part,
+    unpack,
+    written,
+)
 from majordomus.views import Views
 
 if TYPE_CHECKING:
@@ -33,6 +44,7 @@ if TYPE_CHECKING:
     from majordomus.writer import Writer
 
 SESSION_MAX = 200
+TASK_ID_LENGTH = len("t-") + 12
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
 
@@ -160,12 +172,10 @@ def current_task(
     imply: bool = False,
     strict: bool = False,
 ) -> tuple[str, bool]:
-    """The task a command works on, and whether it was implied rather than named.
-
-    --task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`. With none
-    of them and `imply`: the task of the open handover reachable from HEAD when exactly one
-    task has one (what a new clone or a new agent session picks up); `strict` (`trust =
-    "signed"`): of a verified open handover.
+    """The task a command works on (`task_name`), and whether it was implied rather than
+    named: with no name and `imply`, the task of the open handover reachable from HEAD when
+    exactly one task has one (what a new clone or a new agent session picks up); `strict`
+    (`trust = "signed"`): of a verified open handover.
     """
     name = task_name(inputs, jobs, explicit)
     if name:
@@ -179,6 +189,79 @@ def current_task(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
     )
+
+
+def task_records(
+    inputs: Inputs,
+    jobs: Jobs,
+    explicit: str | None,
+    *,
+    writing: bool = False,
+    imply: bool = False,
+    strict: bool = False,
+) -> tuple[TaskView | Views, str, bool]:
+    """The records of the task a command works on, the task, and whether it was implied
+    (see `current_task`). A task named by its id in full: its view alone, as the view cache
+    holds it for the notes refs as they are (`cached_view`); else, or when the cache
+    describes another state, the views of every task (`writing`: see `Views`), or for a
+    read those of the notes that could hold the task's records (`task_views`)."""
+    name = task_name(inputs, jobs, explicit)
+    task = task_prefix(name) if name else None
+    if task is not None and len(task) == TASK_ID_LENGTH:
+        view = cached_view(jobs, task)
+        if view is not None:
+            return view, task, False
+    if writing:
+        views = Views(jobs.reader, jobs.history, writing=True)
+    else:
+        views = Views(jobs.reader, jobs.history, task=task)
+    task, implied = current_task(inputs, jobs, views, explicit, imply=imply, strict=strict)
+    return views, task, implied
+
+
+class TaskView:
+    """One task's view as the view cache holds it for the notes refs as they are: what a
+    command on a task named in full reads of it (its records, its open handovers), and the
+    view carried to the state a write of the command makes. No other task's view is read,
+    no note, no index of every task."""
+
+    def __init__(
+        self, jobs: Jobs, cache: ViewCache, targets: Mapping[str, str], meta: Meta, view: View
+    ) -> None:
+        self._jobs, self._cache, self._targets = jobs, cache, targets
+        self._meta, self._view = meta, view
+
+    def index(self, task: str) -> Index:
+        rows, resolved = self._view
+        invalid, task_ids = self._meta
+        reader, history = self._jobs.reader, self._jobs.history
+        return Index.of_view(reader, history, rows, set(resolved), task_ids, invalid)
+
+    def recorded(self, report: WriteReport, record: Record) -> None:
+        """The view carried over to the state a write of ours just made, when nothing else
+        moved the ref in between (else the next read carries it over, or rebuilds it)."""
+        if report.parent == self._targets.get(NOTES_REF):
+            written(self._cache, self._targets, self._meta, self._view, {}, record, report)
+
+
+def cached_view(jobs: Jobs, task: str, *, new: bool = False) -> TaskView | None:
+    """The view of `task` (an id in full) when the view cache describes the notes refs as
+    they are and holds the task (`new`: a task about to be made, which it does not hold);
+    None when it does not (then `Views` carries the cache over, or reads every note)."""
+    reader = jobs.reader
+    cache = ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
+    targets = reader.refs.ref_targets()
+    meta = cache.get(state_key(targets))
+    if meta is None:
+        return None
+    try:
+        invalid, task_ids = meta
+        if (task in task_ids) == new:
+            return None
+        view = ((), ()) if new else unpack(cache.part(task_part(task)))
+    except (PartMissing, ValueError, TypeError, EOFError):
+        return None
+    return TaskView(jobs, cache, targets, (invalid, task_ids), view)
 
 
 def tasks_with_open_handover(jobs: Jobs, views: Views, strict: bool = False) -> list[str]:

@@ -49,6 +49,9 @@ class WriteReport(NamedTuple):
     parent: str | None  # the notes commit the write was built on
     blob: str  # the note blob now on the commit
     position: int  # of the first record written, among the note's records
+    # Whether the records the note held keep their positions (the new ones come after
+    # them all; a record of a kind the note holds earlier joins that kind's records).
+    in_place: bool = True
 
 
 # ---- The notes ref -----------------------------------------------------------------------

@@ -22,6 +22,9 @@ from typing import Any
 
 from majordomus.cachefile import SUMMARY_FIELDS, CacheFile
 from majordomus.notes import Note, summarise
+from majordomus.records import Record, summary_of
+from majordomus.repository import NOTES_REF
+from majordomus.values import WriteReport
 
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
 View = tuple[tuple[Row, ...], tuple[str, ...]]  # a task's rows, its resolved handovers
@@ -273,6 +276,43 @@ def _put_views(
             unwritten[task] = (tuple(task_rows), tuple(sorted(resolved)))
         else:
             parts[task_part(task)] = pack(task_rows, resolved)
+
+
+def written(
+    cache: ViewCache,
+    targets: Mapping[str, str],
+    meta: Meta,
+    view: View,
+    unwritten: Mapping[str, View],
+    record: Record,
+    report: WriteReport,
+) -> None:
+    """The views of the state a write of ours made (`report`) from the state of the notes
+    refs `targets` and `meta`, put in `cache`: `view` (the record's task's, before the
+    write) with the record's row, the ledger's shard of its key, and the views carried over
+    and not written yet (`unwritten`). Nothing when a part cannot be read, or when the
+    records the note held moved in it (their rows, in other tasks' views too, would name
+    places they no longer have): the next read carries the views over from the note."""
+    if not report.in_place:
+        return
+    summary = tuple(summary_of(record, report.position))
+    ledger = Ledger(cache.part)
+    try:
+        ledger.record(summary)
+    except (PartMissing, ValueError, TypeError, EOFError):
+        return
+    rows, resolved = view
+    rows = (*rows, (summary, record.head, (report.blob,)))
+    if record.kind == "resume":
+        resolved = (*resolved, *resolving(summary))
+    parts = ledger.changed_parts()
+    parts.update((task_part(t), pack(*unwritten_view)) for t, unwritten_view in unwritten.items())
+    parts[task_part(record.task)] = pack(rows, set(resolved))
+    invalid, task_ids = meta
+    if record.task not in task_ids:
+        task_ids = (*task_ids, record.task)
+    after = state_key({**targets, NOTES_REF: report.notes_commit})
+    cache.put(after, (invalid, task_ids), parts.items(), base=True)
 
 
 class PartMissing(Exception):

@@ -16,14 +16,15 @@ from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS, age_s, new_record, skew_s
 from majordomus.tasks import (
     Jobs,
+    TaskView,
+    cached_view,
     counted_checkpoint,
-    current_task,
     load_profile,
     marks_unsigned,
     open_here,
     resolve_task,
     session_of,
-    task_views,
+    task_records,
     trusted,
     validated,
 )
@@ -61,7 +62,7 @@ def _write(
     task: str,
     fields: Mapping[str, Any],
     session: str | None,
-    views: Views | None = None,
+    views: Views | TaskView | None = None,
     record_id: str | None = None,
     strict: bool = False,
 ) -> tuple[AttachedRecord, tuple[StaleLock, ...]]:
@@ -95,7 +96,7 @@ def _write(
         author=author,
     )
     if views is not None:
-        views.recorded(report, record, report.blob, report.position)
+        views.recorded(report, record)
     located = AttachedRecord(record, head, report.position)
     return jobs.attach_one(located, strict), report.stale_locks
 
@@ -113,15 +114,15 @@ def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
         return {}
 
 
-def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[Views, str]:
+def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[TaskView | Views, str]:
     """Before a record is built: a commit to attach it to, a notes ref a write will not
-    destroy, the views of the current state, and the task it belongs to."""
+    destroy, the task it belongs to and its records."""
     jobs.history.head()
     jobs.repository.ask_identity()  # git answers while libgit2 loads
     try:
         jobs.writer.ref.check_writable()
-        views = Views(jobs.reader, jobs.history, writing=True)
-        return views, current_task(inputs, jobs, views, task)[0]
+        views, task_id, _ = task_records(inputs, jobs, task, writing=True)
+        return views, task_id
     except BaseException:
         jobs.repository.settle()  # refused before the record was built: no git left unwaited
         raise
@@ -139,7 +140,7 @@ def task_new(
     jobs.writer.ref.check_writable()
     task = _new_id("t", 12)
     sess = session_of(inputs, session, allow_secret)
-    views = Views(jobs.reader, jobs.history, writing=True)
+    views = cached_view(jobs, task, new=True) or Views(jobs.reader, jobs.history, writing=True)
     located, locks = _write(inputs, jobs, "task", task, {"title": text}, sess, views, task)
     jobs.repository.set_current_task(task)
     return TaskCreated(located, locks)
@@ -372,8 +373,7 @@ def resume(
         jobs.writer.ref.check_writable()
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
     strict = load_profile(inputs, jobs).trust == "signed"
-    views = task_views(inputs, jobs, task)
-    task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)
+    views, task_id, implied = task_records(inputs, jobs, task, imply=True, strict=strict)
     index = views.index(task_id)
     pending, untrusted = trusted(
         jobs, [index.locate(h) for h in index.open_handovers(task_id)], strict

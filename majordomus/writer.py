@@ -60,8 +60,8 @@ class Writer:
 
         def build(
             tree: pygit2.Tree | None, parents: list[pygit2.Oid]
-        ) -> tuple[pygit2.Oid, tuple[str, int]]:
-            blob_id, position = _appended_blob(
+        ) -> tuple[pygit2.Oid, tuple[str, int, bool]]:
+            blob_id, position, in_place = _appended_blob(
                 repo, reader.blobs, tree, commit, records, reader.partial.is_partial
             )
             now = datetime.datetime.now(datetime.UTC)
@@ -70,10 +70,10 @@ class Writer:
             notes_commit = repo.create_commit(
                 None, signature, signature, message + "\n", tree_id, parents
             )
-            return notes_commit, (str(blob_id), position)
+            return notes_commit, (str(blob_id), position, in_place)
 
         interrupt.writing(records[0].kind, records[0].id)
-        swap, (blob, position) = self.ref.swap(
+        swap, (blob, position, in_place) = self.ref.swap(
             build, message, "nothing was recorded", timeout_s, sleep, monotonic
         )
         return WriteReport(
@@ -83,6 +83,7 @@ class Writer:
             parent=swap.parent,
             blob=blob,
             position=position,
+            in_place=in_place,
         )
 
     def append_many(
@@ -108,7 +109,7 @@ class Writer:
                 have = reader.blobs.record_ids([str(blob) for blob in found])
                 missing = [record for record in records if record.id not in have]
                 if missing:
-                    blob, _ = _appended_blob(
+                    blob, _, _ = _appended_blob(
                         repo, reader.blobs, tree, commit, missing, reader.partial.is_partial
                     )
                     changes[commit] = blob
@@ -206,9 +207,10 @@ def _appended_blob(
     commit: str,
     records: Sequence[Record],
     is_partial: Callable[[], bool],
-) -> tuple[pygit2.Oid, int]:
-    """The note on `commit` with these records appended, written as a blob, and the
-    position of the first of them among the note's records. A gitlink at its paths (put
+) -> tuple[pygit2.Oid, int, bool]:
+    """The note on `commit` with these records appended, written as a blob, the position
+    of the first of them among the note's records, and whether the records it held keep
+    their positions (`WriteReport.in_place`). A gitlink at its paths (put
     there by hand: a merge never takes one) refuses the write; a symlink or a tree there
     is replaced by the note (a fetch can fast-forward onto a tree where a note belongs,
     which must not stop a write)."""
@@ -248,7 +250,8 @@ def _appended_blob(
     written = union([after]).records
     first = records[0]
     position = next(i for i, r in enumerate(written) if (r.kind, r.id) == (first.kind, first.id))
-    return repo.create_blob(data), position
+    held = len(union(notes).records) if notes else 0
+    return repo.create_blob(data), position, position == held
 
 
 def _unreadable(commit: str, why: str) -> str:

@@ -229,6 +229,7 @@ ALLOWED = {
     "summaries": {"notes", "notetoml", "objectids", "records", "values"},
     "tally": set(),
     "tasks": {
+        "cachefile",
         "errors",
         "fieldtext",
         "history",
@@ -244,6 +245,7 @@ ALLOWED = {
         "secret",
         "values",
         "verifying",
+        "viewparts",
         "writer",
     },
     "values": {"records"},
@@ -261,7 +263,7 @@ ALLOWED = {
         "values",
         "viewparts",
     },
-    "viewparts": {"cachefile", "notes"},
+    "viewparts": {"cachefile", "notes", "records", "repository", "values"},
     "write": {
         "errors",
         "index",
