@@ -1,8 +1,7 @@
 """The steps every verb shares: the jobs one command does on one repository, each an object
 built with what it needs (git and the refs: `repository`; the commits: `history`; reading
 notes: `reader`; moving the notes ref: `writer`), opened where the command started; the
-profile; the task a command works on; the text it records, checked; what `check` says of
-a task.
+profile; the task a command works on; what `check` says of a task.
 
 Nothing here prints; clock, environment and sleep come in through `Inputs`.
 """
@@ -43,18 +42,31 @@ if TYPE_CHECKING:
     from majordomus.verifying import Verifier
     from majordomus.writer import Writer
 
-SESSION_MAX = 200
 TASK_ID_LENGTH = len("t-") + 12
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
 
 class Jobs:
-    """The jobs one command does on one repository; the writer is made when it writes."""
+    """The jobs one command does on one repository, each made when the command first needs
+    it (a write on a task named in full never makes most of what a read does)."""
 
-    def __init__(self, repository: Repository) -> None:
+    def __init__(self, repository: Repository, inputs: Inputs | None = None) -> None:
+        """`inputs`: where a warning goes, and a note object a partial clone left out is
+        fetched from its remote (`open_here`); without them, neither."""
         self.repository = repository
-        self.history = History(repository)
-        self.reader = NotesReader(repository)
+        self._inputs = inputs
+
+    @cached_property
+    def history(self) -> History:
+        return History(self.repository)
+
+    @cached_property
+    def reader(self) -> NotesReader:
+        reader = NotesReader(self.repository)
+        if self._inputs is not None:
+            reader.partial.fetch = remote.fetch_missing
+            reader.refs.warn = self._inputs.warn
+        return reader
 
     @cached_property
     def writer(self) -> Writer:
@@ -90,10 +102,7 @@ def open_jobs(path: str, environ: Mapping[str, str]) -> Jobs:
 def open_here(inputs: Inputs) -> Jobs:
     """The repository a command works on, and its jobs: a note object a partial clone left
     out is fetched from its remote, a warning said through `inputs.warn`."""
-    jobs = open_jobs(inputs.cwd, inputs.environ)
-    jobs.reader.partial.fetch = remote.fetch_missing
-    jobs.reader.refs.warn = inputs.warn
-    return jobs
+    return Jobs(open_repository(inputs.cwd, inputs.environ), inputs)
 
 
 def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
@@ -324,37 +333,6 @@ class AmbiguousTaskError(RefusedError):
             f"no current task, and {len(candidates)} tasks have an open handover reachable "
             f"from HEAD: {named}; pick one with {program} task use TASK (or pass --task TASK)."
         )
-
-
-# ---- text to record --------------------------------------------------------------------
-
-
-def validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
-    """Text that passed the length and character rules and, unless allowed, the secret scan
-    (whose refusal offers --allow-secret where the command has it: `flag`)."""
-    from majordomus.fieldtext import clean_text  # only what is recorded is checked
-
-    text = clean_text(field, raw, cap)
-    from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
-
-    found = None if allow_secret else find_secret(text)
-    if found is not None:
-        what, position = found
-        remedy = "remove it, or pass --allow-secret if it is not a secret" if flag else (
-            "name the session otherwise"
-        )  # fmt: skip
-        raise RefusedError(
-            f"{field} looks like it contains {what} (at character {position}); notes are "
-            f"pushed and their history is permanent, so nothing was recorded: {remedy}."
-        )
-    return text
-
-
-def session_of(
-    inputs: Inputs, explicit: str | None, allow_secret: bool = False, *, flag: bool = True
-) -> str | None:
-    value = explicit if explicit is not None else inputs.environ.get("MAJORDOMUS_SESSION")
-    return validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
 
 
 # ---- what check says of a task ---------------------------------------------------------

@@ -23,10 +23,8 @@ from majordomus.tasks import (
     marks_unsigned,
     open_here,
     resolve_task,
-    session_of,
     task_records,
     trusted,
-    validated,
 )
 from majordomus.values import (
     AttachedRecord,
@@ -46,9 +44,40 @@ else:
     render = OnFirstUse("majordomus.render")
 
 TITLE_MAX = 200
+SESSION_MAX = 200
 
 
 # ---- writing a record ----------------------------------------------------------------
+
+
+def _validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
+    """Text that passed the length and character rules and, unless allowed, the secret scan
+    (whose refusal offers --allow-secret where the command has it: `flag`)."""
+    from majordomus.fieldtext import clean_text  # only what is recorded is checked
+
+    text = clean_text(field, raw, cap)
+    from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
+
+    found = None if allow_secret else find_secret(text)
+    if found is not None:
+        what, position = found
+        remedy = "remove it, or pass --allow-secret if it is not a secret" if flag else (
+            "name the session otherwise"
+        )  # fmt: skip
+        raise RefusedError(
+            f"{field} looks like it contains {what} (at character {position}); notes are "
+            f"pushed and their history is permanent, so nothing was recorded: {remedy}."
+        )
+    return text
+
+
+def _session_of(
+    inputs: Inputs, explicit: str | None, allow_secret: bool = False, *, flag: bool = True
+) -> str | None:
+    """The session a record is written in: given, else MAJORDOMUS_SESSION; None when
+    neither names one."""
+    value = explicit if explicit is not None else inputs.environ.get("MAJORDOMUS_SESSION")
+    return _validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
 
 
 def _new_id(prefix: str, digits: int) -> str:
@@ -135,11 +164,11 @@ def task_new(
     inputs: Inputs, title: str, session: str | None = None, allow_secret: bool = False
 ) -> TaskCreated:
     jobs = open_here(inputs)
-    text = validated("title", title, TITLE_MAX, allow_secret)
+    text = _validated("title", title, TITLE_MAX, allow_secret)
     jobs.history.head()
     jobs.writer.ref.check_writable()
     task = _new_id("t", 12)
-    sess = session_of(inputs, session, allow_secret)
+    sess = _session_of(inputs, session, allow_secret)
     views = cached_view(jobs, task, new=True) or Views(jobs.reader, jobs.history, writing=True)
     located, locks = _write(inputs, jobs, "task", task, {"title": text}, sess, views, task)
     jobs.repository.set_current_task(task)
@@ -224,8 +253,8 @@ def checkpoint(
 ) -> CheckpointResult:
     jobs = open_here(inputs)
     prof = load_profile(inputs, jobs)
-    body = validated("checkpoint body", text, prof.checkpoint_max, allow_secret)
-    sess = session_of(inputs, session, allow_secret)
+    body = _validated("checkpoint body", text, prof.checkpoint_max, allow_secret)
+    sess = _session_of(inputs, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     previous = views.index(task_id).last("checkpoint", task_id)
     strict = prof.trust == "signed"
@@ -285,8 +314,8 @@ def handover(
             f"a handover needs --objective, --state and --next; missing {flags}; "
             "nothing was recorded."
         )
-    clean = {key: validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
-    sess = session_of(inputs, session, allow_secret)
+    clean = {key: _validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
+    sess = _session_of(inputs, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     dirty = jobs.repository.is_dirty()
     strict = prof.trust == "signed"
@@ -367,7 +396,7 @@ def resume(
     inputs: Inputs, task: str | None = None, peek: bool = False, session: str | None = None
 ) -> ResumeResult:
     jobs = open_here(inputs)
-    sess = session_of(inputs, session, allow_secret=peek, flag=False)  # a peek writes nothing
+    sess = _session_of(inputs, session, allow_secret=peek, flag=False)  # a peek writes nothing
     head = jobs.history.head()
     if not peek:
         jobs.writer.ref.check_writable()

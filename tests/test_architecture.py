@@ -231,7 +231,6 @@ ALLOWED = {
     "tasks": {
         "cachefile",
         "errors",
-        "fieldtext",
         "history",
         "index",
         "views",
@@ -242,7 +241,6 @@ ALLOWED = {
         "records",
         "remote",
         "repository",
-        "secret",
         "values",
         "verifying",
         "viewparts",
@@ -266,6 +264,7 @@ ALLOWED = {
     "viewparts": {"cachefile", "notes", "records", "repository", "values"},
     "write": {
         "errors",
+        "fieldtext",
         "index",
         "views",
         "invocation",
@@ -273,6 +272,7 @@ ALLOWED = {
         "plaintext",
         "records",
         "render",
+        "secret",
         "signconfig",
         "signing",
         "tasks",
