@@ -22,7 +22,7 @@ from typing import Any
 
 from majordomus.cachefile import SUMMARY_FIELDS, CacheFile
 from majordomus.notes import Note, summarise
-from majordomus.records import Record, summary_of
+from majordomus.records import Record, Summary, summary_of
 from majordomus.repository import NOTES_REF
 from majordomus.values import WriteReport
 
@@ -290,10 +290,15 @@ def written(
     """The views of the state a write of ours made (`report`) from the state of the notes
     refs `targets` and `meta`, put in `cache`: `view` (the record's task's, before the
     write) with the record's row, the ledger's shard of its key, and the views carried over
-    and not written yet (`unwritten`). Nothing when a part cannot be read, or when the
-    records the note held moved in it (their rows, in other tasks' views too, would name
-    places they no longer have): the next read carries the views over from the note."""
-    if not report.in_place:
+    and not written yet (`unwritten`); the rows of the records the note held name its new
+    blob, and the places those after the record moved to. Nothing when a part cannot be
+    read, or when the note held records of another task (their rows, in views this write
+    does not hold, name the note as it was): the next read carries the views over from
+    the note."""
+    if not report.alone:
+        return
+    rows = _moved_on(view[0], record.head, report)
+    if rows is None:
         return
     summary = tuple(summary_of(record, report.position))
     ledger = Ledger(cache.part)
@@ -301,7 +306,7 @@ def written(
         ledger.record(summary)
     except (PartMissing, ValueError, TypeError, EOFError):
         return
-    rows, resolved = view
+    resolved = view[1]
     rows = (*rows, (summary, record.head, (report.blob,)))
     if record.kind == "resume":
         resolved = (*resolved, *resolving(summary))
@@ -313,6 +318,30 @@ def written(
         task_ids = (*task_ids, record.task)
     after = state_key({**targets, NOTES_REF: report.notes_commit})
     cache.put(after, (invalid, task_ids), parts.items(), base=True)
+
+
+_POSITION = Summary._fields.index("position")
+
+
+def _moved_on(rows: tuple[Row, ...], commit: str, report: WriteReport) -> tuple[Row, ...] | None:
+    """`rows` as the write `report` tells left them: those of records in the note on
+    `commit` name its new blob, one place on where they come after the record written
+    (`WriteReport.in_place`); None when one of them was read from another blob than the
+    one the write replaced (a note on another notes ref, the copies of a damaged tree)."""
+    moved: list[Row] = []
+    for summary, on, blobs in rows:
+        if on != commit:
+            moved.append((summary, on, blobs))
+            continue
+        if report.replaced is None or blobs != (report.replaced,):
+            return None
+        position = summary[_POSITION]
+        if report.in_place or position < report.position:
+            moved.append((summary, on, (report.blob,)))
+            continue
+        later = (*summary[:_POSITION], position + 1, *summary[_POSITION + 1 :])
+        moved.append((later, on, (report.blob,)))
+    return tuple(moved)
 
 
 class PartMissing(Exception):

@@ -144,6 +144,38 @@ def test_a_write_that_moves_the_records_of_its_note_leaves_the_views_to_the_next
     ]
 
 
+def test_writes_on_one_commit_carry_the_views_to_the_places_the_records_move_to(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoints, a handover and a resume on one commit in one second, on a note that
+    holds this task's records alone: each checkpoint joins the checkpoints, the records
+    after them move one place on, and the views carried over name those places (in one
+    second, on one commit, the place orders the records): every write reads one view,
+    the reads after them are a fresh read's."""
+    repo.task("another")
+    task = repo.task("the one")
+    repo.commit("work")
+    assert repo.run("checkpoint", "first").code == 0
+    assert repo.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    assert repo.run("history", "--json").code == 0
+    built = views_built(monkeypatch)
+    for verb in (["checkpoint", "second"], ["resume"], ["checkpoint", "third"]):
+        result = repo.run(*verb, "--task", task)
+        assert result.code == 0, (verb, result.err)
+        assert cache_is_current(repo), verb
+    assert built == []
+    cached = reads(repo, task)
+    assert cached == fresh_reads(repo, task)
+    assert [r["kind"] for r in cached[0]["records"]] == [
+        "resume",
+        "handover",
+        "checkpoint",
+        "checkpoint",
+        "checkpoint",
+        "task",
+    ]
+
+
 def test_task_new_builds_no_views_when_they_describe_the_refs_as_they_are(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -240,6 +272,7 @@ def test_a_clone_behind_a_bare_remote_writes_on_its_fetched_task_without_the_vie
     assert bob.run("history", "--json").code == 0
     built = views_built(monkeypatch)
     clock.advance(60)
+    bob.commit("bob starts")  # a note of its own: see the second test
     written = bob.run("checkpoint", "bob 1", "--task", task, "--json")
     assert written.code == 0, written.err
     assert (built, json.loads(written.out)["previous_age_s"]) == ([], 60)
@@ -267,3 +300,121 @@ def test_a_copy_of_a_record_sends_the_write_to_the_views_of_every_task(
     assert result.code == 0, result.err
     assert built == [True]
     assert reads(repo, task) == fresh_reads(repo, task)
+
+
+def test_a_write_after_the_first_read_of_one_task_in_a_fresh_clone_answers_as_a_fresh_read(
+    tmp_path: Path, environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone whose only views are those of a first read of one task (the notes that
+    could hold its records): the write builds the views of every task once, carries them
+    to the state it makes, and the writes after it build none."""
+    clock = Clock()
+    remote, alice = seeded(tmp_path, environ, clock)
+    task = alice.task("shared")
+    other = alice.task("other")
+    assert alice.run("checkpoint", "alice on other").code == 0
+    assert alice.run("checkpoint", "alice 1", "--task", task).code == 0
+    assert alice.run("handover", "-o", "o", "-s", "s", "-n", "n", "--task", task).code == 0
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    assert bob.run("history", "--task", task, "--json").code == 0  # one task's notes read
+    built = views_built(monkeypatch)
+    clock.advance(60)
+    bob.commit("bob starts")  # a note of its own: see the second test
+    written = bob.run("checkpoint", "bob 1", "--task", task, "--json")
+    assert written.code == 0, written.err
+    assert json.loads(written.out)["previous_age_s"] == 60
+    assert built in ([], [True])
+    assert cache_is_current(bob)
+    del built[:]
+    bob.commit("bob's work")
+    for verb in (["resume"], ["checkpoint", "bob 2"]):
+        result = bob.run(*verb, "--task", task)
+        assert result.code == 0, (verb, result.err)
+        assert cache_is_current(bob), verb
+        assert built == [], verb
+    cached = reads(bob, task)
+    assert cached == fresh_reads(bob, task)
+    assert reads(bob, other) == fresh_reads(bob, other)
+    assert cached[5] == 1  # alice's handover resumed by bob: none open
+
+
+def _forged_beside_an_open_handover(repo: Repo) -> tuple[str, str, str]:
+    """This task's open handover, and a note on a commit nearer HEAD that reuses its id
+    under another task (another record, no copy); the views of that state cached."""
+    task, other = worked(repo)
+    assert repo.run("task", "use", task).code == 0
+    assert repo.run("handover", "-o", "mine", "-s", "s", "-n", "n").code == 0
+    history = json.loads(repo.run("history", "--task", task, "--json").out)
+    ident = next(r["id"] for r in history["records"] if r["kind"] == "handover")
+    forged = repo.commit("near HEAD")
+    text = (
+        f'[[handover]]\nv = 1\nid = "{ident}"\ntask = "{other}"\nhead = "{forged}"\n'
+        'at = 2026-11-02T03:12:00Z\nauthor = "Eve <eve@example.com>"\nobjective = "forged"\n'
+        'state = "s"\nnext = "n"\n'
+    )
+    repo.git("notes", "--ref=majordomus", "add", "-F", "-", forged, input=text)
+    assert repo.run("history", "--json").code == 0
+    return task, other, ident
+
+
+def test_a_forged_note_reusing_a_handover_id_under_another_task_changes_no_lean_write(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume on the task named in full reads its view alone and resolves its own
+    handover; it joins the note that holds the other task's record, so the views are left
+    to the next read (the other task's view names the note as it was)."""
+    task, other, ident = _forged_beside_an_open_handover(repo)
+    built = views_built(monkeypatch)
+    resumed = repo.run("resume", "--task", task, "--json")
+    assert resumed.code == 0, resumed.err
+    assert built == []
+    taken = json.loads(resumed.out)["handover"]
+    assert (taken["id"], taken["task"], taken["objective"]) == (ident, task, "mine")
+    assert not cache_is_current(repo)
+    for name in (task, other):
+        cached, fresh = reads(repo, name), fresh_reads(repo, name)
+        assert cached[:1] + cached[2:] == fresh[:1] + fresh[2:]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the read that carries the views over the note the resume changed lists, in the "
+    "history of every task, a record of this task where the forged one stands (on 84b9e03 "
+    "too, where the write reads every view)",
+)
+def test_every_task_read_after_a_write_beside_a_forged_id_is_a_fresh_read(repo: Repo) -> None:
+    task, _, _ = _forged_beside_an_open_handover(repo)
+    assert repo.run("resume", "--task", task).code == 0
+    assert reads(repo, task)[1] == fresh_reads(repo, task)[1]
+
+
+def test_a_write_on_a_commit_whose_note_a_plain_git_fetch_brought_answers_as_a_fresh_read(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
+    """The note on HEAD is on the remote-tracking ref only (a plain `git fetch` of the
+    notes): the write makes a note of its own there, which a read unites with the fetched
+    one; the views it carries name no place in a note the write did not make."""
+    clock = Clock()
+    remote, alice = seeded(tmp_path, environ, clock)
+    task = alice.task("shared")
+    alice.commit("alice's work")
+    assert alice.run("checkpoint", "alice 1").code == 0
+    assert alice.run("handover", "-o", "o", "-s", "s", "-n", "n").code == 0
+    alice.git("push", "-q", "origin", "main")
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), tmp_path / "bob", environ, clock)
+    bob.git("fetch", "-q", "origin", "+refs/notes/majordomus:refs/notes/remotes/origin/majordomus")
+    assert bob.run("history", "--json").code == 0
+    clock.advance(60)
+    for verb in (["checkpoint", "bob 1"], ["checkpoint", "bob 2"], ["resume"]):
+        result = bob.run(*verb, "--task", task)
+        assert result.code == 0, (verb, result.err)
+    cached = reads(bob, task)
+    assert cached == fresh_reads(bob, task)
+    assert [r["body"] for r in cached[0]["records"] if r["kind"] == "checkpoint"] == [
+        "bob 2",
+        "bob 1",
+        "alice 1",
+    ]
