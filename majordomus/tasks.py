@@ -182,50 +182,54 @@ def current_task(
     strict: bool = False,
 ) -> tuple[str, bool]:
     """The task a command works on (`task_name`), and whether it was implied rather than
-    named: with no name and `imply`, the task of the open handover reachable from HEAD when
-    exactly one task has one (what a new clone or a new agent session picks up); `strict`
-    (`trust = "signed"`): of a verified open handover.
-    """
+    named (`implied_task`, with no name and `imply`)."""
     name = task_name(inputs, jobs, explicit)
     if name:
         return resolve_task(views.task_ids, name), False
-    candidates = tasks_with_open_handover(jobs, views, strict) if imply else []
+    if imply:
+        return implied_task(jobs, views, strict), True
+    raise no_task()
+
+
+def implied_task(jobs: Jobs, views: Views, strict: bool = False) -> str:
+    """The task of the open handover reachable from HEAD when exactly one task has one
+    (what a new clone or a new agent session picks up); `strict` (`trust = "signed"`): of
+    a verified open handover."""
+    candidates = tasks_with_open_handover(jobs, views, strict)
     if len(candidates) == 1:
-        return candidates[0], True
+        return candidates[0]
     if candidates:
         raise AmbiguousTaskError(tuple(candidates))
-    raise NoTaskError(
+    raise no_task()
+
+
+def no_task() -> NoTaskError:
+    return NoTaskError(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
     )
 
 
 def task_records(
-    inputs: Inputs,
-    jobs: Jobs,
-    explicit: str | None,
-    *,
-    writing: bool = False,
-    imply: bool = False,
-    strict: bool = False,
-) -> tuple[TaskView | Views, str, bool]:
-    """The records of the task a command works on, the task, and whether it was implied
-    (see `current_task`). A task named by its id in full: its view alone, as the view cache
-    holds it for the notes refs as they are (`cached_view`); else, or when the cache
-    describes another state, the views of every task (`writing`: see `Views`), or for a
-    read those of the notes that could hold the task's records (`task_views`)."""
+    inputs: Inputs, jobs: Jobs, explicit: str | None, *, writing: bool = False
+) -> tuple[TaskView | Views, str | None]:
+    """The records of the task a command works on, and the task when a name names one
+    (`task_name`; else None: see `implied_task`). A task named by its id in full: its view
+    alone, as the view cache holds it for the notes refs as they are (`cached_view`);
+    else, or when the cache describes another state, the views of every task (`writing`:
+    see `Views`), or for a read those of the notes that could hold the task's records
+    (`task_views`)."""
     name = task_name(inputs, jobs, explicit)
     task = task_prefix(name) if name else None
     if task is not None and len(task) == TASK_ID_LENGTH:
         view = cached_view(jobs, task)
         if view is not None:
-            return view, task, False
+            return view, task
     if writing:
         views = Views(jobs.reader, jobs.history, writing=True)
     else:
         views = Views(jobs.reader, jobs.history, task=task)
-    task, implied = current_task(inputs, jobs, views, explicit, imply=imply, strict=strict)
-    return views, task, implied
+    return views, resolve_task(views.task_ids, name) if name else None
 
 
 class TaskView:

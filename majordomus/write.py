@@ -19,8 +19,10 @@ from majordomus.tasks import (
     TaskView,
     cached_view,
     counted_checkpoint,
+    implied_task,
     load_profile,
     marks_unsigned,
+    no_task,
     open_here,
     resolve_task,
     task_records,
@@ -78,6 +80,18 @@ def _session_of(
     neither names one."""
     value = explicit if explicit is not None else inputs.environ.get("MAJORDOMUS_SESSION")
     return _validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
+
+
+def _recorded_texts(
+    inputs: Inputs, texts: Mapping[str, tuple[str, int]], session: str | None, allow_secret: bool
+) -> tuple[dict[str, str], str | None]:
+    """The texts a record keeps (by field: the text as given, its cap) and the session it
+    is written in (`_session_of`), each passed through `_validated`, in that order."""
+    named = session if session is not None else inputs.environ.get("MAJORDOMUS_SESSION")
+    wanted = {**texts, **({"session": (named, SESSION_MAX)} if named else {})}
+    clean = {key: _validated(key, text, cap, allow_secret) for key, (text, cap) in wanted.items()}
+    written_in = clean.pop("session", None)
+    return clean, written_in
 
 
 def _new_id(prefix: str, digits: int) -> str:
@@ -150,7 +164,9 @@ def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[TaskVi
     jobs.repository.ask_identity()  # git answers while libgit2 loads
     try:
         jobs.writer.ref.check_writable()
-        views, task_id, _ = task_records(inputs, jobs, task, writing=True)
+        views, task_id = task_records(inputs, jobs, task, writing=True)
+        if task_id is None:
+            raise no_task()
         return views, task_id
     except BaseException:
         jobs.repository.settle()  # refused before the record was built: no git left unwaited
@@ -253,12 +269,12 @@ def checkpoint(
 ) -> CheckpointResult:
     jobs = open_here(inputs)
     prof = load_profile(inputs, jobs)
-    body = _validated("checkpoint body", text, prof.checkpoint_max, allow_secret)
-    sess = _session_of(inputs, session, allow_secret)
+    texts = {"checkpoint body": (text, prof.checkpoint_max)}
+    clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     previous = views.index(task_id).last("checkpoint", task_id)
     strict = prof.trust == "signed"
-    fields = {"body": body}
+    fields = {"body": clean["checkpoint body"]}
     located, locks = _write(inputs, jobs, "checkpoint", task_id, fields, sess, views, None, strict)
     previous_age = age_s(located.record.at, previous.at) if previous else None
     skew = skew_s(located.record.at, previous.at) if previous else None
@@ -314,8 +330,8 @@ def handover(
             f"a handover needs --objective, --state and --next; missing {flags}; "
             "nothing was recorded."
         )
-    clean = {key: _validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
-    sess = _session_of(inputs, session, allow_secret)
+    texts = {key: (fields[key] or "", cap) for key in HANDOVER_FIELDS}
+    clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     dirty = jobs.repository.is_dirty()
     strict = prof.trust == "signed"
@@ -402,7 +418,11 @@ def resume(
         jobs.writer.ref.check_writable()
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
     strict = load_profile(inputs, jobs).trust == "signed"
-    views, task_id, implied = task_records(inputs, jobs, task, imply=True, strict=strict)
+    views, task_id = task_records(inputs, jobs, task)
+    implied = task_id is None
+    if task_id is None:
+        assert isinstance(views, Views)  # one task's view alone is read when it is named
+        task_id = implied_task(jobs, views, strict)
     index = views.index(task_id)
     pending, untrusted = trusted(
         jobs, [index.locate(h) for h in index.open_handovers(task_id)], strict
