@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -232,29 +233,30 @@ def task_records(
     return views, resolve_task(views.task_ids, name) if name else None
 
 
+@dataclass(frozen=True)
 class TaskView:
     """One task's view as the view cache holds it for the notes refs as they are: what a
     command on a task named in full reads of it (its records, its open handovers), and the
     view carried to the state a write of the command makes. No other task's view is read,
     no note, no index of every task."""
 
-    def __init__(
-        self, jobs: Jobs, cache: ViewCache, targets: Mapping[str, str], meta: Meta, view: View
-    ) -> None:
-        self._jobs, self._cache, self._targets = jobs, cache, targets
-        self._meta, self._view = meta, view
+    jobs: Jobs
+    cache: ViewCache
+    targets: Mapping[str, str]
+    meta: Meta
+    view: View
 
     def index(self, task: str) -> Index:
-        rows, resolved = self._view
-        invalid, task_ids = self._meta
-        reader, history = self._jobs.reader, self._jobs.history
+        rows, resolved = self.view
+        invalid, task_ids = self.meta
+        reader, history = self.jobs.reader, self.jobs.history
         return Index.of_view(reader, history, rows, set(resolved), task_ids, invalid)
 
     def recorded(self, report: WriteReport, record: Record) -> None:
         """The view carried over to the state a write of ours just made, when nothing else
         moved the ref in between (else the next read carries it over, or rebuilds it)."""
-        if report.parent == self._targets.get(NOTES_REF):
-            written(self._cache, self._targets, self._meta, self._view, {}, record, report)
+        if report.parent == self.targets.get(NOTES_REF):
+            written(self.cache, self.targets, self.meta, self.view, {}, record, report)
 
 
 def cached_view(jobs: Jobs, task: str, *, new: bool = False) -> TaskView | None:

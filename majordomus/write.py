@@ -114,6 +114,7 @@ def _write(
     trusts signed records only."""
     head = jobs.history.head()
     author = jobs.repository.identity()
+    landing = _landing_facts(jobs, kind, head)
     record = new_record(
         kind,
         record_id=record_id or _new_id(kind[0], 16),
@@ -122,7 +123,7 @@ def _write(
         at=inputs.now(),
         author=author,
         session=session,
-        fields={**fields, **_landing_facts(jobs, kind, head)},
+        fields={**fields, **landing},
     )
     from majordomus import signconfig  # what git signs with: a write asks
 
