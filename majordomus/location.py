@@ -8,11 +8,14 @@ import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import gitfiles
 from majordomus.errors import RepositoryError
 from majordomus.repository import Repository, unopenable
+
+if TYPE_CHECKING:
+    import pygit2
 
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 
@@ -143,14 +146,25 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Repository:
     if not os.path.isdir(path):
         raise RepositoryError(f"cannot change to '{path}': no such directory.")
     plain = gitfiles.discover(path, environ)
+    work: Path | None
     if plain is not None:
-        return Repository(
-            Path(plain.gitdir),
-            Path(plain.workdir),
-            Path(plain.commondir),
-            _graft_file_as_git_reads_it(environ, path, plain.gitdir, plain.workdir),
-            gitfiles.Refs(plain),
-        )
+        gitdir, work, common = Path(plain.gitdir), Path(plain.workdir), Path(plain.commondir)
+        env, refs, repo = environ, gitfiles.Refs(plain), None
+    else:
+        gitdir, work, common, env, repo = _opened_by_libgit2(path, environ)
+        refs = None
+    env = _graft_file_as_git_reads_it(env, path, str(gitdir), str(work) if work else None)
+    repository = Repository(gitdir, work, common, env, refs)
+    if repo is not None:
+        repository.repo = repo
+    return repository
+
+
+def _opened_by_libgit2(
+    path: str, environ: Mapping[str, str]
+) -> tuple[Path, Path | None, Path, Mapping[str, str], pygit2.Repository]:
+    """Where the repository `gitfiles` could not read is: its git dir, work tree (None when
+    bare), common dir, the environment its git subprocesses get, and libgit2's handle."""
     located = _located_by_environment(path, environ)
     found = located.gitdir if located is not None else _discover(path)
     common = _common_dir(Path(found))
@@ -171,8 +185,4 @@ def open_repository(path: str, environ: Mapping[str, str]) -> Repository:
     work = Path(workdir) if workdir else None
     # The git subprocesses run elsewhere than `path`: what the environment names
     # reaches them as absolute paths, so they read what this object reads.
-    env = _absolute_locations(environ, gitdir, work)
-    env = _graft_file_as_git_reads_it(env, path, str(gitdir), str(work) if work else None)
-    repository = Repository(gitdir, work, common, env, None)
-    repository.repo = repo
-    return repository
+    return gitdir, work, common, _absolute_locations(environ, gitdir, work), repo

@@ -1,8 +1,7 @@
 """The steps every verb shares: the jobs one command does on one repository, each an object
 built with what it needs (git and the refs: `repository`; the commits: `history`; reading
 notes: `reader`; moving the notes ref: `writer`), opened where the command started; the
-profile; the task a command works on; the text it records, checked; what `check` says of
-a task.
+profile; the task a command works on; what `check` says of a task.
 
 Nothing here prints; clock, environment and sleep come in through `Inputs`.
 """
@@ -12,37 +11,63 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus import profile as profiles
 from majordomus import remote
+from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RefusedError
 from majordomus.history import History
 from majordomus.index import Index
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
-from majordomus.records import SIGNATURE_KEY, age_s, skew_s, unsigned
-from majordomus.repository import Repository
-from majordomus.values import AttachedRecord, CheckResult, Listed
+from majordomus.records import SIGNATURE_KEY, Record, age_s, skew_s, unsigned
+from majordomus.repository import NOTES_REF, Repository
+from majordomus.values import AttachedRecord, CheckResult, Listed, WriteReport
+from majordomus.viewparts import (
+    Meta,
+    PartMissing,
+    View,
+    ViewCache,
+    state_key,
+    task_part,
+    unpack,
+    written,
+)
 from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus.verifying import Verifier
     from majordomus.writer import Writer
 
-SESSION_MAX = 200
+TASK_ID_LENGTH = len("t-") + 12
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
 
 
 class Jobs:
-    """The jobs one command does on one repository; the writer is made when it writes."""
+    """The jobs one command does on one repository, each made when the command first needs
+    it (a write on a task named in full never makes most of what a read does)."""
 
-    def __init__(self, repository: Repository) -> None:
+    def __init__(self, repository: Repository, inputs: Inputs | None = None) -> None:
+        """`inputs`: where a warning goes, and a note object a partial clone left out is
+        fetched from its remote (`open_here`); without them, neither."""
         self.repository = repository
-        self.history = History(repository)
-        self.reader = NotesReader(repository)
+        self._inputs = inputs
+
+    @cached_property
+    def history(self) -> History:
+        return History(self.repository)
+
+    @cached_property
+    def reader(self) -> NotesReader:
+        reader = NotesReader(self.repository)
+        if self._inputs is not None:
+            reader.partial.fetch = remote.fetch_missing
+            reader.refs.warn = self._inputs.warn
+        return reader
 
     @cached_property
     def writer(self) -> Writer:
@@ -78,10 +103,7 @@ def open_jobs(path: str, environ: Mapping[str, str]) -> Jobs:
 def open_here(inputs: Inputs) -> Jobs:
     """The repository a command works on, and its jobs: a note object a partial clone left
     out is fetched from its remote, a warning said through `inputs.warn`."""
-    jobs = open_jobs(inputs.cwd, inputs.environ)
-    jobs.reader.partial.fetch = remote.fetch_missing
-    jobs.reader.refs.warn = inputs.warn
-    return jobs
+    return Jobs(open_repository(inputs.cwd, inputs.environ), inputs)
 
 
 def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
@@ -160,25 +182,101 @@ def current_task(
     imply: bool = False,
     strict: bool = False,
 ) -> tuple[str, bool]:
-    """The task a command works on, and whether it was implied rather than named.
-
-    --task beats MAJORDOMUS_TASK beats the task set by `task new` / `task use`. With none
-    of them and `imply`: the task of the open handover reachable from HEAD when exactly one
-    task has one (what a new clone or a new agent session picks up); `strict` (`trust =
-    "signed"`): of a verified open handover.
-    """
+    """The task a command works on (`task_name`), and whether it was implied rather than
+    named (`implied_task`, with no name and `imply`)."""
     name = task_name(inputs, jobs, explicit)
     if name:
         return resolve_task(views.task_ids, name), False
-    candidates = tasks_with_open_handover(jobs, views, strict) if imply else []
+    if imply:
+        return implied_task(jobs, views, strict), True
+    raise no_task()
+
+
+def implied_task(jobs: Jobs, views: Views, strict: bool = False) -> str:
+    """The task of the open handover reachable from HEAD when exactly one task has one
+    (what a new clone or a new agent session picks up); `strict` (`trust = "signed"`): of
+    a verified open handover."""
+    candidates = tasks_with_open_handover(jobs, views, strict)
     if len(candidates) == 1:
-        return candidates[0], True
+        return candidates[0]
     if candidates:
         raise AmbiguousTaskError(tuple(candidates))
-    raise NoTaskError(
+    raise no_task()
+
+
+def no_task() -> NoTaskError:
+    return NoTaskError(
         "no current task: start one with majordomus task new TITLE, pick one with "
         "majordomus task use TASK, or pass --task TASK."
     )
+
+
+def task_records(
+    inputs: Inputs, jobs: Jobs, explicit: str | None, *, writing: bool = False
+) -> tuple[TaskView | Views, str | None]:
+    """The records of the task a command works on, and the task when a name names one
+    (`task_name`; else None: see `implied_task`). A task named by its id in full: its view
+    alone, as the view cache holds it for the notes refs as they are (`cached_view`);
+    else, or when the cache describes another state, the views of every task (`writing`:
+    see `Views`), or for a read those of the notes that could hold the task's records
+    (`task_views`)."""
+    name = task_name(inputs, jobs, explicit)
+    task = task_prefix(name) if name else None
+    if task is not None and len(task) == TASK_ID_LENGTH:
+        view = cached_view(jobs, task)
+        if view is not None:
+            return view, task
+    if writing:
+        views = Views(jobs.reader, jobs.history, writing=True)
+    else:
+        views = Views(jobs.reader, jobs.history, task=task)
+    return views, resolve_task(views.task_ids, name) if name else None
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """One task's view as the view cache holds it for the notes refs as they are: what a
+    command on a task named in full reads of it (its records, its open handovers), and the
+    view carried to the state a write of the command makes. No other task's view is read,
+    no note, no index of every task."""
+
+    jobs: Jobs
+    cache: ViewCache
+    targets: Mapping[str, str]
+    meta: Meta
+    view: View
+
+    def index(self, task: str) -> Index:
+        rows, resolved = self.view
+        invalid, task_ids = self.meta
+        reader, history = self.jobs.reader, self.jobs.history
+        return Index.of_view(reader, history, rows, set(resolved), task_ids, invalid)
+
+    def recorded(self, report: WriteReport, record: Record) -> None:
+        """The view carried over to the state a write of ours just made, when nothing else
+        moved the ref in between (else the next read carries it over, or rebuilds it)."""
+        if report.parent == self.targets.get(NOTES_REF):
+            written(self.cache, self.targets, self.meta, self.view, {}, record, report)
+
+
+def cached_view(jobs: Jobs, task: str, *, new: bool = False) -> TaskView | None:
+    """The view of `task` (an id in full) when the view cache describes the notes refs as
+    they are and holds the task (`new`: a task about to be made, which it does not hold);
+    None when it does not (then `Views` carries the cache over, or reads every note)."""
+    reader = jobs.reader
+    cache = ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
+    targets = reader.refs.ref_targets()
+    meta = cache.get(state_key(targets))
+    if meta is None:
+        return None
+    try:
+        invalid, task_ids = meta
+        if (task in task_ids) == new:
+            return None
+        view = ((), ()) if new else unpack(cache.part(task_part(task)))
+    except (PartMissing, ValueError, TypeError, EOFError):
+        return None
+    return TaskView(jobs, cache, targets, (invalid, task_ids), view)
 
 
 def tasks_with_open_handover(jobs: Jobs, views: Views, strict: bool = False) -> list[str]:
@@ -241,37 +339,6 @@ class AmbiguousTaskError(RefusedError):
             f"no current task, and {len(candidates)} tasks have an open handover reachable "
             f"from HEAD: {named}; pick one with {program} task use TASK (or pass --task TASK)."
         )
-
-
-# ---- text to record --------------------------------------------------------------------
-
-
-def validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
-    """Text that passed the length and character rules and, unless allowed, the secret scan
-    (whose refusal offers --allow-secret where the command has it: `flag`)."""
-    from majordomus.fieldtext import clean_text  # only what is recorded is checked
-
-    text = clean_text(field, raw, cap)
-    from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
-
-    found = None if allow_secret else find_secret(text)
-    if found is not None:
-        what, position = found
-        remedy = "remove it, or pass --allow-secret if it is not a secret" if flag else (
-            "name the session otherwise"
-        )  # fmt: skip
-        raise RefusedError(
-            f"{field} looks like it contains {what} (at character {position}); notes are "
-            f"pushed and their history is permanent, so nothing was recorded: {remedy}."
-        )
-    return text
-
-
-def session_of(
-    inputs: Inputs, explicit: str | None, allow_secret: bool = False, *, flag: bool = True
-) -> str | None:
-    value = explicit if explicit is not None else inputs.environ.get("MAJORDOMUS_SESSION")
-    return validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
 
 
 # ---- what check says of a task ---------------------------------------------------------

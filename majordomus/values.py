@@ -49,6 +49,14 @@ class WriteReport(NamedTuple):
     parent: str | None  # the notes commit the write was built on
     blob: str  # the note blob now on the commit
     position: int  # of the first record written, among the note's records
+    # Whether the records the note held keep their positions (the new ones come after
+    # them all; a record of a kind the note holds earlier joins that kind's records).
+    in_place: bool = True
+    # Whether every record the note held is of the written record's task (no other
+    # task's view names the note).
+    alone: bool = True
+    # The blob the note on the commit was before the write (None: it had none, or two).
+    replaced: str | None = None
 
 
 # ---- The notes ref -----------------------------------------------------------------------

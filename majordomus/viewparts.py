@@ -22,6 +22,9 @@ from typing import Any
 
 from majordomus.cachefile import SUMMARY_FIELDS, CacheFile
 from majordomus.notes import Note, summarise
+from majordomus.records import Record, Summary, summary_of
+from majordomus.repository import NOTES_REF
+from majordomus.values import WriteReport
 
 Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its commit, its blobs
 View = tuple[tuple[Row, ...], tuple[str, ...]]  # a task's rows, its resolved handovers
@@ -273,6 +276,72 @@ def _put_views(
             unwritten[task] = (tuple(task_rows), tuple(sorted(resolved)))
         else:
             parts[task_part(task)] = pack(task_rows, resolved)
+
+
+def written(
+    cache: ViewCache,
+    targets: Mapping[str, str],
+    meta: Meta,
+    view: View,
+    unwritten: Mapping[str, View],
+    record: Record,
+    report: WriteReport,
+) -> None:
+    """The views of the state a write of ours made (`report`) from the state of the notes
+    refs `targets` and `meta`, put in `cache`: `view` (the record's task's, before the
+    write) with the record's row, the ledger's shard of its key, and the views carried over
+    and not written yet (`unwritten`); the rows of the records the note held name its new
+    blob, and the places those after the record moved to. Nothing when a part cannot be
+    read, or when the note held records of another task (their rows, in views this write
+    does not hold, name the note as it was): the next read carries the views over from
+    the note."""
+    if not report.alone:
+        return
+    rows = _moved_on(view[0], record.head, report)
+    if rows is None:
+        return
+    summary = tuple(summary_of(record, report.position))
+    ledger = Ledger(cache.part)
+    try:
+        ledger.record(summary)
+    except (PartMissing, ValueError, TypeError, EOFError):
+        return
+    resolved = view[1]
+    rows = (*rows, (summary, record.head, (report.blob,)))
+    if record.kind == "resume":
+        resolved = (*resolved, *resolving(summary))
+    parts = ledger.changed_parts()
+    parts.update((task_part(t), pack(*unwritten_view)) for t, unwritten_view in unwritten.items())
+    parts[task_part(record.task)] = pack(rows, set(resolved))
+    invalid, task_ids = meta
+    if record.task not in task_ids:
+        task_ids = (*task_ids, record.task)
+    after = state_key({**targets, NOTES_REF: report.notes_commit})
+    cache.put(after, (invalid, task_ids), parts.items(), base=True)
+
+
+_POSITION = Summary._fields.index("position")
+
+
+def _moved_on(rows: tuple[Row, ...], commit: str, report: WriteReport) -> tuple[Row, ...] | None:
+    """`rows` as the write `report` tells left them: those of records in the note on
+    `commit` name its new blob, one place on where they come after the record written
+    (`WriteReport.in_place`); None when one of them was read from another blob than the
+    one the write replaced (a note on another notes ref, the copies of a damaged tree)."""
+    moved: list[Row] = []
+    for summary, on, blobs in rows:
+        if on != commit:
+            moved.append((summary, on, blobs))
+            continue
+        if report.replaced is None or blobs != (report.replaced,):
+            return None
+        position = summary[_POSITION]
+        if report.in_place or position < report.position:
+            moved.append((summary, on, (report.blob,)))
+            continue
+        later = (*summary[:_POSITION], position + 1, *summary[_POSITION + 1 :])
+        moved.append((later, on, (report.blob,)))
+    return tuple(moved)
 
 
 class PartMissing(Exception):

@@ -12,7 +12,7 @@ from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
 from majordomus.index import Index
 from majordomus.notes import Shown
-from majordomus.records import Record, summary_of
+from majordomus.records import Record
 from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, NoteSet, WriteReport
 from majordomus.viewparts import (
@@ -25,10 +25,10 @@ from majordomus.viewparts import (
     ViewCache,
     carried_over,
     pack,
-    resolving,
     state_key,
     task_part,
     unpack,
+    written,
 )
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ class Views:
         unwritten = self._unwritten.get(task)
         return unwritten or unpack(self._cache.part(task_part(task)))
 
-    def recorded(self, report: WriteReport, record: Record, blob: str, position: int) -> None:
+    def recorded(self, report: WriteReport, record: Record) -> None:
         """Carry the views over to the state a write of ours just made, when nothing else
         moved the ref in between (else the next read rebuilds them)."""
         before = self._targets.get(NOTES_REF)
@@ -265,24 +265,11 @@ class Views:
             return
         if self._cache.key != self._key:
             return  # rebuilt for this HEAD since (a lost part, and copies): not carried
-        targets = {**self._targets, NOTES_REF: report.notes_commit}
-        summary = tuple(summary_of(record, position))
-        ledger = Ledger(self._cache.part)
         try:
-            rows, resolved = self._view(record.task)
-            ledger.record(summary)
+            view = self._view(record.task)
         except (PartMissing, ValueError, TypeError, EOFError):
             return
-        rows = (*rows, (summary, record.head, (blob,)))
-        if record.kind == "resume":
-            resolved = (*resolved, *resolving(summary))
-        parts = ledger.changed_parts()
-        parts.update((task_part(t), pack(*view)) for t, view in self._unwritten.items())
-        parts[task_part(record.task)] = pack(rows, set(resolved))
-        invalid, task_ids = self._meta
-        if record.task not in task_ids:
-            task_ids = (*task_ids, record.task)
-        self._cache.put(state_key(targets), (invalid, task_ids), parts.items(), base=True)
+        written(self._cache, self._targets, self._meta, view, self._unwritten, record, report)
 
 
 def _build(index: Index) -> Iterator[tuple[str, bytes | None]]:

@@ -16,16 +16,17 @@ from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS, age_s, new_record, skew_s
 from majordomus.tasks import (
     Jobs,
+    TaskView,
+    cached_view,
     counted_checkpoint,
-    current_task,
+    implied_task,
     load_profile,
     marks_unsigned,
+    no_task,
     open_here,
     resolve_task,
-    session_of,
-    task_views,
+    task_records,
     trusted,
-    validated,
 )
 from majordomus.values import (
     AttachedRecord,
@@ -45,9 +46,52 @@ else:
     render = OnFirstUse("majordomus.render")
 
 TITLE_MAX = 200
+SESSION_MAX = 200
 
 
 # ---- writing a record ----------------------------------------------------------------
+
+
+def _validated(field: str, raw: str, cap: int, allow_secret: bool, *, flag: bool = True) -> str:
+    """Text that passed the length and character rules and, unless allowed, the secret scan
+    (whose refusal offers --allow-secret where the command has it: `flag`)."""
+    from majordomus.fieldtext import clean_text  # only what is recorded is checked
+
+    text = clean_text(field, raw, cap)
+    from majordomus.secret import find_secret  # writes only: its patterns cost a start-up
+
+    found = None if allow_secret else find_secret(text)
+    if found is not None:
+        what, position = found
+        remedy = "remove it, or pass --allow-secret if it is not a secret" if flag else (
+            "name the session otherwise"
+        )  # fmt: skip
+        raise RefusedError(
+            f"{field} looks like it contains {what} (at character {position}); notes are "
+            f"pushed and their history is permanent, so nothing was recorded: {remedy}."
+        )
+    return text
+
+
+def _session_of(
+    inputs: Inputs, explicit: str | None, allow_secret: bool = False, *, flag: bool = True
+) -> str | None:
+    """The session a record is written in: given, else MAJORDOMUS_SESSION; None when
+    neither names one."""
+    value = explicit if explicit is not None else inputs.environ.get("MAJORDOMUS_SESSION")
+    return _validated("session", value, SESSION_MAX, allow_secret, flag=flag) if value else None
+
+
+def _recorded_texts(
+    inputs: Inputs, texts: Mapping[str, tuple[str, int]], session: str | None, allow_secret: bool
+) -> tuple[dict[str, str], str | None]:
+    """The texts a record keeps (by field: the text as given, its cap) and the session it
+    is written in (`_session_of`), each passed through `_validated`, in that order."""
+    named = session if session is not None else inputs.environ.get("MAJORDOMUS_SESSION")
+    wanted = {**texts, **({"session": (named, SESSION_MAX)} if named else {})}
+    clean = {key: _validated(key, text, cap, allow_secret) for key, (text, cap) in wanted.items()}
+    written_in = clean.pop("session", None)
+    return clean, written_in
 
 
 def _new_id(prefix: str, digits: int) -> str:
@@ -61,7 +105,7 @@ def _write(
     task: str,
     fields: Mapping[str, Any],
     session: str | None,
-    views: Views | None = None,
+    views: Views | TaskView | None = None,
     record_id: str | None = None,
     strict: bool = False,
 ) -> tuple[AttachedRecord, tuple[StaleLock, ...]]:
@@ -70,6 +114,7 @@ def _write(
     trusts signed records only."""
     head = jobs.history.head()
     author = jobs.repository.identity()
+    landing = _landing_facts(jobs, kind, head)
     record = new_record(
         kind,
         record_id=record_id or _new_id(kind[0], 16),
@@ -78,7 +123,7 @@ def _write(
         at=inputs.now(),
         author=author,
         session=session,
-        fields={**fields, **_landing_facts(jobs, kind, head)},
+        fields={**fields, **landing},
     )
     from majordomus import signconfig  # what git signs with: a write asks
 
@@ -95,7 +140,7 @@ def _write(
         author=author,
     )
     if views is not None:
-        views.recorded(report, record, report.blob, report.position)
+        views.recorded(report, record)
     located = AttachedRecord(record, head, report.position)
     return jobs.attach_one(located, strict), report.stale_locks
 
@@ -113,15 +158,17 @@ def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
         return {}
 
 
-def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[Views, str]:
+def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[TaskView | Views, str]:
     """Before a record is built: a commit to attach it to, a notes ref a write will not
-    destroy, the views of the current state, and the task it belongs to."""
+    destroy, the task it belongs to and its records."""
     jobs.history.head()
     jobs.repository.ask_identity()  # git answers while libgit2 loads
     try:
         jobs.writer.ref.check_writable()
-        views = Views(jobs.reader, jobs.history, writing=True)
-        return views, current_task(inputs, jobs, views, task)[0]
+        views, task_id = task_records(inputs, jobs, task, writing=True)
+        if task_id is None:
+            raise no_task()
+        return views, task_id
     except BaseException:
         jobs.repository.settle()  # refused before the record was built: no git left unwaited
         raise
@@ -134,12 +181,12 @@ def task_new(
     inputs: Inputs, title: str, session: str | None = None, allow_secret: bool = False
 ) -> TaskCreated:
     jobs = open_here(inputs)
-    text = validated("title", title, TITLE_MAX, allow_secret)
+    text = _validated("title", title, TITLE_MAX, allow_secret)
     jobs.history.head()
     jobs.writer.ref.check_writable()
     task = _new_id("t", 12)
-    sess = session_of(inputs, session, allow_secret)
-    views = Views(jobs.reader, jobs.history, writing=True)
+    sess = _session_of(inputs, session, allow_secret)
+    views = cached_view(jobs, task, new=True) or Views(jobs.reader, jobs.history, writing=True)
     located, locks = _write(inputs, jobs, "task", task, {"title": text}, sess, views, task)
     jobs.repository.set_current_task(task)
     return TaskCreated(located, locks)
@@ -223,12 +270,12 @@ def checkpoint(
 ) -> CheckpointResult:
     jobs = open_here(inputs)
     prof = load_profile(inputs, jobs)
-    body = validated("checkpoint body", text, prof.checkpoint_max, allow_secret)
-    sess = session_of(inputs, session, allow_secret)
+    texts = {"checkpoint body": (text, prof.checkpoint_max)}
+    clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     previous = views.index(task_id).last("checkpoint", task_id)
     strict = prof.trust == "signed"
-    fields = {"body": body}
+    fields = {"body": clean["checkpoint body"]}
     located, locks = _write(inputs, jobs, "checkpoint", task_id, fields, sess, views, None, strict)
     previous_age = age_s(located.record.at, previous.at) if previous else None
     skew = skew_s(located.record.at, previous.at) if previous else None
@@ -284,8 +331,8 @@ def handover(
             f"a handover needs --objective, --state and --next; missing {flags}; "
             "nothing was recorded."
         )
-    clean = {key: validated(key, fields[key] or "", cap, allow_secret) for key in HANDOVER_FIELDS}
-    sess = session_of(inputs, session, allow_secret)
+    texts = {key: (fields[key] or "", cap) for key in HANDOVER_FIELDS}
+    clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
     views, task_id = _prepare_write(inputs, jobs, task)
     dirty = jobs.repository.is_dirty()
     strict = prof.trust == "signed"
@@ -366,14 +413,17 @@ def resume(
     inputs: Inputs, task: str | None = None, peek: bool = False, session: str | None = None
 ) -> ResumeResult:
     jobs = open_here(inputs)
-    sess = session_of(inputs, session, allow_secret=peek, flag=False)  # a peek writes nothing
+    sess = _session_of(inputs, session, allow_secret=peek, flag=False)  # a peek writes nothing
     head = jobs.history.head()
     if not peek:
         jobs.writer.ref.check_writable()
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
     strict = load_profile(inputs, jobs).trust == "signed"
-    views = task_views(inputs, jobs, task)
-    task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)
+    views, task_id = task_records(inputs, jobs, task)
+    implied = task_id is None
+    if task_id is None:
+        assert isinstance(views, Views)  # one task's view alone is read when it is named
+        task_id = implied_task(jobs, views, strict)
     index = views.index(task_id)
     pending, untrusted = trusted(
         jobs, [index.locate(h) for h in index.open_handovers(task_id)], strict

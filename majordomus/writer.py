@@ -62,8 +62,8 @@ class Writer:
 
         def build(
             tree: pygit2.Tree | None, parents: list[pygit2.Oid]
-        ) -> tuple[pygit2.Oid, tuple[str, int]]:
-            blob_id, position = _appended_blob(
+        ) -> tuple[pygit2.Oid, tuple[str, int, bool, bool, str | None]]:
+            blob_id, position, in_place, alone, replaced = _appended_blob(
                 repo, reader.blobs, tree, commit, records, reader.partial.is_partial
             )
             now = datetime.datetime.now(datetime.UTC)
@@ -72,10 +72,10 @@ class Writer:
             notes_commit = repo.create_commit(
                 None, signature, signature, message + "\n", tree_id, parents
             )
-            return notes_commit, (str(blob_id), position)
+            return notes_commit, (str(blob_id), position, in_place, alone, replaced)
 
         interrupt.writing(records[0].kind, records[0].id)
-        swap, (blob, position) = self.ref.swap(
+        swap, (blob, position, in_place, alone, replaced) = self.ref.swap(
             build, message, "nothing was recorded", timeout_s, sleep, monotonic
         )
         return WriteReport(
@@ -85,6 +85,9 @@ class Writer:
             parent=swap.parent,
             blob=blob,
             position=position,
+            in_place=in_place,
+            alone=alone,
+            replaced=replaced,
         )
 
     def append_many(
@@ -110,9 +113,9 @@ class Writer:
                 have = reader.blobs.record_ids([str(blob) for blob in found])
                 missing = [record for record in records if record.id not in have]
                 if missing:
-                    blob, _ = _appended_blob(
+                    blob = _appended_blob(
                         repo, reader.blobs, tree, commit, missing, reader.partial.is_partial
-                    )
+                    )[0]
                     changes[commit] = blob
             if not changes:
                 return None, None
@@ -247,14 +250,17 @@ def _appended_blob(
     commit: str,
     records: Sequence[Record],
     is_partial: Callable[[], bool],
-) -> tuple[pygit2.Oid, int]:
-    """The note on `commit` with these records appended, written as a blob, and the
-    position of the first of them among the note's records. A gitlink at its paths (put
-    there by hand: a merge never takes one) refuses the write; a symlink or a tree there
-    is replaced by the note (a fetch can fast-forward onto a tree where a note belongs,
-    which must not stop a write)."""
+) -> tuple[pygit2.Oid, int, bool, bool, str | None]:
+    """The note on `commit` with these records appended, written as a blob, the position
+    of the first of them among the note's records, whether the records it held keep
+    their positions (`WriteReport.in_place`), whether they were all of the first one's
+    task (`WriteReport.alone`), and the blob the note was (`WriteReport.replaced`). A
+    gitlink at its paths (put there by hand: a merge never takes one) refuses the write;
+    a symlink or a tree there is replaced by the note (a fetch can fast-forward onto a
+    tree where a note belongs, which must not stop a write)."""
     texts = []
     notes = []
+    blobs_read = []
     for blob_id, kind in notestree.find_kinds(repo, tree, commit) if tree is not None else []:
         blob = str(blob_id)
         if kind == "gitlink":
@@ -276,6 +282,7 @@ def _appended_blob(
             raise RepositoryError(_unreadable(commit, str(note)))
         notes.append(note)
         texts.append(data)
+        blobs_read.append(blob)
     # Two copies of one note (a damaged tree) become one, each copy's text kept.
     existing = (texts[0] if len(texts) == 1 else _joined(texts)) if texts else None
     try:
@@ -289,7 +296,10 @@ def _appended_blob(
     written = union([after]).records
     first = records[0]
     position = next(i for i, r in enumerate(written) if (r.kind, r.id) == (first.kind, first.id))
-    return repo.create_blob(data), position
+    held = union(notes).records if notes else []
+    alone = all(record.task == first.task for record in held)
+    replaced = blobs_read[0] if len(blobs_read) == 1 else None
+    return repo.create_blob(data), position, position == len(held), alone, replaced
 
 
 def _unreadable(commit: str, why: str) -> str:
