@@ -378,12 +378,6 @@ def test_a_forged_note_reusing_a_handover_id_under_another_task_changes_no_lean_
         assert cached[:1] + cached[2:] == fresh[:1] + fresh[2:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the read that carries the views over the note the resume changed lists, in the "
-    "history of every task, a record of this task where the forged one stands (on 84b9e03 "
-    "too, where the write reads every view)",
-)
 def test_every_task_read_after_a_write_beside_a_forged_id_is_a_fresh_read(repo: Repo) -> None:
     task, _, _ = _forged_beside_an_open_handover(repo)
     assert repo.run("resume", "--task", task).code == 0
