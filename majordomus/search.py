@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus.cachefile import SEARCH_FILE_NAME
+from majordomus.documentcache import DocumentCache
 from majordomus.errors import ExitCode, RefusedError
 from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
+from majordomus.jsontext import record_text
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.records import unsigned
-from majordomus.searchcache import SearchCache, Searched, fields_of, searched
+from majordomus.searchcache import SEARCHED, JsonTexts, SearchCache, Searched, searched
 from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
 from majordomus.values import (
     AttachedRecord,
@@ -60,21 +63,109 @@ def matched_fields(
 ) -> tuple[MatchedField, ...]:
     """The fields of a record (as `searched` keeps it) in which some line matches, with
     those lines (`marks`: and where in each line the pattern matched)."""
-    search = pattern.search
+    needle = needle_of(pattern)
+    text = value[2]
+    lines = text.split("\n")
+    if needle is None:
+        search = pattern.search
+        tried: Sequence[str] = lines
+        hit = [search(line) is not None for line in lines]
+    else:
+        tried = folded(text).split("\n") if needle.fold else lines
+        hit = [needle.text in line for line in tried]
+    if True not in hit:
+        return ()
     found = []
-    for key, lines in fields_of(kind, value):
+    at = 0
+    for key, count in zip(SEARCHED[kind], value[3:], strict=True):
+        if not count:
+            continue
         matched = tuple(
-            MatchedLine(number, line, _spans(pattern, line) if marks else ())
-            for number, line in enumerate(lines, 1)
-            if search(line) is not None
+            MatchedLine(
+                n - at + 1, lines[n], _spans(pattern, needle, lines[n], tried[n]) if marks else ()
+            )
+            for n in range(at, at + count)
+            if hit[n]
         )
         if matched:
             found.append(MatchedField(key, matched))
+        at += count
     return tuple(found)
 
 
-def _spans(pattern: re.Pattern[str], line: str) -> tuple[tuple[int, int], ...]:
-    return tuple(m.span() for m in pattern.finditer(line) if m.end() > m.start())
+def _spans(
+    pattern: re.Pattern[str], needle: Needle | None, line: str, tried: str
+) -> tuple[tuple[int, int], ...]:
+    if needle is None:
+        return tuple(m.span() for m in pattern.finditer(line) if m.end() > m.start())
+    size = len(needle.text)
+    if not size:
+        return ()
+    spans = []
+    at = tried.find(needle.text)
+    while at >= 0:  # as `finditer` finds a fixed string: each match after the one before
+        spans.append((at, at + size))
+        at = tried.find(needle.text, at + size)
+    return tuple(spans)
+
+
+class Needle(NamedTuple):
+    """A pattern that matches one fixed string: that string, and whether it is matched
+    case folded (`-i`): then the string is lower case, and tried on text as `folded`
+    makes it."""
+
+    text: str
+    fold: bool
+
+
+_SPECIAL = frozenset(".^$*+?{}[]|()")  # outside these (and a backslash), a pattern's characters
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")  # escapes
+
+
+@functools.lru_cache(maxsize=16)
+def needle_of(pattern: re.Pattern[str]) -> Needle | None:
+    """The fixed string a pattern matches (`-F`, or a pattern without a special character:
+    `timeout`, `ack\\(\\)`), found with `str.find` rather than the regular expression, which is
+    the same thing; None for any other pattern (and one with flags beside `re.IGNORECASE`).
+    With `re.IGNORECASE`, only an ASCII string: `folded` is exact for those alone."""
+    if pattern.flags & ~(re.UNICODE | re.IGNORECASE):
+        return None
+    chars = iter(pattern.pattern)
+    out = []
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "a")  # a backslash at the end: no valid pattern has one
+            if escaped in _LETTERS:
+                return None
+            out.append(escaped)
+        elif char in _SPECIAL:
+            return None
+        else:
+            out.append(char)
+    text = "".join(out)
+    if not pattern.flags & re.IGNORECASE:
+        return Needle(text, False)
+    if not text.isascii():
+        return None
+    return Needle(text.lower(), True)
+
+
+# The characters past ASCII that `re.IGNORECASE` matches with an ASCII letter, as that
+# letter: dotted and dotless i (U+0130, U+0131), the long s (U+017F), the Kelvin sign
+# (U+212A).
+_AS_ASCII = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+
+
+def folded(text: str) -> str:
+    """Text as an ASCII string folded by `Needle` is tried on it: a character matches a
+    character of that string under `re.IGNORECASE` exactly when it is that character
+    here (tests/test_grep.py checks every code point), and each is one character still,
+    so a match is at the same place in the text and in its fold."""
+    if not text.isascii():
+        for char, letter in _AS_ASCII.items():
+            if char in text:
+                text = text.replace(char, letter)
+    return text.lower()
 
 
 def grep(
@@ -117,7 +208,8 @@ def grep(
         for item, blob in zip(chosen, index.note_blobs(chosen), strict=True)
     ]
     values = _values(index, chosen, keys, cache)
-    cache.save([key for key in keys if key is not None] if task_id is None else None)
+    encoder = DocumentCache.version()
+    cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
     found, verified, untrusted = _matches(
         jobs, index, chosen, values, compiled, verified_only, marks
     )
@@ -128,7 +220,17 @@ def grep(
         pattern=pattern,
         rev=head,
         task=task_id,
-        hits=tuple(_made(jobs, index, selected, found, verified, strict, as_json)),
+        hits=tuple(
+            _made(
+                jobs,
+                index,
+                selected,
+                found,
+                verified,
+                strict,
+                cache.texts(encoder) if as_json else None,
+            )
+        ),
         invalid=index.invalid,
         hidden=len(found) - len(shown),
         untrusted=untrusted if verified_only else None,
@@ -151,32 +253,36 @@ def _values(
 ) -> list[Searched]:
     """What is searched of each record: from the search cache, else from the JSON text the
     document cache keeps (one decoding for all of them), else from its note parsed whole
-    (a first search parses every note once: `preload`)."""
-    import json  # here: only records new to the search cache are decoded
-
+    (a first search parses every note once: `preload`). The records new to the search
+    cache are put in it, with their JSON text."""
     held = cache.records
     values: list[Searched | None] = [held.get(key) if key else None for key in keys]
     missing = [n for n, value in enumerate(values) if value is None]
     if missing:
+        import json  # here: only records new to the search cache are decoded
+
         items = [chosen[n] for n in missing]
         index.preload(items)
         texts = index.texts(items)
         kept = [text for text in texts if text is not None]
         decoded = iter(json.loads("[" + ",".join(t + "}" for t in kept) + "]") if kept else ())
         parsed = []
+        made: dict[int, str | None] = {}
         for n, item, text in zip(missing, items, texts, strict=True):
             if text is None:
                 parsed.append(n)
             else:
-                values[n] = searched(item.summary.kind, next(decoded))
+                values[n], made[n] = searched(item.summary.kind, next(decoded)), text
         numbers = iter(parsed)
         for part, located in _located(index, [chosen[n] for n in parsed]):
             for item, loc in zip(part, located, strict=True):
-                values[next(numbers)] = searched(item.summary.kind, loc.record.table)
+                n = next(numbers)
+                values[n] = searched(item.summary.kind, loc.record.table)
+                made[n] = record_text(loc.record)
         for n in missing:
             key, value = keys[n], values[n]
             if key is not None and value is not None:
-                cache.put(key, value)
+                cache.put(key, value, made[n])
     return [value for value in values if value is not None]
 
 
@@ -246,20 +352,36 @@ def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence
     pattern that sees nothing past its line, those where one search over every record's
     lines joined found a match (a line that matches alone matches there too, at the same
     place, so the search finds a match starting in its record or before it; a match that
-    crosses a line names the record it starts in, tried for nothing at worst)."""
-    if _CONTEXTUAL.search(pattern.pattern) is not None:
+    crosses a line names the record it starts in, tried for nothing at worst). For a
+    fixed string, exactly the records that hold it in a line."""
+    needle = needle_of(pattern)
+    if needle is None and _CONTEXTUAL.search(pattern.pattern) is not None:
         return range(len(values))
     lines = [value[2] for value in values]
     joined = "\n".join(lines)
     ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
-    search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search
+    if needle is None:
+        search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search
+
+        def first(at: int) -> int:
+            match = search(joined, at)
+            return -1 if match is None else match.start()
+
+    elif "\n" in needle.text:  # never within a line
+        return []
+    else:
+        text, sought = (folded(joined) if needle.fold else joined), needle.text
+
+        def first(at: int) -> int:
+            return text.find(sought, at)
+
     found: list[int] = []
     at = 0
     while at <= len(joined):
-        match = search(joined, at)
-        if match is None:
+        start = first(at)
+        if start < 0:
             break
-        n = bisect.bisect_right(ends, match.start())
+        n = bisect.bisect_right(ends, start)
         if n >= len(values):
             break
         found.append(n)
@@ -274,17 +396,26 @@ def _made(
     found: Found,
     verified: Mapping[Listed, AttachedRecord],
     strict: bool,
-    as_json: bool,
+    json_texts: JsonTexts | None,
 ) -> list[GrepHit]:
     """The records selected, as `grep` shows them: a signed one parsed whole and its
-    signature checked; an unsigned one as what the search cache keeps (text), or as the
-    JSON text the document cache keeps (JSON; else parsed whole)."""
+    signature checked; an unsigned one as what the search cache keeps (text), or as its
+    JSON text (`json_texts`: those the search cache keeps, else those the document cache
+    keeps; else parsed whole)."""
     parsed = [item for item in selected if item not in verified and found[item][0][0]]
     kept = [item for item in selected if item not in verified and not found[item][0][0]]
     texts: dict[Listed, str | None] = {}
-    if as_json and kept:
-        index.preload(kept)
-        texts = dict(zip(kept, index.texts(kept), strict=True))
+    if json_texts is not None and kept:
+        absent = []
+        for item, blob in zip(kept, index.note_blobs(kept), strict=True):
+            key = f"{blob} {item.summary.position}"
+            if blob and key in json_texts:
+                texts[item] = json_texts[key]
+            else:
+                absent.append(item)
+        if absent:
+            index.preload(absent)
+            texts.update(zip(absent, index.texts(absent), strict=True))
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
         parsed += [item for item, text in texts.items() if text is None or forged in text]
     attached: dict[Listed, AttachedRecord] = dict(verified)
