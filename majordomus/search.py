@@ -211,7 +211,7 @@ def grep(
     encoder = DocumentCache.version()
     cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
     found, verified, untrusted = _matches(
-        jobs, index, chosen, values, compiled, verified_only, marks
+        jobs, index, chosen, keys, values, compiled, verified_only, marks
     )
     order = index.graph_order
     shown = [item for item in found if include_all or item.commit in order]
@@ -286,13 +286,15 @@ def _values(
     return [value for value in values if value is not None]
 
 
-Found = dict[Listed, tuple[Searched, tuple[MatchedField, ...]]]  # what is kept, what matched
+# What is kept of each record that matched, what matched, its key in the search cache.
+Found = dict[Listed, tuple[Searched, tuple[MatchedField, ...], str | None]]
 
 
 def _matches(
     jobs: Jobs,
     index: Index,
     chosen: Sequence[Listed],
+    keys: Sequence[str | None],
     values: Sequence[Searched],
     pattern: re.Pattern[str],
     verified_only: bool,
@@ -314,7 +316,7 @@ def _matches(
             item, value = chosen[n], values[n]
             matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
-                found[item] = (value, matched)
+                found[item] = (value, matched, keys[n])
     verified: dict[Listed, AttachedRecord] = {}
     for part, located in _located(index, signed):
         for item, loc in zip(part, jobs.attach(located, True), strict=True):
@@ -324,7 +326,7 @@ def _matches(
             value = searched(item.summary.kind, loc.record.table)
             matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
-                found[item], verified[item] = (value, matched), loc
+                found[item], verified[item] = (value, matched, None), loc
     return found, verified, untrusted
 
 
@@ -402,30 +404,45 @@ def _made(
     signature checked; an unsigned one as what the search cache keeps (text), or as its
     JSON text (`json_texts`: those the search cache keeps, else those the document cache
     keeps; else parsed whole)."""
-    parsed = [item for item in selected if item not in verified and found[item][0][0]]
-    kept = [item for item in selected if item not in verified and not found[item][0][0]]
-    texts: dict[Listed, str | None] = {}
-    if json_texts is not None and kept:
+    rows = [(item, found[item]) for item in selected]  # each record hashed once
+    # Signed ones, parsed whole (their signatures checked), and the others.
+    parsed = [n for n, (item, row) in enumerate(rows) if row[0][0] and item not in verified]
+    texts: list[str | None] = [None] * len(rows)
+    if json_texts is not None:
         absent = []
-        for item, blob in zip(kept, index.note_blobs(kept), strict=True):
-            key = f"{blob} {item.summary.position}"
-            if blob and key in json_texts:
-                texts[item] = json_texts[key]
-            else:
-                absent.append(item)
+        for n, (item, (value, _, key)) in enumerate(rows):
+            if value[0]:
+                continue
+            try:
+                if key is None:  # a record not in the search cache
+                    raise KeyError(key)
+                texts[n] = json_texts[key]
+            except KeyError:
+                absent.append(n)
         if absent:
-            index.preload(absent)
-            texts.update(zip(absent, index.texts(absent), strict=True))
+            items = [rows[n][0] for n in absent]
+            index.preload(items)
+            for n, text in zip(absent, index.texts(items), strict=True):
+                texts[n] = text
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
-        parsed += [item for item, text in texts.items() if text is None or forged in text]
-    attached: dict[Listed, AttachedRecord] = dict(verified)
-    for part, records in _located(index, parsed):
-        attached.update(zip(part, jobs.attach(records, strict), strict=True))
+        parsed += [
+            n
+            for n, text in enumerate(texts)
+            if not rows[n][1][0][0] and (text is None or forged in text)
+        ]
+    attached: dict[int, AttachedRecord] = {}
+    if verified:
+        attached = {n: verified[item] for n, (item, _) in enumerate(rows) if item in verified}
+    numbers = iter(parsed)
+    for _, records in _located(index, [rows[n][0] for n in parsed]):
+        for loc in jobs.attach(records, strict):
+            attached[next(numbers)] = loc
     none = unsigned(strict)
+    utc = datetime.UTC
+    fromtimestamp = datetime.datetime.fromtimestamp
     hits = []
-    for item in selected:
-        (_, author, *_), matched = found[item]
-        loc = attached.get(item)
+    for n, (item, ((_, author, *_), matched, _)) in enumerate(rows):
+        loc = attached.get(n)
         if loc is not None:
             record = loc.record
             hits.append(
@@ -433,13 +450,12 @@ def _made(
                         record.at, loc.signature, matched)
             )  # fmt: skip
             continue
-        text = texts.get(item)
+        text = texts[n]
         summary = item.summary
-        at = datetime.datetime.fromtimestamp(summary.at, datetime.UTC)
         located = RecordText(text, item.commit) if text is not None else None
         hits.append(
-            GrepHit(located, item.commit, summary.kind, summary.id, summary.task, author, at,
-                    none, matched)
+            GrepHit(located, item.commit, summary.kind, summary.id, summary.task, author,
+                    fromtimestamp(summary.at, utc), none, matched)
         )  # fmt: skip
     return hits
 

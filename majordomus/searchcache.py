@@ -176,6 +176,7 @@ class JsonTexts:
         return self[key]
 
     def __getitem__(self, key: str) -> str | None:
+        """The text of the record (None: it has none); KeyError when none is known."""
         if key in self.put:
             return self.put[key]
         n = self._place()[key]
