@@ -410,7 +410,7 @@ def _made(
     texts: list[str | None] = [None] * len(rows)
     if json_texts is not None:
         absent = []
-        for n, (item, (value, _, key)) in enumerate(rows):
+        for n, (_, (value, _, key)) in enumerate(rows):
             if value[0]:
                 continue
             try:
@@ -435,8 +435,8 @@ def _made(
         attached = {n: verified[item] for n, (item, _) in enumerate(rows) if item in verified}
     numbers = iter(parsed)
     for _, records in _located(index, [rows[n][0] for n in parsed]):
-        for loc in jobs.attach(records, strict):
-            attached[next(numbers)] = loc
+        for whole in jobs.attach(records, strict):
+            attached[next(numbers)] = whole
     none = unsigned(strict)
     utc = datetime.UTC
     fromtimestamp = datetime.datetime.fromtimestamp
