@@ -65,32 +65,48 @@ def matched_fields(
     those lines (`marks`: and where in each line the pattern matched)."""
     needle = needle_of(pattern)
     text = value[2]
-    lines = text.split("\n")
+    hits: list[tuple[int, str, str]]  # each line that matched: its number, it, it as tried
     if needle is None:
         search = pattern.search
-        tried: Sequence[str] = lines
-        hit = [search(line) is not None for line in lines]
+        hits = [(n, line, line) for n, line in enumerate(text.split("\n")) if search(line)]
+    elif "\n" in needle.text:  # never within a line
+        return ()
     else:
-        tried = folded(text).split("\n") if needle.fold else lines
-        hit = [needle.text in line for line in tried]
-    if True not in hit:
+        hits = _lines_holding(text, folded(text) if needle.fold else text, needle.text)
+    if not hits:
         return ()
     found = []
     at = 0
+    pending = iter(hits)
+    hit = next(pending, None)
     for key, count in zip(SEARCHED[kind], value[3:], strict=True):
-        if not count:
-            continue
-        matched = tuple(
-            MatchedLine(
-                n - at + 1, lines[n], _spans(pattern, needle, lines[n], tried[n]) if marks else ()
-            )
-            for n in range(at, at + count)
-            if hit[n]
-        )
-        if matched:
-            found.append(MatchedField(key, matched))
         at += count
+        matched = []
+        while hit is not None and hit[0] < at:
+            n, line, tried = hit
+            spans = _spans(pattern, needle, line, tried) if marks else ()
+            matched.append(MatchedLine(n - at + count + 1, line, spans))
+            hit = next(pending, None)
+        if matched:
+            found.append(MatchedField(key, tuple(matched)))
     return tuple(found)
+
+
+def _lines_holding(text: str, tried: str, sought: str) -> list[tuple[int, str, str]]:
+    """Each line of `tried` (`text` or its fold: the same lines at the same places) that
+    holds `sought` (no line feed in it): its number from 0, the line of `text`, that of
+    `tried`. `str.find` skips the lines between, and `str.count` numbers them."""
+    found = []
+    number, start = 0, 0  # the line searched from, and where it starts
+    while (at := tried.find(sought, start)) >= 0:
+        begin = tried.rfind("\n", start, at) + 1 or start  # where the line holding it starts
+        number += tried.count("\n", start, begin)
+        end = tried.find("\n", at)
+        if end < 0:
+            end = len(tried)
+        found.append((number, text[begin:end], tried[begin:end]))
+        number, start = number + 1, end + 1
+    return found
 
 
 def _spans(
