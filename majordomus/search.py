@@ -20,7 +20,14 @@ from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.jsontext import record_text
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.records import unsigned
-from majordomus.searchcache import SEARCHED, JsonTexts, SearchCache, Searched, searched
+from majordomus.searchcache import (
+    SEARCHED,
+    JsonTexts,
+    SearchCache,
+    Searched,
+    searched,
+    searched_text,
+)
 from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
 from majordomus.values import (
     AttachedRecord,
@@ -268,27 +275,33 @@ def _values(
     index: Index, chosen: Sequence[Listed], keys: Sequence[str | None], cache: SearchCache
 ) -> list[Searched]:
     """What is searched of each record: from the search cache, else from the JSON text the
-    document cache keeps (one decoding for all of them), else from its note parsed whole
-    (a first search parses every note once: `preload`). The records new to the search
-    cache are put in it, with their JSON text."""
+    document cache keeps (its searched strings decoded alone: `searched_text`), else from
+    its note parsed whole (a first search parses every note once: `preload`). The records
+    new to the search cache are put in it, with their JSON text."""
     held = cache.records
     values: list[Searched | None] = [held.get(key) if key else None for key in keys]
     missing = [n for n, value in enumerate(values) if value is None]
     if missing:
-        import json  # here: only records new to the search cache are decoded
-
         items = [chosen[n] for n in missing]
         index.preload(items)
         texts = index.texts(items)
-        kept = [text for text in texts if text is not None]
-        decoded = iter(json.loads("[" + ",".join(t + "}" for t in kept) + "]") if kept else ())
         parsed = []
+        whole: list[tuple[int, str]] = []  # a member not a string: those decoded whole
         made: dict[int, str | None] = {}
         for n, item, text in zip(missing, items, texts, strict=True):
             if text is None:
                 parsed.append(n)
-            else:
-                values[n], made[n] = searched(item.summary.kind, next(decoded)), text
+                continue
+            made[n] = text
+            values[n] = searched_text(item.summary.kind, text)
+            if values[n] is None:
+                whole.append((n, text))
+        if whole:
+            import json  # here: only records new to the search cache are decoded
+
+            decoded = json.loads("[" + ",".join(text + "}" for _, text in whole) + "]")
+            for (n, _), table in zip(whole, decoded, strict=True):
+                values[n] = searched(chosen[n].summary.kind, table)
         numbers = iter(parsed)
         for part, located in _located(index, [chosen[n] for n in parsed]):
             for item, loc in zip(part, located, strict=True):

@@ -4,17 +4,21 @@ a warm search reads one small file rather than every record's text."""
 from __future__ import annotations
 
 import array
+import functools
 import itertools
 import marshal
 import os
 import struct
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from majordomus.cachefile import LENGTH, CacheFile, framed
 from majordomus.records import HANDOVER_FIELDS, SIGNATURE_KEY
+
+if TYPE_CHECKING:
+    import json
 
 # The text of each kind searched, in the order a record shows it; every kind's session too.
 SEARCHED: Mapping[str, tuple[str, ...]] = {
@@ -45,6 +49,51 @@ def searched(kind: str, table: Mapping[str, Any]) -> Searched:
         "\n".join(texts),
         *counts,
     )
+
+
+# Where each member `searched` keeps of a kind's record (and its author) starts in the
+# record's JSON text (`jsontext.record_text`): on a line of its own, at one indentation.
+_MEMBERS = {
+    kind: tuple(f'\n      "{key}": ' for key in (*keys, "author"))
+    for kind, keys in SEARCHED.items()
+}
+
+
+def searched_text(kind: str, text: str) -> Searched | None:
+    """`searched` of an unsigned record from its JSON text (`jsontext.record_text`: each
+    member of the record starts a line of its own, at one indentation; a nested value's
+    members are indented further, and no string holds a line feed), the values of its
+    searched members decoded alone rather than the whole record; None when the text is
+    not as `record_text` writes it (then the record is decoded whole)."""
+    import json.decoder  # here: only a first search reads JSON texts
+
+    string: Callable[[str, int], tuple[str, int]] = getattr(json.decoder, "scanstring")  # noqa: B009
+    decode = _decoder().raw_decode
+    values: list[Any] = []
+    try:
+        for marker in _MEMBERS[kind]:
+            at = text.find(marker)
+            if at < 0:
+                values.append(None)
+                continue
+            at += len(marker)  # a string (most values), else any JSON value
+            values.append(string(text, at + 1)[0] if text[at] == '"' else decode(text, at)[0])
+    except (ValueError, IndexError):
+        return None
+    author = values.pop()
+    return (
+        False,  # `record_text` makes no text of a signed record
+        sys.intern(author) if type(author) is str else author,
+        "\n".join(value for value in values if type(value) is str),
+        *(value.count("\n") + 1 if type(value) is str else 0 for value in values),
+    )
+
+
+@functools.cache
+def _decoder() -> json.JSONDecoder:
+    import json
+
+    return json.JSONDecoder()
 
 
 class SearchCache(CacheFile):

@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 
 from majordomus.cachefile import SEARCH_FILE_NAME
 from majordomus.errors import RefusedError
-from majordomus.jsontext import dumps
+from majordomus.jsontext import ITEM, dumps, items
 from majordomus.search import candidates, compile_pattern, folded, matched_fields, needle_of
-from majordomus.searchcache import SearchCache, searched
+from majordomus.searchcache import SEARCHED as KEPT
+from majordomus.searchcache import SearchCache, searched, searched_text
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
 from tests.support.attacks import (
     CLONES,
@@ -550,3 +551,27 @@ def test_a_search_cache_of_another_layout_or_cut_short_is_read_afresh(
             result = repo.run("grep", *argv)
             assert (result.out, result.err, result.code) == (out, "", 0), (n, argv)
             assert repo.run("grep", *argv).out == out  # from the file written again
+
+
+_HOSTILE = st.text(st.sampled_from('ab"\\\n\t\x7f\u202e\u00e9 {}[],:'), max_size=8)
+_KEYS = st.sampled_from(["body", "session", "title", "author", "state", "next", "objective",
+                         "id", "v", 'body": ', "author\n"])  # fmt: skip
+_VALUES = st.recursive(
+    st.one_of(_HOSTILE, st.integers(), st.booleans(), st.floats(allow_nan=False)),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(_KEYS | _HOSTILE, inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(KEPT)), st.dictionaries(_KEYS, _VALUES, max_size=6))
+def test_what_is_searched_of_a_json_text_is_what_its_decoding_gives(
+    kind: str, table: dict[str, Any]
+) -> None:
+    """A first search reads each record's searched members from its JSON text alone: the
+    same as the record decoded whole, whatever its strings hold (quotes, escapes, line
+    feeds, a member's name), and nested values never taken for the record's own."""
+    text = items([{"kind": kind, **table}], ITEM).removesuffix(ITEM + "}")
+    assert searched_text(kind, text) == searched(kind, json.loads(text + "}"))
