@@ -233,6 +233,8 @@ def grep(
     values = _values(index, chosen, keys, cache)
     encoder = DocumentCache.version()
     cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
+    json_texts = cache.texts(encoder) if as_json else None
+    cache.close()
     found, verified, untrusted = _matches(
         jobs, index, chosen, keys, values, compiled, verified_only, marks
     )
@@ -251,7 +253,7 @@ def grep(
                 found,
                 verified,
                 strict,
-                cache.texts(encoder) if as_json else None,
+                json_texts,
             )
         ),
         invalid=index.invalid,

@@ -122,6 +122,7 @@ class SearchCache(CacheFile):
         self._texts: JsonTexts | None = None  # read on first use
         self._put_texts: dict[str, str | None] = {}
         self._rest: BinaryIO | None = None  # the file read, at the frame of the texts
+        self._loaded = 0  # the records read from the file: the first of `records`
         self.added = 0
         try:
             file = path.open("rb")
@@ -136,6 +137,7 @@ class SearchCache(CacheFile):
                 and isinstance(head[1], dict)
             ):
                 self.records, self._rest = head[1], file
+                self._loaded = len(self.records)
                 return
         except (OSError, EOFError, ValueError, TypeError, struct.error):
             pass
@@ -158,11 +160,18 @@ class SearchCache(CacheFile):
                             and isinstance(frame[1], str)
                             and isinstance(frame[2], bytes)
                         ):
-                            self._texts = JsonTexts(list(self.records), frame[1], frame[2])
+                            keys = list(itertools.islice(self.records, self._loaded))
+                            self._texts = JsonTexts(keys, frame[1], frame[2])
                     except (OSError, EOFError, ValueError, TypeError, struct.error):
                         pass
             self._texts.put.update(self._put_texts)
         return self._texts
+
+    def close(self) -> None:
+        """The file let go: the JSON texts not read by now are never read."""
+        rest, self._rest = self._rest, None
+        if rest is not None:
+            rest.close()
 
     def put(self, key: str, value: Searched, text: str | None) -> None:
         self.records[key] = value

@@ -23,6 +23,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from majordomus.cachefile import SEARCH_FILE_NAME
+from majordomus.documentcache import DocumentCache
 from majordomus.errors import RefusedError
 from majordomus.jsontext import ITEM, dumps, items
 from majordomus.search import candidates, compile_pattern, folded, matched_fields, needle_of
@@ -575,3 +576,27 @@ def test_what_is_searched_of_a_json_text_is_what_its_decoding_gives(
     feeds, a member's name), and nested values never taken for the record's own."""
     text = items([{"kind": kind, **table}], ITEM).removesuffix(ITEM + "}")
     assert searched_text(kind, text) == searched(kind, json.loads(text + "}"))
+
+
+def test_the_json_texts_kept_outlive_a_record_added(repo: Repo) -> None:
+    """Every record the search cache keeps has its JSON text kept too, after a record is
+    added and searched: a warm `grep --json` reads no other cache, and answers what a
+    search from no cache at all does."""
+    repo.task()
+    for n in range(3):
+        assert repo.run("checkpoint", f"needle {n}").code == 0
+    first = repo.run("grep", "--json", "needle").out
+    assert repo.run("checkpoint", "needle 3").code == 0
+    repo.commit("later")
+    assert repo.run("checkpoint", "needle 4").code == 0
+    for argv in (("needle",), ("--json", "needle")):
+        repo.run("grep", *argv)
+        common = repo.path / repo.git("rev-parse", "--git-common-dir").strip()
+        cache = SearchCache(common / SEARCH_FILE_NAME)
+        texts = cache.texts(DocumentCache.version())
+        assert all(texts[key] is not None for key in cache.records)
+        cache.close()
+    warm = repo.run("grep", "--json", "needle").out
+    assert warm != first and "needle 4" in warm
+    repo.drop_caches()
+    assert repo.run("grep", "--json", "needle").out == warm
