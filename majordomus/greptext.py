@@ -77,13 +77,32 @@ def matched_json(hit: GrepHit) -> dict[str, list[int]]:
     return {field.field: [line.number for line in field.lines] for field in hit.matched}
 
 
+_INNER = ITEM + "  "  # a record's members
+_END = ITEM + "}"  # a record's end
+
+
+def matched_text(hit: GrepHit) -> str:
+    """The member `matched` as `dumps` writes it among a record's members, after a comma:
+    field names are a record's own (plain ASCII), line numbers plain integers."""
+    if not hit.matched:
+        return f',{_INNER}"matched": {{}}'
+    field = _INNER + "  "
+    number = field + "  "
+    between = "," + number
+    fields = ",".join(
+        f'{field}"{f.field}": [{number}{between.join(str(n.number) for n in f.lines)}{field}]'
+        for f in hit.matched
+    )
+    return f',{_INNER}"matched": {{{fields}{_INNER}}}'
+
+
 def _record_item(hit: GrepHit) -> str:
-    members = {"matched": matched_json(hit)}
-    if isinstance(hit.located, RecordText):
-        return with_members(hit.located.text, hit.located.commit, members)
+    if isinstance(hit.located, RecordText):  # most records: their text with our members
+        whole = with_members(hit.located.text, hit.located.commit, {})
+        return whole[: -len(_END)] + matched_text(hit) + _END
     if hit.located is None:  # a search made for text
         raise TypeError("a record found for a text answer cannot be shown as JSON")
-    return items([{**record_json(hit.located), **members}], ITEM)
+    return items([{**record_json(hit.located), "matched": matched_json(hit)}], ITEM)
 
 
 def grep_json(result: GrepResult) -> str:

@@ -6,18 +6,28 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from majordomus.cachefile import SEARCH_FILE_NAME
+from majordomus.documentcache import DocumentCache
 from majordomus.errors import ExitCode, RefusedError
 from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
+from majordomus.jsontext import record_text
 from majordomus.notes import every_note, notes_of_tasks
 from majordomus.records import unsigned
-from majordomus.searchcache import SearchCache, Searched, fields_of, searched
+from majordomus.searchcache import (
+    SEARCHED,
+    JsonTexts,
+    SearchCache,
+    Searched,
+    searched,
+    searched_text,
+)
 from majordomus.tasks import Jobs, marks_unsigned, open_here, resolve_task, task_prefix
 from majordomus.values import (
     AttachedRecord,
@@ -60,21 +70,125 @@ def matched_fields(
 ) -> tuple[MatchedField, ...]:
     """The fields of a record (as `searched` keeps it) in which some line matches, with
     those lines (`marks`: and where in each line the pattern matched)."""
-    search = pattern.search
+    needle = needle_of(pattern)
+    text = value[2]
+    hits: list[tuple[int, str, str]]  # each line that matched: its number, it, it as tried
+    if needle is None:
+        search = pattern.search
+        hits = [(n, line, line) for n, line in enumerate(text.split("\n")) if search(line)]
+    elif "\n" in needle.text:  # never within a line
+        return ()
+    else:
+        hits = _lines_holding(text, folded(text) if needle.fold else text, needle.text)
+    if not hits:
+        return ()
     found = []
-    for key, lines in fields_of(kind, value):
-        matched = tuple(
-            MatchedLine(number, line, _spans(pattern, line) if marks else ())
-            for number, line in enumerate(lines, 1)
-            if search(line) is not None
-        )
+    at = 0
+    pending = iter(hits)
+    hit = next(pending, None)
+    for key, count in zip(SEARCHED[kind], value[3:], strict=True):
+        at += count
+        matched = []
+        while hit is not None and hit[0] < at:
+            n, line, tried = hit
+            spans = _spans(pattern, needle, line, tried) if marks else ()
+            matched.append(MatchedLine(n - at + count + 1, line, spans))
+            hit = next(pending, None)
         if matched:
-            found.append(MatchedField(key, matched))
+            found.append(MatchedField(key, tuple(matched)))
     return tuple(found)
 
 
-def _spans(pattern: re.Pattern[str], line: str) -> tuple[tuple[int, int], ...]:
-    return tuple(m.span() for m in pattern.finditer(line) if m.end() > m.start())
+def _lines_holding(text: str, tried: str, sought: str) -> list[tuple[int, str, str]]:
+    """Each line of `tried` (`text` or its fold: the same lines at the same places) that
+    holds `sought` (no line feed in it): its number from 0, the line of `text`, that of
+    `tried`. `str.find` skips the lines between, and `str.count` numbers them."""
+    found = []
+    number, start = 0, 0  # the line searched from, and where it starts
+    while (at := tried.find(sought, start)) >= 0:
+        begin = tried.rfind("\n", start, at) + 1 or start  # where the line holding it starts
+        number += tried.count("\n", start, begin)
+        end = tried.find("\n", at)
+        if end < 0:
+            end = len(tried)
+        found.append((number, text[begin:end], tried[begin:end]))
+        number, start = number + 1, end + 1
+    return found
+
+
+def _spans(
+    pattern: re.Pattern[str], needle: Needle | None, line: str, tried: str
+) -> tuple[tuple[int, int], ...]:
+    if needle is None:
+        return tuple(m.span() for m in pattern.finditer(line) if m.end() > m.start())
+    size = len(needle.text)
+    if not size:
+        return ()
+    spans = []
+    at = tried.find(needle.text)
+    while at >= 0:  # as `finditer` finds a fixed string: each match after the one before
+        spans.append((at, at + size))
+        at = tried.find(needle.text, at + size)
+    return tuple(spans)
+
+
+class Needle(NamedTuple):
+    """A pattern that matches one fixed string: that string, and whether it is matched
+    case folded (`-i`): then the string is lower case, and tried on text as `folded`
+    makes it."""
+
+    text: str
+    fold: bool
+
+
+_SPECIAL = frozenset(".^$*+?{}[]|()")  # outside these (and a backslash), a pattern's characters
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")  # escapes
+
+
+@functools.lru_cache(maxsize=16)
+def needle_of(pattern: re.Pattern[str]) -> Needle | None:
+    """The fixed string a pattern matches (`-F`, or a pattern without a special character:
+    `timeout`, `ack\\(\\)`), found with `str.find` rather than the regular expression, which is
+    the same thing; None for any other pattern (and one with flags beside `re.IGNORECASE`).
+    With `re.IGNORECASE`, only an ASCII string: `folded` is exact for those alone."""
+    if pattern.flags & ~(re.UNICODE | re.IGNORECASE):
+        return None
+    chars = iter(pattern.pattern)
+    out = []
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "a")  # a backslash at the end: no valid pattern has one
+            if escaped in _LETTERS:
+                return None
+            out.append(escaped)
+        elif char in _SPECIAL:
+            return None
+        else:
+            out.append(char)
+    text = "".join(out)
+    if not pattern.flags & re.IGNORECASE:
+        return Needle(text, False)
+    if not text.isascii():
+        return None
+    return Needle(text.lower(), True)
+
+
+# The characters past ASCII that `re.IGNORECASE` matches with an ASCII letter, as that
+# letter: dotted and dotless i (U+0130, U+0131), the long s (U+017F), the Kelvin sign
+# (U+212A).
+_AS_ASCII = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+
+
+def folded(text: str) -> str:
+    """Text as an ASCII string folded by `Needle` is tried on it: a character matches a
+    character of that string under `re.IGNORECASE` exactly when it is that character
+    here (tests/test_grep.py checks every code point), and each is one character still,
+    so a match is at the same place in the text and in its fold."""
+    if not text.isascii():
+        for char, letter in _AS_ASCII.items():
+            if char in text:
+                text = text.replace(char, letter)
+    return text.lower()
 
 
 def grep(
@@ -117,9 +231,12 @@ def grep(
         for item, blob in zip(chosen, index.note_blobs(chosen), strict=True)
     ]
     values = _values(index, chosen, keys, cache)
-    cache.save([key for key in keys if key is not None] if task_id is None else None)
+    encoder = DocumentCache.version()
+    cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
+    json_texts = cache.texts(encoder) if as_json else None
+    cache.close()
     found, verified, untrusted = _matches(
-        jobs, index, chosen, values, compiled, verified_only, marks
+        jobs, index, chosen, keys, values, compiled, verified_only, marks
     )
     order = index.graph_order
     shown = [item for item in found if include_all or item.commit in order]
@@ -128,7 +245,17 @@ def grep(
         pattern=pattern,
         rev=head,
         task=task_id,
-        hits=tuple(_made(jobs, index, selected, found, verified, strict, as_json)),
+        hits=tuple(
+            _made(
+                jobs,
+                index,
+                selected,
+                found,
+                verified,
+                strict,
+                json_texts,
+            )
+        ),
         invalid=index.invalid,
         hidden=len(found) - len(shown),
         untrusted=untrusted if verified_only else None,
@@ -150,10 +277,9 @@ def _values(
     index: Index, chosen: Sequence[Listed], keys: Sequence[str | None], cache: SearchCache
 ) -> list[Searched]:
     """What is searched of each record: from the search cache, else from the JSON text the
-    document cache keeps (one decoding for all of them), else from its note parsed whole
-    (a first search parses every note once: `preload`)."""
-    import json  # here: only records new to the search cache are decoded
-
+    document cache keeps (its searched strings decoded alone: `searched_text`), else from
+    its note parsed whole (a first search parses every note once: `preload`). The records
+    new to the search cache are put in it, with their JSON text."""
     held = cache.records
     values: list[Searched | None] = [held.get(key) if key else None for key in keys]
     missing = [n for n, value in enumerate(values) if value is None]
@@ -161,32 +287,45 @@ def _values(
         items = [chosen[n] for n in missing]
         index.preload(items)
         texts = index.texts(items)
-        kept = [text for text in texts if text is not None]
-        decoded = iter(json.loads("[" + ",".join(t + "}" for t in kept) + "]") if kept else ())
         parsed = []
+        whole: list[tuple[int, str]] = []  # a member not a string: those decoded whole
+        made: dict[int, str | None] = {}
         for n, item, text in zip(missing, items, texts, strict=True):
             if text is None:
                 parsed.append(n)
-            else:
-                values[n] = searched(item.summary.kind, next(decoded))
+                continue
+            made[n] = text
+            values[n] = searched_text(item.summary.kind, text)
+            if values[n] is None:
+                whole.append((n, text))
+        if whole:
+            import json  # here: only records new to the search cache are decoded
+
+            decoded = json.loads("[" + ",".join(text + "}" for _, text in whole) + "]")
+            for (n, _), table in zip(whole, decoded, strict=True):
+                values[n] = searched(chosen[n].summary.kind, table)
         numbers = iter(parsed)
         for part, located in _located(index, [chosen[n] for n in parsed]):
             for item, loc in zip(part, located, strict=True):
-                values[next(numbers)] = searched(item.summary.kind, loc.record.table)
+                n = next(numbers)
+                values[n] = searched(item.summary.kind, loc.record.table)
+                made[n] = record_text(loc.record)
         for n in missing:
             key, value = keys[n], values[n]
             if key is not None and value is not None:
-                cache.put(key, value)
+                cache.put(key, value, made[n])
     return [value for value in values if value is not None]
 
 
-Found = dict[Listed, tuple[Searched, tuple[MatchedField, ...]]]  # what is kept, what matched
+# What is kept of each record that matched, what matched, its key in the search cache.
+Found = dict[Listed, tuple[Searched, tuple[MatchedField, ...], str | None]]
 
 
 def _matches(
     jobs: Jobs,
     index: Index,
     chosen: Sequence[Listed],
+    keys: Sequence[str | None],
     values: Sequence[Searched],
     pattern: re.Pattern[str],
     verified_only: bool,
@@ -208,7 +347,7 @@ def _matches(
             item, value = chosen[n], values[n]
             matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
-                found[item] = (value, matched)
+                found[item] = (value, matched, keys[n])
     verified: dict[Listed, AttachedRecord] = {}
     for part, located in _located(index, signed):
         for item, loc in zip(part, jobs.attach(located, True), strict=True):
@@ -218,7 +357,7 @@ def _matches(
             value = searched(item.summary.kind, loc.record.table)
             matched = matched_fields(pattern, item.summary.kind, value, marks)
             if matched:
-                found[item], verified[item] = (value, matched), loc
+                found[item], verified[item] = (value, matched, None), loc
     return found, verified, untrusted
 
 
@@ -246,20 +385,36 @@ def candidates(pattern: re.Pattern[str], values: Sequence[Searched]) -> Sequence
     pattern that sees nothing past its line, those where one search over every record's
     lines joined found a match (a line that matches alone matches there too, at the same
     place, so the search finds a match starting in its record or before it; a match that
-    crosses a line names the record it starts in, tried for nothing at worst)."""
-    if _CONTEXTUAL.search(pattern.pattern) is not None:
+    crosses a line names the record it starts in, tried for nothing at worst). For a
+    fixed string, exactly the records that hold it in a line."""
+    needle = needle_of(pattern)
+    if needle is None and _CONTEXTUAL.search(pattern.pattern) is not None:
         return range(len(values))
     lines = [value[2] for value in values]
     joined = "\n".join(lines)
     ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # past each "\n"
-    search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search
+    if needle is None:
+        search = re.compile(pattern.pattern, pattern.flags | re.MULTILINE).search
+
+        def first(at: int) -> int:
+            match = search(joined, at)
+            return -1 if match is None else match.start()
+
+    elif "\n" in needle.text:  # never within a line
+        return []
+    else:
+        text, sought = (folded(joined) if needle.fold else joined), needle.text
+
+        def first(at: int) -> int:
+            return text.find(sought, at)
+
     found: list[int] = []
     at = 0
     while at <= len(joined):
-        match = search(joined, at)
-        if match is None:
+        start = first(at)
+        if start < 0:
             break
-        n = bisect.bisect_right(ends, match.start())
+        n = bisect.bisect_right(ends, start)
         if n >= len(values):
             break
         found.append(n)
@@ -274,27 +429,51 @@ def _made(
     found: Found,
     verified: Mapping[Listed, AttachedRecord],
     strict: bool,
-    as_json: bool,
+    json_texts: JsonTexts | None,
 ) -> list[GrepHit]:
     """The records selected, as `grep` shows them: a signed one parsed whole and its
-    signature checked; an unsigned one as what the search cache keeps (text), or as the
-    JSON text the document cache keeps (JSON; else parsed whole)."""
-    parsed = [item for item in selected if item not in verified and found[item][0][0]]
-    kept = [item for item in selected if item not in verified and not found[item][0][0]]
-    texts: dict[Listed, str | None] = {}
-    if as_json and kept:
-        index.preload(kept)
-        texts = dict(zip(kept, index.texts(kept), strict=True))
+    signature checked; an unsigned one as what the search cache keeps (text), or as its
+    JSON text (`json_texts`: those the search cache keeps, else those the document cache
+    keeps; else parsed whole)."""
+    rows = [(item, found[item]) for item in selected]  # each record hashed once
+    # Signed ones, parsed whole (their signatures checked), and the others.
+    parsed = [n for n, (item, row) in enumerate(rows) if row[0][0] and item not in verified]
+    texts: list[str | None] = [None] * len(rows)
+    if json_texts is not None:
+        absent = []
+        for n, (_, (value, _, key)) in enumerate(rows):
+            if value[0]:
+                continue
+            try:
+                if key is None:  # a record not in the search cache
+                    raise KeyError(key)
+                texts[n] = json_texts[key]
+            except KeyError:
+                absent.append(n)
+        if absent:
+            items = [rows[n][0] for n in absent]
+            index.preload(items)
+            for n, text in zip(absent, index.texts(items), strict=True):
+                texts[n] = text
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
-        parsed += [item for item, text in texts.items() if text is None or forged in text]
-    attached: dict[Listed, AttachedRecord] = dict(verified)
-    for part, records in _located(index, parsed):
-        attached.update(zip(part, jobs.attach(records, strict), strict=True))
+        parsed += [
+            n
+            for n, text in enumerate(texts)
+            if not rows[n][1][0][0] and (text is None or forged in text)
+        ]
+    attached: dict[int, AttachedRecord] = {}
+    if verified:
+        attached = {n: verified[item] for n, (item, _) in enumerate(rows) if item in verified}
+    numbers = iter(parsed)
+    for _, records in _located(index, [rows[n][0] for n in parsed]):
+        for whole in jobs.attach(records, strict):
+            attached[next(numbers)] = whole
     none = unsigned(strict)
+    utc = datetime.UTC
+    fromtimestamp = datetime.datetime.fromtimestamp
     hits = []
-    for item in selected:
-        (_, author, *_), matched = found[item]
-        loc = attached.get(item)
+    for n, (item, ((_, author, *_), matched, _)) in enumerate(rows):
+        loc = attached.get(n)
         if loc is not None:
             record = loc.record
             hits.append(
@@ -302,13 +481,12 @@ def _made(
                         record.at, loc.signature, matched)
             )  # fmt: skip
             continue
-        text = texts.get(item)
+        text = texts[n]
         summary = item.summary
-        at = datetime.datetime.fromtimestamp(summary.at, datetime.UTC)
         located = RecordText(text, item.commit) if text is not None else None
         hits.append(
-            GrepHit(located, item.commit, summary.kind, summary.id, summary.task, author, at,
-                    none, matched)
+            GrepHit(located, item.commit, summary.kind, summary.id, summary.task, author,
+                    fromtimestamp(summary.at, utc), none, matched)
         )  # fmt: skip
     return hits
 

@@ -191,11 +191,13 @@ ALLOWED = {
     "repository": {"errors", "gitfiles", "gitobjects", "records"},
     "search": {
         "cachefile",
+        "documentcache",
         "errors",
         "greptext",
         "index",
         "views",
         "invocation",
+        "jsontext",
         "notes",
         "records",
         "searchcache",

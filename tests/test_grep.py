@@ -23,10 +23,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from majordomus.cachefile import SEARCH_FILE_NAME
+from majordomus.documentcache import DocumentCache
 from majordomus.errors import RefusedError
-from majordomus.jsontext import dumps
-from majordomus.search import candidates, compile_pattern, matched_fields
-from majordomus.searchcache import SearchCache, searched
+from majordomus.jsontext import ITEM, dumps, items
+from majordomus.search import candidates, compile_pattern, folded, matched_fields, needle_of
+from majordomus.searchcache import SEARCHED as KEPT
+from majordomus.searchcache import SearchCache, searched, searched_text
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
 from tests.support.attacks import (
     CLONES,
@@ -432,9 +434,15 @@ def test_under_trust_signed_a_verified_record_is_searched_and_an_unsigned_one_is
 _TOKENS = st.sampled_from(
     ["a", "b", "\\n", ".", "^", "$", "*", "+", "?", "|", "[^b]", "\\s", "\\b", "(?=a)",
      "(?<!a)", "(?!b)", "(?<!\\n)", "(?!\\n)", "(?s:.)", "\\Z", "\\A", "(?:a|b)", "(a)",
-     "\\1", "x{0,2}", "(?i)", "A", "\\W?+", "\\s*+", "[^a]{1,2}+"]
+     "\\1", "x{0,2}", "(?i)", "A", "\\W?+", "\\s*+", "[^a]{1,2}+", "s", "K", "i", "I",
+     "\u0131", "\u00e9", "\\(", "\\."]
 )  # fmt: skip
-_FIELDS = st.one_of(st.none(), st.text(st.sampled_from("abxA \n"), max_size=12))
+# Beside plain letters, those `re.IGNORECASE` folds onto ASCII ones (the long s, the Kelvin
+# sign, dotted and dotless i) and others it does not (e, e acute, a dot).
+_FIELDS = st.one_of(
+    st.none(),
+    st.text(st.sampled_from("abxA \nsKiI.(\u017f\u212a\u0130\u0131\u00e9\u00c9"), max_size=12),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -472,6 +480,11 @@ def test_the_records_tried_are_every_record_a_line_of_which_matches(
         assert {f.field: [line.number for line in f.lines] for f in found} == {
             key: numbers for key, numbers in lines.items() if numbers
         }
+        marked = matched_fields(pattern, "checkpoint", value, marks=True)
+        for field in marked:  # where each match lies, as `finditer` finds them
+            for line in field.lines:
+                spans = [m.span() for m in pattern.finditer(line.text) if m.end() > m.start()]
+                assert list(line.spans) == spans, (source, line.text)
         if found:
             assert n in tried, (source, value)
 
@@ -488,3 +501,102 @@ def test_no_records_yet_and_no_repository(repo: Repo, tmp_path: Path) -> None:
     outside.mkdir()
     result = repo.run("-C", str(outside), "grep", "x")
     assert (result.code, result.out, len(result.err.splitlines())) == (3, "", 1)
+
+
+def test_a_fixed_string_folded_matches_where_ignore_case_does() -> None:
+    """`-i` with an ASCII pattern that names one fixed string is matched with `str.find`
+    on text `folded`: for every code point, a character matches an ASCII one under
+    `re.IGNORECASE` exactly when its fold is that character's fold, and folds to one
+    character (a match is at the same place in a line and in its fold)."""
+    everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    folds = folded(everything)
+    assert len(folds) == len(everything)
+    for code in range(0x80):
+        letter = chr(code)
+        pattern = re.compile(re.escape(letter), re.IGNORECASE)
+        by_re = [m.start() for m in pattern.finditer(everything)]
+        by_find = [m.start() for m in re.finditer(re.escape(letter.lower()), folds)]
+        assert by_find == by_re, letter
+    assert needle_of(compile_pattern("Ack\\(\\)", True, False)) == ("ack()", True)
+    assert needle_of(compile_pattern("\u00c9t\u00e9", True, False)) is None  # not ASCII: `re`
+    assert needle_of(compile_pattern("a.c", False, False)) is None
+    assert needle_of(compile_pattern("a.c", False, True)) == ("a.c", False)
+    assert needle_of(compile_pattern("\\d", False, False)) is None
+
+
+def test_a_search_cache_of_another_layout_or_cut_short_is_read_afresh(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """A search cache file another release wrote, one cut anywhere, or garbage (a length
+    larger than the file): ignored, the answer as from no cache, the file rewritten."""
+    repo.task()
+    assert repo.run("checkpoint", "a needle in the body\nand a Needle again").code == 0
+    assert repo.run("checkpoint", "no such thing").code == 0
+    want = {argv: repo.run("grep", *argv).out for argv in (("needle",), ("--json", "-i", "NEEDLE"))}
+    common = repo.path / repo.git("rev-parse", "--git-common-dir").strip()
+    path = common / SEARCH_FILE_NAME
+    whole = path.read_bytes()
+    spoiled = [
+        b"",
+        b"\xff" * 64,
+        whole[:7],
+        whole[:100],
+        whole[: len(whole) // 2],
+        whole[:-1],
+        b"\x00" * 8 + whole[8:],
+        (2**62).to_bytes(8, "little") + whole[8:],
+    ]
+    for n, data in enumerate(spoiled):
+        for argv, out in want.items():
+            path.write_bytes(data)
+            result = repo.run("grep", *argv)
+            assert (result.out, result.err, result.code) == (out, "", 0), (n, argv)
+            assert repo.run("grep", *argv).out == out  # from the file written again
+
+
+_HOSTILE = st.text(st.sampled_from('ab"\\\n\t\x7f\u202e\u00e9 {}[],:'), max_size=8)
+_KEYS = st.sampled_from(["body", "session", "title", "author", "state", "next", "objective",
+                         "id", "v", 'body": ', "author\n"])  # fmt: skip
+_VALUES = st.recursive(
+    st.one_of(_HOSTILE, st.integers(), st.booleans(), st.floats(allow_nan=False)),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(_KEYS | _HOSTILE, inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(KEPT)), st.dictionaries(_KEYS, _VALUES, max_size=6))
+def test_what_is_searched_of_a_json_text_is_what_its_decoding_gives(
+    kind: str, table: dict[str, Any]
+) -> None:
+    """A first search reads each record's searched members from its JSON text alone: the
+    same as the record decoded whole, whatever its strings hold (quotes, escapes, line
+    feeds, a member's name), and nested values never taken for the record's own."""
+    text = items([{"kind": kind, **table}], ITEM).removesuffix(ITEM + "}")
+    assert searched_text(kind, text) == searched(kind, json.loads(text + "}"))
+
+
+def test_the_json_texts_kept_outlive_a_record_added(repo: Repo) -> None:
+    """Every record the search cache keeps has its JSON text kept too, after a record is
+    added and searched: a warm `grep --json` reads no other cache, and answers what a
+    search from no cache at all does."""
+    repo.task()
+    for n in range(3):
+        assert repo.run("checkpoint", f"needle {n}").code == 0
+    first = repo.run("grep", "--json", "needle").out
+    assert repo.run("checkpoint", "needle 3").code == 0
+    repo.commit("later")
+    assert repo.run("checkpoint", "needle 4").code == 0
+    for argv in (("needle",), ("--json", "needle")):
+        repo.run("grep", *argv)
+        common = repo.path / repo.git("rev-parse", "--git-common-dir").strip()
+        cache = SearchCache(common / SEARCH_FILE_NAME)
+        texts = cache.texts(DocumentCache.version())
+        assert all(texts[key] is not None for key in cache.records)
+        cache.close()
+    warm = repo.run("grep", "--json", "needle").out
+    assert warm != first and "needle 4" in warm
+    repo.drop_caches()
+    assert repo.run("grep", "--json", "needle").out == warm
