@@ -177,14 +177,20 @@ class Refs:
         symbolic ref, which `git update-ref` would follow and move another ref through)."""
         if not _plain_name(name):
             return False
+        text = self._text(name)
+        return text is not None and _OID.fullmatch(text) is not None
+
+    def _text(self, name: str) -> str | None:
+        """What the ref file says (packed-refs' object id when there is no loose file, ""
+        when neither names it); None when the file cannot be read as a ref."""
         try:
             with open(self._loose_path(name), encoding="ascii") as file:
-                text = file.read().strip()
+                return file.read().strip()
         except FileNotFoundError:
-            text = self._packed_target(name) or ""
+            packed = self._packed_target(name) or ""  # packed-refs holds no symbolic ref
+            return packed if _OID.fullmatch(packed) else ""
         except (OSError, UnicodeDecodeError):
-            return False
-        return _OID.fullmatch(text) is not None
+            return None
 
     def _exists(self, name: str) -> bool:
         return os.path.lexists(self._loose_path(name)) or self._packed_target(name) is not None
@@ -196,15 +202,8 @@ class Refs:
         return os.path.join(base, *name.split("/"))
 
     def _resolve(self, name: str, depth: int) -> str | None:
-        if depth > _SYMREF_DEPTH:
-            return None
-        try:
-            with open(self._loose_path(name), encoding="ascii") as file:
-                text = file.read().strip()
-        except FileNotFoundError:
-            text = self._packed_target(name) or ""
-            return text if _OID.fullmatch(text) else None
-        except (OSError, UnicodeDecodeError):
+        text = self._text(name) if depth <= _SYMREF_DEPTH else None
+        if text is None:
             return None
         if text.startswith("ref: "):
             return self._resolve(text.removeprefix("ref: "), depth + 1)
