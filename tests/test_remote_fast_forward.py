@@ -24,7 +24,7 @@ from tests.support.env import Clock
 from tests.support.git import NOTES_REF
 from tests.support.notes import ref_ids, stored_records
 from tests.support.repo import Repo, clone, seeded
-from tests.support.trees import TRACKING_REF, blob, literal_tree, ok, record_id
+from tests.support.trees import TRACKING_REF, blob, literal_tree, ok, publish_tree, record_id
 from tests.test_interrupt import finish, kill_group, majordomus, read_line, spawn
 
 
@@ -401,15 +401,7 @@ def test_a_gitlink_where_a_note_belongs_is_merged_by_libgit2_and_left_out(
     note_on(mallory, head, checkpoint_text("c-00000000000f0e1f", task, head, "kept"))
     mallory.commit("linked")
     linked = mallory.head()
-    lines = {
-        line.split("\t", 1)[1]: line for line in mallory.git("ls-tree", NOTES_REF).splitlines()
-    }
-    lines[linked] = f"160000 commit {linked}\t{linked}"
-    tree = literal_tree(mallory, list(lines.values()))
-    old = mallory.git("rev-parse", NOTES_REF).strip()
-    commit = mallory.git("commit-tree", tree, "-p", old, "-m", "notes").strip()
-    mallory.git("update-ref", NOTES_REF, commit)
-    published(mallory)
+    publish_tree(mallory, {linked: f"160000 commit {linked}\t{linked}"}, "main")
     report = both(c, fast_path=False)
     assert (report.outcome, report.records_added) == ("merged", 1)
     assert [entry[0] for entry in report.left_out] == [linked]
@@ -448,17 +440,12 @@ def test_a_tree_with_one_name_twice_is_left_to_libgit2(
     mallory.commit("mallory")
     head = mallory.head()
     note = blob(mallory, checkpoint_text("c-00000000000f0e22", task, head, "twice"))
-    lines = {
-        line.split("\t", 1)[1]: line for line in mallory.git("ls-tree", NOTES_REF).splitlines()
-    }
     sub = literal_tree(mallory, [f"100644 blob {note}\t{head[2:]}"])
-    lines[head[:2] + "/"] = f"040000 tree {sub}\t{head[:2]}"
-    lines[head[:2]] = f"100644 blob {note}\t{head[:2]}"
-    tree = literal_tree(mallory, list(lines.values()))
-    old = mallory.git("rev-parse", NOTES_REF).strip()
-    commit = mallory.git("commit-tree", tree, "-p", old, "-m", "notes").strip()
-    mallory.git("update-ref", NOTES_REF, commit)
-    mallory.git("push", "-q", "origin", "main", f"{NOTES_REF}:{NOTES_REF}")
+    twice = {
+        head[:2] + "/": f"040000 tree {sub}\t{head[:2]}",
+        head[:2]: f"100644 blob {note}\t{head[:2]}",
+    }
+    tree = mallory.git("rev-parse", publish_tree(mallory, twice, "main") + "^{tree}").strip()
     # libgit2's merge counts no record here (it finds the file where the fan-out tree
     # is), though a read reads the one the tree holds: that count is not exact.
     both(c, fast_path=False, counted=False)

@@ -55,9 +55,10 @@ def scene(tmp_path: Path, environ: dict[str, str], clock: Clock) -> Scene:
     return Scene(remote, victim, attacker, noted, frozenset(pushed), frozenset(mine), unpushed)
 
 
-def publish_tree(attacker: Repo, replaced: dict[str, str]) -> str:
+def publish_tree(attacker: Repo, replaced: dict[str, str], *also: str) -> str:
     """The attacker's notes tree with these `git mktree` lines (by path), committed on top of
-    its notes ref and pushed as the remote's notes ref by plain git; the new notes commit.
+    its notes ref and pushed as the remote's notes ref by plain git, with the refs `also`
+    names (`main`); the new notes commit.
     The tree is written as given, in git's order (`hash-object --literally`: what mktree
     would refuse too, a gitlink that names a blob)."""
     lines = {}
@@ -68,7 +69,7 @@ def publish_tree(attacker: Repo, replaced: dict[str, str]) -> str:
     old = attacker.git("rev-parse", NOTES_REF).strip()
     commit = attacker.git("commit-tree", tree, "-p", old, "-m", "notes").strip()
     attacker.git("update-ref", NOTES_REF, commit)
-    attacker.git("push", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    attacker.git("push", "-q", "origin", *also, f"{NOTES_REF}:{NOTES_REF}")
     return commit
 
 
