@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -454,6 +455,19 @@ def main_drawing(args: argparse.Namespace, arguments: Sequence[str]) -> int:
     return _section(args, rows, write_drawing_section, "drawing")
 
 
+SECTION = re.compile(r"<!-- ([a-z-]+) rows: begin -->.*?<!-- \1 rows: end -->\n?", re.S)
+
+
+def kept_sections(output: Path, text: str) -> str:
+    """The sections of the report only an `--only` run writes (the branch switch's): a
+    whole run keeps them as they were rather than drop them."""
+    old = output.read_text(encoding="utf-8") if output.is_file() else ""
+    kept = [
+        m.group(0) for m in SECTION.finditer(old) if f"<!-- {m.group(1)} rows: begin" not in text
+    ]
+    return "".join("\n" + section for section in kept)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
@@ -504,7 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = args.output or (None if args.quick else REPO_ROOT / "docs" / "benchmarks.md")
     if output is not None and not args.no_write:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        kept = kept_sections(output, text)
+        output.write_text(text + kept, encoding="utf-8")
         write_signing_section(output, signed)
         write_grep_section(output, grepped)
         write_mcp_section(output, served)
