@@ -27,26 +27,13 @@ LISTINGS: Final = {
     "tools/list": {
         "tools": [
             {
-                "description": "The bounded context block of the current task: "
-                "its open handover whole with its label, "
-                "staleness, the newest checkpoints, and how to "
-                "record.",
+                "description": "The bounded context block of the current task: its open handover whole with its label, staleness, the newest checkpoints, and how to record.",
                 "inputSchema": {
                     "properties": {
                         "max_chars": {
                             "anyOf": [{"type": "integer"}, {"type": "null"}],
                             "default": None,
-                            "description": "The "
-                            "most "
-                            "characters "
-                            "the "
-                            "block "
-                            "may "
-                            "take: "
-                            "200 "
-                            "to "
-                            "100000 "
-                            "(4000).",
+                            "description": "The most characters the block may take: 200 to 100000 (4000).",
                             "title": "Max Chars",
                         }
                     },
@@ -62,51 +49,18 @@ LISTINGS: Final = {
                 "title": "context",
             },
             {
-                "description": "Record what is true right now on HEAD (refused "
-                "when over the profile's cap).",
+                "description": "Record what is true right now on HEAD (refused when over the profile's cap).",
                 "inputSchema": {
                     "properties": {
                         "text": {
-                            "description": "What is "
-                            "true "
-                            "right "
-                            "now, in "
-                            "a few "
-                            "lines; "
-                            "refused, "
-                            "never "
-                            "cut, "
-                            "when "
-                            "longer "
-                            "than "
-                            "the "
-                            "profile's "
-                            "cap.",
+                            "description": "What is true right now, in a few lines; refused, never cut, when longer than the profile's cap.",
                             "title": "Text",
                             "type": "string",
                         },
                         "task": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "The "
-                            "task: "
-                            "its id "
-                            "(t- and "
-                            "12 hex "
-                            "digits) "
-                            "or a "
-                            "unique "
-                            "prefix "
-                            "of 4 or "
-                            "more of "
-                            "its hex "
-                            "digits; "
-                            "the "
-                            "current "
-                            "task "
-                            "when "
-                            "left "
-                            "out.",
+                            "description": "The task: its id (t- and 12 hex digits) or a unique prefix of 4 or more of its hex digits; the current task when left out.",
                             "title": "Task",
                         },
                     },
@@ -123,8 +77,7 @@ LISTINGS: Final = {
                 "title": "checkpoint",
             },
             {
-                "description": "Record a handover on HEAD: objective, state and "
-                "next action, all required.",
+                "description": "Record a handover on HEAD: objective, state and next action, all required.",
                 "inputSchema": {
                     "properties": {
                         "objective": {
@@ -145,25 +98,7 @@ LISTINGS: Final = {
                         "task": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "The "
-                            "task: "
-                            "its id "
-                            "(t- and "
-                            "12 hex "
-                            "digits) "
-                            "or a "
-                            "unique "
-                            "prefix "
-                            "of 4 or "
-                            "more of "
-                            "its hex "
-                            "digits; "
-                            "the "
-                            "current "
-                            "task "
-                            "when "
-                            "left "
-                            "out.",
+                            "description": "The task: its id (t- and 12 hex digits) or a unique prefix of 4 or more of its hex digits; the current task when left out.",
                             "title": "Task",
                         },
                     },
@@ -180,10 +115,7 @@ LISTINGS: Final = {
                 "title": "handover",
             },
             {
-                "description": "Pick up the newest open handover (with `peek`, "
-                "record nothing). Nothing open is an ordinary "
-                "answer, with the checkpoints recorded since "
-                "(`checkpoints_since`).",
+                "description": "Pick up the newest open handover (with `peek`, record nothing). Nothing open is an ordinary answer, with the checkpoints recorded since (`checkpoints_since`).",
                 "inputSchema": {
                     "properties": {
                         "peek": {
@@ -195,25 +127,7 @@ LISTINGS: Final = {
                         "task": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "The "
-                            "task: "
-                            "its id "
-                            "(t- and "
-                            "12 hex "
-                            "digits) "
-                            "or a "
-                            "unique "
-                            "prefix "
-                            "of 4 or "
-                            "more of "
-                            "its hex "
-                            "digits; "
-                            "the "
-                            "current "
-                            "task "
-                            "when "
-                            "left "
-                            "out.",
+                            "description": "The task: its id (t- and 12 hex digits) or a unique prefix of 4 or more of its hex digits; the current task when left out.",
                             "title": "Task",
                         },
                     },
@@ -229,42 +143,19 @@ LISTINGS: Final = {
                 "title": "resume",
             },
             {
-                "description": "Records on commits reachable from REV (HEAD), "
-                "newest first; every task unless `task` is "
-                "given.",
+                "description": "Records on commits reachable from REV (HEAD), newest first; every task unless `task` is given.",
                 "inputSchema": {
                     "properties": {
                         "rev": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "Read "
-                            "from "
-                            "this "
-                            "commit: "
-                            "a "
-                            "branch, "
-                            "tag or "
-                            "commit "
-                            "id (HEAD "
-                            "when "
-                            "left "
-                            "out).",
+                            "description": "Read from this commit: a branch, tag or commit id (HEAD when left out).",
                             "title": "Rev",
                         },
                         "task": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "Only "
-                            "this "
-                            "task "
-                            "(its id "
-                            "or a "
-                            "unique "
-                            "prefix); "
-                            "every "
-                            "task if "
-                            "left "
-                            "out.",
+                            "description": "Only this task (its id or a unique prefix); every task if left out.",
                             "title": "Task",
                         },
                         "all": {
@@ -292,49 +183,18 @@ LISTINGS: Final = {
                 "title": "history",
             },
             {
-                "description": "Records whose text (bodies, handover fields, "
-                "titles, sessions) has a line that matches "
-                "`pattern`, newest first, each with the fields "
-                "and lines that matched: the answer of `grep "
-                '--json`. Under trust = "signed", only verified '
-                "records are searched.",
+                "description": 'Records whose text (bodies, handover fields, titles, sessions) has a line that matches `pattern`, newest first, each with the fields and lines that matched: the answer of `grep --json`. Under trust = "signed", only verified records are searched.',
                 "inputSchema": {
                     "properties": {
                         "pattern": {
-                            "description": "A "
-                            "Python "
-                            "regular "
-                            "expression "
-                            "tried "
-                            "on "
-                            "each "
-                            "line "
-                            "of "
-                            "each "
-                            "record's "
-                            "text "
-                            "(with "
-                            "fixed, "
-                            "a "
-                            "fixed "
-                            "string).",
+                            "description": "A Python regular expression tried on each line of each record's text (with fixed, a fixed string).",
                             "title": "Pattern",
                             "type": "string",
                         },
                         "task": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "Only "
-                            "this "
-                            "task "
-                            "(its id "
-                            "or a "
-                            "unique "
-                            "prefix); "
-                            "every "
-                            "task if "
-                            "left "
-                            "out.",
+                            "description": "Only this task (its id or a unique prefix); every task if left out.",
                             "title": "Task",
                         },
                         "all": {
@@ -381,25 +241,7 @@ LISTINGS: Final = {
                         "task": {
                             "anyOf": [{"type": "string"}, {"type": "null"}],
                             "default": None,
-                            "description": "The "
-                            "task: "
-                            "its id "
-                            "(t- and "
-                            "12 hex "
-                            "digits) "
-                            "or a "
-                            "unique "
-                            "prefix "
-                            "of 4 or "
-                            "more of "
-                            "its hex "
-                            "digits; "
-                            "the "
-                            "current "
-                            "task "
-                            "when "
-                            "left "
-                            "out.",
+                            "description": "The task: its id (t- and 12 hex digits) or a unique prefix of 4 or more of its hex digits; the current task when left out.",
                             "title": "Task",
                         },
                         "all": {
@@ -454,21 +296,11 @@ LISTINGS: Final = {
                 "title": "task list",
             },
             {
-                "description": "Make a task current in this work tree (a unique "
-                "prefix of 4+ hex digits will do).",
+                "description": "Make a task current in this work tree (a unique prefix of 4+ hex digits will do).",
                 "inputSchema": {
                     "properties": {
                         "task": {
-                            "description": "The "
-                            "task: "
-                            "its id "
-                            "or a "
-                            "unique "
-                            "prefix "
-                            "of 4 or "
-                            "more "
-                            "hex "
-                            "digits.",
+                            "description": "The task: its id or a unique prefix of 4 or more hex digits.",
                             "title": "Task",
                             "type": "string",
                         }

@@ -127,8 +127,10 @@ def main() -> None:
         "LISTINGS": listed,
     }
     assert initialized["instructions"] == mcptable.INSTRUCTIONS
+    # One line per value pprint would fit (ruff then breaks the dicts, never a string):
+    # each text reads whole, as the SDK sends it.
     body = "".join(
-        f"{name}: Final = {pprint.pformat(value, width=92, sort_dicts=False)}\n"
+        f"{name}: Final = {pprint.pformat(value, width=10_000, sort_dicts=False)}\n"
         for name, value in table.items()
     )
     TABLE.write_text(
