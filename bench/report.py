@@ -431,7 +431,8 @@ CPU time (user + system) of the whole process tree, from wait4(): every git
 process and forked helper the command waited for counts. Where majordomus runs
 work on an idle second core (the history walk started early, the forked note
 parsers of a fresh read) its wall ratio is lower than its CPU ratio; on a busy
-machine the CPU ratio is what it costs. Every command runs in a
+machine the CPU ratio is what it costs. A target is met when both ratios are within
+it: the verdict judges the larger. Every command runs in a
 hermetic environment (temporary `HOME`, `XDG_CONFIG_HOME` and `XDG_CACHE_HOME`,
 `GIT_CONFIG_NOSYSTEM=1`, a fixed identity) on a scratch clone of the cached
 repository (`gc.auto=0`, so no automatic gc lands inside a timing), with stdout
