@@ -199,9 +199,16 @@ READS = [
     ("task", "list"),
     ("resume", "--peek"),
     ("doctor",),
+    ("history", "--graph"),
+    ("history", "--graph", "--all"),
+    ("grep", "e"),
+    ("grep", "-i", "--all", "E"),
+    ("context",),
 ]
 ALLOWED = {
     "history": {0},
+    "grep": {0, 1},  # 1 when nothing matched
+    "context": {0},
     "show": {0},
     "check": {0, 1},
     "task": {0},
