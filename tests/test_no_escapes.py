@@ -34,7 +34,7 @@ def test_no_command_writes_escape_codes_into_a_pipe(repo: Repo) -> None:
     # check is stale (a task with no checkpoint, past the interval of 1 s), watch is live
     # on a terminal: both would colour or redraw there.
     lines += [("check",), ("watch", "--count", "1"), ("history",), ("history", "--graph")]
-    lines += [("doctor",)]
+    lines += [("doctor",), ("grep", "acks")]  # grep marks its matches on a terminal only
     slow = {"MAJORDOMUS_PROFILE": "quick"}
     (repo.path / ".majordomus.toml").write_text('[profiles.quick]\ninterval = "1s"\n')
     processes = [spawn(repo.path, {**environ, **slow}, *line) for line in lines]
