@@ -35,9 +35,12 @@ def git(
 
 
 def bare(path: Path, environ: Mapping[str, str]) -> Path:
-    """An empty bare repository whose default branch is `main`."""
+    """An empty bare repository whose default branch is `main`. No `git gc --auto` after
+    each push: a push runs the remote's git without the environment's config (git clears
+    GIT_CONFIG_COUNT for it), so the remote is told in its own."""
     path.parent.mkdir(parents=True, exist_ok=True)
     git(path.parent, environ, "init", "-q", "--bare", "-b", "main", str(path))
+    git(path, environ, "config", "receive.autogc", "false")
     return path
 
 
