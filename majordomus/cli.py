@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from majordomus import __version__, interrupt, readcli, setupcli
-from majordomus.errors import ExitCode, RefusedError
-from majordomus.invocation import Invocation, OnFirstUse
-from majordomus.profile import BUILT_IN
-from majordomus.setupcli import (
+from majordomus.cliparts import (
     AllowSecretOpt,
     FileOpt,
     JsonOpt,
@@ -25,6 +22,9 @@ from majordomus.setupcli import (
     invocation_of,
     run_with,
 )
+from majordomus.errors import ExitCode, RefusedError
+from majordomus.invocation import Invocation, OnFirstUse
+from majordomus.profile import BUILT_IN
 from majordomus.values import DEFAULT_DAYS
 
 if TYPE_CHECKING:

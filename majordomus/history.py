@@ -12,16 +12,13 @@ import time
 import weakref
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, NamedTuple
 
 from majordomus import gitfiles, gitobjects
 from majordomus.cachefile import GRAPH_FILE_NAME, CacheFile
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.repository import Repository, check_exit
-
-if TYPE_CHECKING:
-    from majordomus.drawing import Drawn
 
 
 class History:
@@ -298,18 +295,6 @@ class History:
         check_exit("rev-list", result.returncode, result.stderr)  # a walk, as every other
         out = result.stdout.split()
         return int(out[0]), int(out[1])
-
-    def draw(
-        self, tips: Sequence[str], counts: dict[str, int], colour: bool, limit: int | None
-    ) -> Drawn:
-        """`git log --graph` of TIPS simplified to the commits of COUNTS, as git draws it
-        (drawing.draw), through the replacements git reads the history with."""
-        from majordomus import drawing  # here: only history --graph draws
-
-        replaced = self.history_replaced()
-        return drawing.draw(
-            self.repository, tips, counts, replacements=replaced, colour=colour, limit=limit
-        )
 
     def graph(self) -> CommitGraph:
         """The graph's answers for this command, with what earlier commands kept."""

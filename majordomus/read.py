@@ -125,10 +125,22 @@ def history_graph(
     for item in selected:
         counts[item.commit] = counts.get(item.commit, 0) + 1
     tips = [commit, *sorted(here)]
-    from majordomus.drawing import Drawn  # here: only history --graph draws
+    from majordomus import drawing as drawings  # here: only history --graph draws
 
-    # Nothing to draw: git is not asked (it would draw the root commit alone).
-    drawing = jobs.history.draw(tips, counts, colour, limit) if counts else Drawn((), frozenset())
+    # Nothing to draw: git is not asked (it would draw the root commit alone). Drawn through
+    # the replacements git reads the history with.
+    drawing = (
+        drawings.draw(
+            jobs.repository,
+            tips,
+            counts,
+            replacements=jobs.history.history_replaced(),
+            colour=colour,
+            limit=limit,
+        )
+        if counts
+        else drawings.Drawn((), frozenset())
+    )
     unreached = sum(1 for item in chosen if item.commit in off)
     return GraphResult(
         rev=commit,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from majordomus.cliparts import JsonOpt, TaskOpt, run_with
 from majordomus.invocation import OnFirstUse
-from majordomus.setupcli import JsonOpt, TaskOpt, run_with
 
 if TYPE_CHECKING:
     from majordomus import freshness, read, search

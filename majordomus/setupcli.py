@@ -1,7 +1,6 @@
 """The command line's commands for a clone, its remotes and its agents' settings, as typer
-reads them (doctor, profile, init, fetch, push, sync, context, agent install), with what
-every command's declaration shares: its options and how it runs its verb. `cli` adds
-them to its app after the session's own commands, in this order."""
+reads them (doctor, profile, init, fetch, push, sync, context, agent install). `cli`
+adds them to its app after the session's own commands, in this order."""
 
 from __future__ import annotations
 
@@ -9,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from majordomus.invocation import Invocation, OnFirstUse
+from majordomus.cliparts import JsonOpt, TaskOpt, run_with
+from majordomus.invocation import OnFirstUse
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
@@ -17,8 +17,6 @@ from majordomus.values import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from majordomus import agentsetup, diagnosis, sharing
     from majordomus import context as contexts
 else:
@@ -28,51 +26,6 @@ else:
     sharing = OnFirstUse("majordomus.sharing")
 
 app = typer.Typer()  # what cli adds to its own app: these commands are declared here only
-
-
-def invocation_of(ctx: typer.Context) -> Invocation:
-    invocation = ctx.find_root().obj
-    assert isinstance(invocation, Invocation)
-    return invocation
-
-
-def run_with(ctx: typer.Context, command: Callable[..., int]) -> None:
-    """A verb module's command function, given what typer read (its parameters are the
-    function's own, by name: see tests/test_front.py), and its exit code the way typer
-    exits."""
-    code = command(invocation_of(ctx), **ctx.params)
-    if code:
-        raise typer.Exit(int(code))
-
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-TaskOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--task",
-        "-t",
-        metavar="TASK",
-        help="Task id or a unique prefix of 4+ hex digits (beats MAJORDOMUS_TASK and the "
-        "current task).",
-    ),
-]
-SessionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--session", metavar="TEXT", help="Free text naming the session (or MAJORDOMUS_SESSION)."
-    ),
-]
-AllowSecretOpt = Annotated[
-    bool,
-    typer.Option(
-        "--allow-secret",
-        help="Record text that looks like a key or token anyway (notes are pushed and permanent).",
-    ),
-]
-FileOpt = Annotated[
-    str | None,
-    typer.Option("--file", "-F", metavar="FILE", help="Read the text from FILE, or - for stdin."),
-]
 
 
 @app.command()

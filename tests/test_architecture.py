@@ -44,9 +44,11 @@ ALLOWED = {
     "agentsetup": {"agents", "errors", "invocation", "reports", "repository", "tasks", "values"},
     "blobs": {"gitobjects", "notes", "notetoml"},
     "cachefile": {"records"},
+    "cliparts": {"invocation"},
     "chains": set(),
     "cli": {
         "adopt",
+        "cliparts",
         "completion",
         "errors",
         "hooks",
@@ -121,7 +123,6 @@ ALLOWED = {
     "greptext": {"jsontext", "plaintext", "records", "render", "values"},
     "history": {
         "cachefile",
-        "drawing",
         "errors",
         "gitfiles",
         "gitobjects",
@@ -204,11 +205,12 @@ ALLOWED = {
         "tasks",
         "values",
     },
-    "readcli": {"freshness", "invocation", "read", "search", "setupcli"},
+    "readcli": {"cliparts", "freshness", "invocation", "read", "search"},
     "searchcache": {"cachefile", "records"},
     "secret": set(),
     "setupcli": {
         "agentsetup",
+        "cliparts",
         "completion",
         "context",
         "diagnosis",
@@ -308,6 +310,7 @@ OWNERS = {
     "pygit2": STORE_LAYER,
     "typer": {
         "cli",
+        "cliparts",
         "readcli",
         "setupcli",
         "completion",
