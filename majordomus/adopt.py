@@ -42,6 +42,7 @@ from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus import adopttext
+    from majordomus.writer import Writer
 else:
     adopttext = OnFirstUse("majordomus.adopttext")
 
@@ -63,7 +64,9 @@ def adopt(
         raise RefusedError(f"--days must be 1 or more, not {days}.")
     commit = jobs.history.resolve(rev)
     if not dry_run:
-        jobs.writer.ref.check_writable()
+        from majordomus.writer import writable  # here: a dry run loads no write path
+
+        writer = writable(jobs.repository, jobs.reader, jobs.history)
     views = Views(jobs.reader, jobs.history)
     invalid = views.invalid
     notes = _unreached(jobs, commit)
@@ -89,7 +92,7 @@ def adopt(
     adopted, ambiguous = _decide(orphans, candidates)
     locks: tuple[StaleLock, ...] = ()
     if adopted and not dry_run:
-        locks = _write(jobs, adopted, inputs.sleep)
+        locks = _write(writer, adopted, inputs.sleep)
     return AdoptResult(
         commit,
         dry_run,
@@ -312,14 +315,12 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 
 
 def _write(
-    jobs: Jobs, adopted: Sequence[Adoption], sleep: Callable[[float], None]
+    writer: Writer, adopted: Sequence[Adoption], sleep: Callable[[float], None]
 ) -> tuple[StaleLock, ...]:
     notes: dict[str, list[Record]] = {}
     for adoption in adopted:
         notes.setdefault(adoption.commit, []).extend(loc.record for loc in adoption.records)
     count = sum(len(records) for records in notes.values())
     where = ", ".join(commit[:7] for commit in notes)
-    swap = jobs.writer.append_many(
-        notes, f"majordomus: adopt {count} records onto {where}", sleep=sleep
-    )
+    swap = writer.append_many(notes, f"majordomus: adopt {count} records onto {where}", sleep=sleep)
     return swap.stale_locks

@@ -163,6 +163,8 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
         reader = True
         findings.append(Finding("identity", True, f"{_FOR_WRITING}{error.message}", note=True))
     findings.extend(_config_findings(jobs, reader))
+    from majordomus.writer import Writer  # its lock files: the notes ref's writer tells
+
     locks = [
         Finding(
             "lock",
@@ -170,7 +172,9 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
             f"{lock.path} is {lock.age_s} s old; if no git or majordomus "
             f"process is running, remove it (rm '{lock.path}').",
         )
-        for lock in jobs.writer.ref.stale_locks(older_than_s=0)
+        for lock in Writer(jobs.repository, jobs.reader, jobs.history).ref.stale_locks(
+            older_than_s=0
+        )
     ]
     findings.extend(locks or [Finding("locks", True, "no lock files")])
     return findings

@@ -8,8 +8,8 @@ when it is to be shown.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from majordomus.notes import Note
 from majordomus.records import Summary
@@ -17,8 +17,8 @@ from majordomus.values import AttachedRecord, Listed, NoteSet
 from majordomus.viewparts import Row
 
 if TYPE_CHECKING:
-    from majordomus.history import History
-    from majordomus.notesread import NotesReader
+    from majordomus.blobs import NoteBlobs
+    from majordomus.graph import CommitGraph
 
 UNREACHED = 1 << 62  # the rank of a commit REV does not reach: after all it reaches
 PRELOAD_THRESHOLD = 24  # notes to show whole before the document cache pays for its load
@@ -35,12 +35,42 @@ def newest_first(items: Iterable[Listed], order_of: Callable[[str], int]) -> lis
     return ordered
 
 
-def newest_copy(copies: Sequence[Listed], history: History) -> Listed:
+def newest_copy(copies: Sequence[Listed], history: Ordering) -> Listed:
     """Of copies of one record on commits REV does not reach: the one a read lists, the
     copy on the newest commit."""
     if len(copies) == 1:
         return copies[0]
     return max(copies, key=lambda c: history.commit_time(c.commit) or 0)
+
+
+class Ordering(Protocol):
+    """What an index asks of the commits (`history.History`): HEAD, a commit's time, the
+    graph that orders them."""
+
+    def head(self) -> str: ...
+    def commit_time(self, hex_id: str) -> int | None: ...
+    def graph(self) -> CommitGraph: ...
+
+
+class NoteTexts(Protocol):
+    """The notes shown whole, as the document cache keeps them (`notesread.ShownNotes`)."""
+
+    def preload(
+        self, note_blobs: NoteBlobs, blobs: Collection[str], order: Iterable[str] = ()
+    ) -> None: ...
+    def load(self, note_blobs: NoteBlobs, blobs: Iterable[str]) -> None: ...
+    def texts(self, blobs: Iterable[str]) -> dict[str, tuple[str | None, ...]]: ...
+
+
+class NoteSource(Protocol):
+    """What an index asks of the notes (`notesread.NotesReader`): their blobs, a note
+    parsed, the notes shown whole."""
+
+    @property
+    def blobs(self) -> NoteBlobs: ...
+    @property
+    def shown(self) -> NoteTexts: ...
+    def note(self, blobs: Sequence[str]) -> Note: ...
 
 
 _at: Callable[[Listed], float] = operator.attrgetter("summary.at")  # C: no call of ours
@@ -52,7 +82,7 @@ class Index:
     commit reachable from REV when there is one, else the copy on the newest commit."""
 
     def __init__(
-        self, noteset: NoteSet, reader: NotesReader, history: History, rev: str | None = None
+        self, noteset: NoteSet, reader: NoteSource, history: Ordering, rev: str | None = None
     ) -> None:
         self._reader, self._history = reader, history
         self._rev = rev
@@ -88,8 +118,8 @@ class Index:
     @classmethod
     def of_view(
         cls,
-        reader: NotesReader,
-        history: History,
+        reader: NoteSource,
+        history: Ordering,
         rows: Sequence[Row],
         resolved: set[str],
         task_ids: tuple[str, ...],

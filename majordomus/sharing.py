@@ -125,7 +125,11 @@ def fetch_records(
         complete(jobs, git, remote)
         if theirs is None:
             return FetchReport(where, None, None)
-        merge = jobs.writer.merge(theirs, f"majordomus: merge records from {where}", sleep=sleep)
+        from majordomus.writer import Writer  # here: a fetch that brought records merges
+
+        merge = Writer(jobs.repository, jobs.reader, jobs.history).merge(
+            theirs, f"majordomus: merge records from {where}", sleep=sleep
+        )
         return FetchReport(where, theirs, merge)
     finally:
         if not named:
@@ -239,7 +243,11 @@ def _merged_remote_value(
         return ""
     if tracked is not None and jobs.repository.ref_target(NOTES_REF) is not None:
         complete(jobs, git, remote)
-        jobs.writer.merge(tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep)
+        from majordomus.writer import Writer  # here: records to merge before the push
+
+        Writer(jobs.repository, jobs.reader, jobs.history).merge(
+            tracked, f"majordomus: merge records from {shown(remote)}", sleep=sleep
+        )
     return tracked or ""
 
 

@@ -1,7 +1,7 @@
 """The steps every verb shares: the jobs one command does on one repository, each an object
 built with what it needs (git and the refs: `repository`; the commits: `history`; reading
-notes: `reader`; moving the notes ref: `writer`), opened where the command started; the
-profile; the task a command works on; what `check` says of a task.
+notes: `reader`), opened where the command started (a command that writes makes its
+`writer.Writer` of them); the profile; the task a command works on; what `check` says of a task.
 
 Nothing here prints; clock, environment and sleep come in through `Inputs`.
 """
@@ -41,7 +41,6 @@ from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus.verifying import Verifier
-    from majordomus.writer import Writer
 
 TASK_ID_LENGTH = len("t-") + 12
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")
@@ -68,12 +67,6 @@ class Jobs:
             reader.partial.fetch = remote.fetch_missing
             reader.refs.warn = self._inputs.warn
         return reader
-
-    @cached_property
-    def writer(self) -> Writer:
-        from majordomus.writer import Writer  # a read never loads the write path
-
-        return Writer(self.repository, self.reader, self.history)
 
     @cached_property
     def verifier(self) -> Verifier:

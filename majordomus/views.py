@@ -6,11 +6,11 @@ the views over to the state it makes.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RepositoryError
-from majordomus.index import Index
+from majordomus.index import Index, NoteSource, Ordering
 from majordomus.notes import Shown
 from majordomus.records import Record
 from majordomus.repository import NOTES_REF
@@ -32,12 +32,24 @@ from majordomus.viewparts import (
 )
 
 if TYPE_CHECKING:
-    from majordomus.history import History
-    from majordomus.notesread import NotesReader
+    from majordomus.readrefs import ReadRefs
+    from majordomus.repository import Repository
 
 # Where a views key names the tasks read alone (`Views._read_task`): no ref name holds it.
 TASKS_READ = " tasks:"
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
+
+
+class Notes(NoteSource, Protocol):
+    """What the views ask of the notes (`notesread.NotesReader`) beside what an index asks:
+    the repository, its refs, every note read or one task's."""
+
+    @property
+    def repository(self) -> Repository: ...
+    @property
+    def refs(self) -> ReadRefs: ...
+    def read_notes(self, *, shown: Shown | None = None) -> NoteSet: ...
+    def task_notes(self, prefix: str) -> NoteSet | None: ...
 
 
 class Views:
@@ -46,8 +58,8 @@ class Views:
 
     def __init__(
         self,
-        reader: NotesReader,
-        history: History,
+        reader: Notes,
+        history: Ordering,
         *,
         writing: bool = False,
         shown: Shown | None = None,

@@ -41,6 +41,7 @@ from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus import plaintext, render
+    from majordomus.writer import Writer
 else:
     plaintext = OnFirstUse("majordomus.plaintext")
     render = OnFirstUse("majordomus.render")
@@ -98,9 +99,17 @@ def _new_id(prefix: str, digits: int) -> str:
     return f"{prefix}-{os.urandom(digits // 2).hex()}"
 
 
+def _writer(jobs: Jobs) -> Writer:
+    """What moves the notes ref, once it is known writable (a read never loads it)."""
+    from majordomus.writer import writable
+
+    return writable(jobs.repository, jobs.reader, jobs.history)
+
+
 def _write(
     inputs: Inputs,
     jobs: Jobs,
+    writer: Writer,
     kind: str,
     task: str,
     fields: Mapping[str, Any],
@@ -132,7 +141,7 @@ def _write(
         from majordomus.signing import signed  # only a clone that signs loads it
 
         record = signed(record, config, author)
-    report = jobs.writer.append(
+    report = writer.append(
         head,
         [record],
         f"majordomus: {kind} {task} on {head[:7]}",
@@ -158,17 +167,19 @@ def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
         return {}
 
 
-def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[TaskView | Views, str]:
+def _prepare_write(
+    inputs: Inputs, jobs: Jobs, task: str | None
+) -> tuple[Writer, TaskView | Views, str]:
     """Before a record is built: a commit to attach it to, a notes ref a write will not
-    destroy, the task it belongs to and its records."""
+    destroy (and its writer), the task it belongs to and its records."""
     jobs.history.head()
     jobs.repository.ask_identity()  # git answers while libgit2 loads
     try:
-        jobs.writer.ref.check_writable()
+        writer = _writer(jobs)
         views, task_id = task_records(inputs, jobs, task, writing=True)
         if task_id is None:
             raise no_task()
-        return views, task_id
+        return writer, views, task_id
     except BaseException:
         jobs.repository.settle()  # refused before the record was built: no git left unwaited
         raise
@@ -183,11 +194,11 @@ def task_new(
     jobs = open_here(inputs)
     text = _validated("title", title, TITLE_MAX, allow_secret)
     jobs.history.head()
-    jobs.writer.ref.check_writable()
+    writer = _writer(jobs)
     task = _new_id("t", 12)
     sess = _session_of(inputs, session, allow_secret)
     views = cached_view(jobs, task, new=True) or Views(jobs.reader, jobs.history, writing=True)
-    located, locks = _write(inputs, jobs, "task", task, {"title": text}, sess, views, task)
+    located, locks = _write(inputs, jobs, writer, "task", task, {"title": text}, sess, views, task)
     jobs.repository.set_current_task(task)
     return TaskCreated(located, locks)
 
@@ -272,11 +283,13 @@ def checkpoint(
     prof = load_profile(inputs, jobs)
     texts = {"checkpoint body": (text, prof.checkpoint_max)}
     clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
-    views, task_id = _prepare_write(inputs, jobs, task)
+    writer, views, task_id = _prepare_write(inputs, jobs, task)
     previous = views.index(task_id).last("checkpoint", task_id)
     strict = prof.trust == "signed"
     fields = {"body": clean["checkpoint body"]}
-    located, locks = _write(inputs, jobs, "checkpoint", task_id, fields, sess, views, None, strict)
+    located, locks = _write(
+        inputs, jobs, writer, "checkpoint", task_id, fields, sess, views, None, strict
+    )
     previous_age = age_s(located.record.at, previous.at) if previous else None
     skew = skew_s(located.record.at, previous.at) if previous else None
     return CheckpointResult(located, previous_age, locks, skew)
@@ -333,10 +346,12 @@ def handover(
         )
     texts = {key: (fields[key] or "", cap) for key in HANDOVER_FIELDS}
     clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
-    views, task_id = _prepare_write(inputs, jobs, task)
+    writer, views, task_id = _prepare_write(inputs, jobs, task)
     dirty = jobs.repository.is_dirty()
     strict = prof.trust == "signed"
-    located, locks = _write(inputs, jobs, "handover", task_id, clean, sess, views, None, strict)
+    located, locks = _write(
+        inputs, jobs, writer, "handover", task_id, clean, sess, views, None, strict
+    )
     return HandoverResult(located, dirty, locks)
 
 
@@ -415,8 +430,7 @@ def resume(
     jobs = open_here(inputs)
     sess = _session_of(inputs, session, allow_secret=peek, flag=False)  # a peek writes nothing
     head = jobs.history.head()
-    if not peek:
-        jobs.writer.ref.check_writable()
+    writer = None if peek else _writer(jobs)
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
     strict = load_profile(inputs, jobs).trust == "signed"
     views, task_id = task_records(inputs, jobs, task)
@@ -446,7 +460,10 @@ def resume(
     if div.behind is not None:
         fields["behind"] = div.behind
     fields["supersedes"] = [loc.record.id for loc in older]
-    recorded, locks = _write(inputs, jobs, "resume", task_id, fields, sess, views, None, strict)
+    assert writer is not None  # a peek has returned
+    recorded, locks = _write(
+        inputs, jobs, writer, "resume", task_id, fields, sess, views, None, strict
+    )
     if implied:  # the session now works on it: checkpoints go there
         jobs.repository.set_current_task(task_id)
     return ResumeResult(

@@ -29,8 +29,17 @@ if TYPE_CHECKING:
     from majordomus.repository import Repository
 
 
+def writable(repository: Repository, reader: NotesReader, history: History) -> Writer:
+    """The writer of a repository's notes ref, once the ref is one a write will not
+    destroy (else refused, before any record is built)."""
+    writer = Writer(repository, reader, history)
+    writer.ref.check_writable()
+    return writer
+
+
 class Writer:
-    """What moves the notes ref of one repository, reading what it must through `reader`."""
+    """What moves the notes ref of one repository, reading what it must through `reader`.
+    A command that writes makes one (`writable`); a read never loads this module."""
 
     def __init__(self, repository: Repository, reader: NotesReader, history: History) -> None:
         self.repository = repository

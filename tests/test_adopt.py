@@ -22,7 +22,7 @@ from majordomus.notes import parse_note
 from majordomus.tasks import open_jobs
 from tests.support.env import START, Clock, hermetic_environ
 from tests.support.git import lose_object
-from tests.support.repo import Repo, clone, seeded
+from tests.support.repo import Repo, clone, seeded, writer_of
 
 
 def git_at(repo: Repo, *args: str) -> str:
@@ -878,9 +878,10 @@ def test_copies_already_written_by_another_adopt_are_not_written_twice(
     index = Index(jobs.reader.read_notes(), jobs.reader, jobs.history)
     mine = [item for item in index.records if item.summary.id in feature.ids]
     records = [index.locate(item).record for item in mine]
-    first = jobs.writer.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    writer = writer_of(jobs)
+    first = writer.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
     assert sorted(note_ids(mate, squash)) == sorted(feature.ids)
-    again = jobs.writer.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
+    again = writer.append_many({squash: records}, "adopt", sleep=mate.sleeps.append)
     assert again.target == first.target == mate.notes_ref()
     assert len(note_ids(mate, squash)) == 3
 

@@ -31,12 +31,13 @@ ALLOWED = {
         "adopttext",
         "errors",
         "index",
-        "views",
         "invocation",
         "patches",
         "records",
         "tasks",
         "values",
+        "views",
+        "writer",
     },
     "adopttext": {"jsontext", "plaintext", "render", "values"},
     "agentfindings": {"agents", "errors", "values"},
@@ -88,6 +89,7 @@ ALLOWED = {
         "signconfig",
         "tasks",
         "values",
+        "writer",
     },
     "divergence": {"chains", "records", "tally"},
     "documentcache": {"cachefile", "jsontext", "noteforms", "notes", "records"},
@@ -130,7 +132,7 @@ ALLOWED = {
         "repository",
     },
     "hooks": {"agents", "context", "errors", "invocation", "plaintext", "tasks", "values"},
-    "index": {"history", "notes", "notesread", "records", "values", "viewparts"},
+    "index": {"blobs", "graph", "notes", "records", "values", "viewparts"},
     "interrupt": set(),
     "invocation": {"errors", "plaintext", "records", "values"},
     "jsontext": {"records"},
@@ -228,6 +230,7 @@ ALLOWED = {
         "repository",
         "tasks",
         "values",
+        "writer",
     },
     "signconfig": {"repository"},
     "signing": {"errors", "notes", "plaintext", "records", "signconfig"},
@@ -249,7 +252,6 @@ ALLOWED = {
         "values",
         "verifying",
         "viewparts",
-        "writer",
     },
     "values": {"records"},
     "verifying": {"cachefile", "notes", "records", "repository", "signconfig", "values"},
@@ -257,10 +259,9 @@ ALLOWED = {
         "cachefile",
         "commitnotes",
         "errors",
-        "history",
         "index",
         "notes",
-        "notesread",
+        "readrefs",
         "records",
         "repository",
         "values",
@@ -271,7 +272,6 @@ ALLOWED = {
         "errors",
         "fieldtext",
         "index",
-        "views",
         "invocation",
         "patches",
         "plaintext",
@@ -282,6 +282,8 @@ ALLOWED = {
         "signing",
         "tasks",
         "values",
+        "views",
+        "writer",
     },
     "writer": {
         "blobs",
@@ -421,3 +423,40 @@ def test_values_the_renderer_and_the_hook_tables_import_without_git(module: str)
     command = [sys.executable, "-c", code]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
+
+
+def floors() -> dict[str, int]:
+    """Each module's floor: one above the highest module it imports (at the top, in a
+    function or for types only alike), 1 for a module that imports none of ours."""
+    imported = {}
+    for path in PACKAGE.glob("*.py"):
+        names = imports_of(path)
+        own = {n.split(".")[1] for n in names if n.startswith("majordomus.")}
+        imported[path.stem] = own & {p.stem for p in PACKAGE.glob("*.py")} - {path.stem}
+    found: dict[str, int] = {}
+
+    def floor(module: str, path: tuple[str, ...]) -> int:
+        assert module not in path, f"an import circle: {' -> '.join((*path, module))}"
+        if module not in found:
+            below = [floor(m, (*path, module)) for m in imported[module]]
+            found[module] = 1 + max(below, default=0)
+        return found[module]
+
+    for module in imported:
+        floor(module, ())
+    return found
+
+
+def test_ten_floors_at_most_and_the_map_says_which() -> None:
+    """No import circle; at most ten floors; docs/architecture.md's table puts each module
+    on the floor its imports make it."""
+    found = floors()
+    assert max(found.values()) <= 10, sorted(found.items(), key=lambda kv: -kv[1])[:6]
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    mapped: dict[str, int] = {}
+    for line in doc.splitlines():
+        row = re.fullmatch(r"\| (\d+) \| (.*) \|", line)
+        if row:
+            mapped.update((name, int(row[1])) for name in re.findall(r"`([a-z_]+)`", row[2]))
+    named = {m: f for m, f in found.items() if m != "__init__"}
+    assert mapped == named, {m: (mapped.get(m), f) for m, f in named.items() if mapped.get(m) != f}

@@ -38,7 +38,7 @@ from majordomus.viewparts import ViewCache, _shard_of, state_key
 from majordomus.views import Views
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock, doctor_signing_lines
-from tests.support.repo import Repo, clone, seeded
+from tests.support.repo import Repo, clone, seeded, writer_of
 
 CACHES = (READ_FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 
@@ -385,10 +385,10 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
         session=None,
         fields={"body": "theirs"},
     )
-    foreign.writer.append(repo.head(), [record], "another writer")
+    writer_of(foreign).append(repo.head(), [record], "another writer")
     before = views_key(repo)
     inputs = Inputs(str(repo.path), repo.environ, now=repo.clock)
-    _write(inputs, jobs, "checkpoint", task, {"body": "ours"}, None, views)
+    _write(inputs, jobs, writer_of(jobs), "checkpoint", task, {"body": "ours"}, None, views)
     assert views_key(repo) == before  # built on another state: left for a rebuild
     history = json.loads(repo.run("history", "--task", task, "--json").out)
     assert [r.get("body") for r in history["records"]][:3] == ["ours", "theirs", "mine"]

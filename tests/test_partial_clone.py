@@ -17,7 +17,7 @@ from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE_NAME
 from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from tests.support.env import Clock, hermetic_environ
 from tests.support.git import git, lose_object
-from tests.support.repo import Repo, clone, git_push, seeded
+from tests.support.repo import Repo, clone, git_push, seeded, writer_of
 
 NOTES = "refs/notes/majordomus"
 TRACKING = "refs/notes/remotes/origin/majordomus"
@@ -311,10 +311,10 @@ def test_a_write_that_meets_a_missing_object_refuses_and_moves_nothing(
         fields={"body": "on top"},
     )
     writes: dict[str, Callable[[], object]] = {
-        "nothing was recorded": lambda: jobs.writer.append(
+        "nothing was recorded": lambda: writer_of(jobs).append(
             noted, [record], "m", author=record.author
         ),
-        "nothing was adopted": lambda: jobs.writer.append_many({noted: [record]}, "m"),
+        "nothing was adopted": lambda: writer_of(jobs).append_many({noted: [record]}, "m"),
     }
     for undone, write in writes.items():
         with pytest.raises(RepositoryError) as refused:

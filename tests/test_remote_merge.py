@@ -14,7 +14,7 @@ from majordomus.notes import dump_note, parse_note
 from majordomus.tasks import open_jobs
 from majordomus.values import MergeReport
 from majordomus.writer import Writer
-from tests.support.repo import Repo
+from tests.support.repo import Repo, writer_of
 
 THEIRS = "refs/notes/theirs"
 
@@ -38,7 +38,7 @@ def diverge(repo: Repo) -> str:
 
 
 def merge(repo: Repo, theirs: str) -> MergeReport:
-    return open_jobs(str(repo.path), repo.environ).writer.merge(theirs, "majordomus: merge test")
+    return writer_of(repo.path, repo.environ).merge(theirs, "majordomus: merge test")
 
 
 def blob_of(repo: Repo, ref: str, commit: str) -> str:

@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from majordomus.notes import dump_note
 from majordomus.repository import NOTES_REF
-from majordomus.tasks import open_jobs
-from tests.support.repo import Repo
+from tests.support.repo import Repo, writer_of
 from tests.support.strategies import notes, raw_notes
 
 
@@ -36,7 +35,7 @@ class NotesRepo:
     def merge(self, ours: bytes, theirs: bytes) -> bytes:
         self.git.references.create(NOTES_REF, self.notes_commit(ours), force=True)
         their_commit = self.notes_commit(theirs)
-        open_jobs(str(self.repo.path), self.repo.environ).writer.merge(str(their_commit), "merge")
+        writer_of(self.repo.path, self.repo.environ).merge(str(their_commit), "merge")
         merged = self.git.references[NOTES_REF].peel(pygit2.Commit).tree[self.head]
         blob = self.git[merged.id]
         assert isinstance(blob, pygit2.Blob)

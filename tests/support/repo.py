@@ -17,6 +17,8 @@ import pygit2
 
 from majordomus.cachefile import FILES as CACHE_FILES
 from majordomus.cachefile import VIEWS_FOLDER_NAME
+from majordomus.tasks import Jobs, open_jobs
+from majordomus.writer import Writer
 from tests.support import cli
 from tests.support.env import EMAIL, NAME, Clock
 from tests.support.git import NOTES_REF, bare
@@ -108,6 +110,15 @@ class Repo:
         result = self.run("task", "new", title)
         assert result.code == 0, result.err
         return result.out.strip()
+
+
+def writer_of(jobs: Jobs | Path, environ: Mapping[str, str] | None = None) -> Writer:
+    """The notes ref's writer, as a command that writes makes it: of these jobs, or of the
+    repository at a path (with its environment)."""
+    if not isinstance(jobs, Jobs):
+        assert environ is not None
+        jobs = open_jobs(str(jobs), environ)
+    return Writer(jobs.repository, jobs.reader, jobs.history)
 
 
 def clone(url: str, path: Path, environ: dict[str, str], clock: Clock, *options: str) -> Repo:
