@@ -67,12 +67,7 @@ class NotesRef:
         stale: dict[str, StaleLock] = {}
         while True:
             attempts += 1
-            ref = self.repo.references.get(NOTES_REF)
-            if ref is not None and ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
-                # A symbolic notes ref (set by hand): the ref it names moves, as git
-                # moves it, compared against its own value.
-                with contextlib.suppress(KeyError, pygit2.GitError):
-                    ref = ref.resolve()
+            ref = self._moved()
             try:
                 base, parents = self._write_base(ref)
                 target, built = build(base, parents)
@@ -105,6 +100,17 @@ class NotesRef:
             import random  # here: only contention pays for it
 
             sleep(random.uniform(0.002, 0.02) * min(attempts, 10))
+
+    def _moved(self) -> pygit2.Reference | None:
+        """The ref a write moves: the notes ref, or for a symbolic one (set by hand) the ref
+        it names, as git moves it, compared against its own value."""
+        import pygit2
+
+        ref = self.repo.references.get(NOTES_REF)
+        if ref is not None and ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            with contextlib.suppress(KeyError, pygit2.GitError):
+                ref = ref.resolve()
+        return ref
 
     def check_writable(self) -> None:
         """Refuse early when the notes ref is something a write would have to destroy."""

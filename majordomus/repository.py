@@ -272,25 +272,7 @@ class Repository:
             asked, self._asked = self._asked, None
             assert asked is not None
             out, err = asked.communicate()
-            if asked.returncode != 0:
-                lines = [line for line in err.strip().splitlines() if line.strip()]
-                why = lines[-1].removeprefix("fatal: ") if lines else "no identity"
-                raise RepositoryError(
-                    f"git has no identity to sign records with ({why}): run "
-                    'git config --global user.name "Your Name" and '
-                    "git config --global user.email you@example.com."
-                )
-            identity = out.strip().rsplit(" ", 2)[0]
-            refused = REFUSED.search(identity)
-            if refused is not None:
-                # The author is shown to whoever reads the record: what a field may not
-                # hold, the identity may not either.
-                raise RefusedError(
-                    f"your git identity holds the invisible or control character "
-                    f"U+{ord(refused.group()):04X}, so nothing was recorded: fix user.name "
-                    "and user.email (git config user.name / user.email)."
-                )
-            self._identity = identity
+            self._identity = _identity_of(asked.returncode, out, err)
         return self._identity
 
     def remote_names(self) -> list[str]:
@@ -298,8 +280,6 @@ class Repository:
         if self._remotes is None:
             self._remotes = self.git("remote").stdout.split()
         return self._remotes
-
-    # ---- the current task -------------------------------------------------
 
     # ---- refs, and the current task ------------------------------------------
 
@@ -337,6 +317,29 @@ class Repository:
         tmp = path.with_name(f"{TASK_FILE}.{os.getpid()}.tmp")
         tmp.write_text(task + "\n", encoding="utf-8")
         os.replace(tmp, path)
+
+
+def _identity_of(returncode: int, out: str, err: str) -> str:
+    """`Name <email>` from `git var GIT_COMMITTER_IDENT`'s answer, or why there is none."""
+    if returncode != 0:
+        lines = [line for line in err.strip().splitlines() if line.strip()]
+        why = lines[-1].removeprefix("fatal: ") if lines else "no identity"
+        raise RepositoryError(
+            f"git has no identity to sign records with ({why}): run "
+            'git config --global user.name "Your Name" and '
+            "git config --global user.email you@example.com."
+        )
+    identity = out.strip().rsplit(" ", 2)[0]
+    refused = REFUSED.search(identity)
+    if refused is not None:
+        # The author is shown to whoever reads the record: what a field may not hold, the
+        # identity may not either.
+        raise RefusedError(
+            f"your git identity holds the invisible or control character "
+            f"U+{ord(refused.group()):04X}, so nothing was recorded: fix user.name "
+            "and user.email (git config user.name / user.email)."
+        )
+    return identity
 
 
 def unopenable(found: str, error: Exception) -> str:
