@@ -221,6 +221,10 @@ class DocumentCache(CacheFile):
         if not self._changed:
             return
         put = self._put.at
+        if blobs is not None and not isinstance(blobs, set | frozenset | dict):
+            # Asked of every note of every file: one set made beats a search of the ids
+            # (`objectids.BlobIds`) for each.
+            blobs = set(blobs)
         # The notes kept, then those put in the order named, then the others put. Each is
         # written once: `runs_of` passes over one placed already (a blob on two commits is
         # named twice).
@@ -242,8 +246,7 @@ class DocumentCache(CacheFile):
         def chunks() -> Iterator[bytes]:
             yield from head
             for forms, held in runs:
-                for n in range(0, len(held), 2):
-                    yield forms.whole(held[n], held[n + 1] - held[n])
+                yield from forms.copied(held)
 
         written = self._replace_kept(chunks())
         if written is not None:  # read from now on, with the head it was written with
