@@ -16,6 +16,7 @@ from majordomus.documentcache import DocumentCache
 from majordomus.noteforms import unnamed_file
 from majordomus.notes import Note, Shown
 from majordomus.readcache import BlobEntry, blob_entry, plain_entry
+from majordomus.searchcache import NoteSearched, searched_note
 from majordomus.summaries import FRAME_ENTRIES, parsed
 
 # A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
@@ -33,34 +34,42 @@ def summarised(
     put: Callable[[str, BlobEntry], None] | None,
     put_form: Callable[[str, bytes], None] | None = None,
     shown: Shown | None = None,
+    put_searched: Callable[[str, NoteSearched], None] | None = None,
 ) -> None:
     """`put` the entry of each blob parsed by helper processes (`sharedread`), one run of
-    the ids each (None: the read cache holds them), and `put_form` the note of each that
-    is `shown`, as the document cache keeps it; what they did not send the caller
-    parses. This process parses nothing meanwhile, so the pack index and the parses are
-    only ever in the helpers, never beside what it gathers."""
+    the ids each (None: the read cache holds them), `put_form` the note of each that
+    is `shown`, as the document cache keeps it, and `put_searched` what a search keeps
+    of each note's records (`searchcache.searched_note`), when given; what they did not
+    send the caller parses. This process parses nothing meanwhile, so the pack index and
+    the parses are only ever in the helpers, never beside what it gathers."""
+    search = put_searched is not None
 
     def work(share: list[str], writer: int) -> None:
-        parse_share(gitdir, share, writer, shown)
+        parse_share(gitdir, share, writer, shown, search)
 
     def take(pipe: BinaryIO) -> None:
         with contextlib.suppress(ValueError, EOFError, TypeError):
             for entries in frames_of(pipe):  # each whole frame holds entries as parsed
-                for blob, (value, form) in entries.items():
+                for blob, (value, form, found) in entries.items():
                     if put is not None:
                         put(blob, blob_entry(value))
                     if put_form is not None and form is not None:
                         put_form(blob, form)
+                    if put_searched is not None and found is not None:
+                        put_searched(blob, found)
 
     from majordomus import sharedread  # here: a read its caches answer forks no helper
 
     sharedread.in_helpers(blob_ids, SHARED_READ_MIN // 2, work, take)
 
 
-def parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | None) -> None:
+def parse_share(
+    gitdir: str, share: Sequence[str], writer: int, shown: Shown | None, search: bool = False
+) -> None:
     """In a helper process: parse a share of the blobs, write the entries in frames to
     `writer`; each with its note as the document cache keeps it when the note is `shown`
-    (else None). The frames are written at the end, so a helper never stops parsing to
+    (else None), and with `search` what a search keeps of its records (else None). The
+    frames are written at the end, so a helper never stops parsing to
     wait while the parent reads another helper's pipe; until then they wait in an
     unnamed file (else in memory, marshalled). The share is read a run of SHARE_RUN
     notes at a time, the objects unmapped after each: the blob ids are in order, so each
@@ -75,10 +84,13 @@ def parse_share(gitdir: str, share: Sequence[str], writer: int, shown: Shown | N
             for blob, entry, note in parsed(
                 NoteBlobs(lambda: repo), share[start : start + SHARE_RUN]
             ):
-                form = None
-                if shown is not None and isinstance(note, Note) and shown(note):
-                    form = DocumentCache.form(note)
-                entries[blob] = (plain_entry(entry), form)
+                form = found = None
+                if isinstance(note, Note):
+                    if shown is not None and shown(note):
+                        form = DocumentCache.form(note)
+                    if search:
+                        found = searched_note(note)
+                entries[blob] = (plain_entry(entry), form, found)
                 if len(entries) == FRAME_ENTRIES:
                     waiting.writelines(framed(entries))
                     entries = {}

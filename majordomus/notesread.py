@@ -25,6 +25,7 @@ from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
 from majordomus.readcache import BlobEntry, ReadCache
 from majordomus.readrefs import ReadRefs
+from majordomus.searchcache import NoteSearched
 from majordomus.summaries import (
     FRAME_ENTRIES,
     Found,
@@ -58,17 +59,22 @@ class NotesReader:
         )
         self._disk_cache: ReadCache | None = None
         self._current_blobs: Collection[str] = ()  # of the last read of every note
+        # Blob -> what a search keeps of its records, for the notes a read of every note
+        # asked for it (`read_notes(search=True)`) had helpers parse.
+        self.searched: dict[str, NoteSearched] = {}
 
-    def read_notes(self, *, shown: Shown | None = None) -> NoteSet:
+    def read_notes(self, *, shown: Shown | None = None, search: bool = False) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache).
         `shown`: which notes the caller goes on to show whole (`preload`): a read that
-        parses the notes keeps those for the document cache as it parses them.
+        parses the notes keeps those for the document cache as it parses them. `search`:
+        the caller searches every record next: a read whose helpers parse the notes keeps
+        what a search keeps of each (`searched`), rather than their forms.
 
         In a partial clone, note objects the clone left out are fetched from the
         promisor remote in one batch (`PartialClone.fetch`), then read; when they cannot
         be, the read stops (exit 3) rather than answer from what happens to be here.
         """
-        noteset, missing = self._read_present(shown)
+        noteset, missing = self._read_present(shown, search)
         if not missing or not self.partial.is_partial():
             return noteset
         remote, reason = NOT_ASKED
@@ -78,12 +84,12 @@ class NotesReader:
         while self.partial.fetch is not None and missing - asked:
             asked |= missing
             remote, reason = self.partial.asked(sorted(missing))
-            noteset, missing = self._read_present(shown)
+            noteset, missing = self._read_present(shown, search)
         if missing:
             raise RepositoryError(unsent_objects(len(missing), remote, reason))
         return noteset
 
-    def _read_present(self, shown: Shown | None) -> tuple[NoteSet, set[str]]:
+    def _read_present(self, shown: Shown | None, search: bool) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
 
         A missing object is never cached: it can arrive with the next fetch.
@@ -94,7 +100,7 @@ class NotesReader:
         listed, walked = self._listed(cache, unreadable, missing)
         targets = {name: target for name, target, _, _ in listed}
         trees = [tree_id for _, _, tree_id, _ in listed]
-        self._summarise(cache, [flat for *_, flat in listed], walked, shown)
+        self._summarise(cache, [flat for *_, flat in listed], walked, shown, search)
         found, first = by_commit([(name, flat) for name, _, _, flat in listed])
         del listed
         commits = self._united_notes(cache, found, first, unreadable, missing)
@@ -168,10 +174,16 @@ class NotesReader:
         return flat, found_odd
 
     def _summarise(
-        self, cache: ReadCache, flats: Sequence[str], walked: bool, shown: Shown | None
+        self,
+        cache: ReadCache,
+        flats: Sequence[str],
+        walked: bool,
+        shown: Shown | None,
+        search: bool,
     ) -> None:
         """Every note blob of these listings the read cache lacks summarised into it: many
-        by helper processes (`helperparse`), a few read in one go and parsed as asked."""
+        by helper processes (`helperparse`; with `search`, what a search keeps of each
+        kept in `searched`), a few read in one go and parsed as asked."""
         # The blobs to parse, each once, in order, as one string: the helpers forked to
         # parse them start from this process as it is now, so it holds no object per note
         # yet; and a helper given a run of ids in order reads only its part of the pack
@@ -187,7 +199,10 @@ class NotesReader:
                 # at once with what each of them builds.
                 repo.free()
             put_form = None if shown is None else self.shown.opened().put_form
-            helperparse.summarised(str(repo.path), unread, cache.put_blob, put_form, shown)
+            put_searched = self.searched.__setitem__ if search else None
+            helperparse.summarised(
+                str(repo.path), unread, cache.put_blob, put_form, shown, put_searched
+            )
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in ids(unread) if blob not in cache.blobs]
             for blob, summarised, _ in parsed(self.blobs, left):

@@ -18,11 +18,12 @@ from majordomus.errors import ExitCode, RefusedError
 from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.jsontext import record_text
-from majordomus.notes import every_note, notes_of_tasks
+from majordomus.notes import notes_of_tasks
 from majordomus.records import unsigned
 from majordomus.searchcache import (
     SEARCHED,
     JsonTexts,
+    NoteSearched,
     SearchCache,
     Searched,
     searched,
@@ -230,7 +231,8 @@ def grep(
         f"{blob} {item.summary.position}" if blob else None
         for item, blob in zip(chosen, index.note_blobs(chosen), strict=True)
     ]
-    values = _values(index, chosen, keys, cache)
+    values = _values(index, chosen, keys, cache, jobs.reader.searched)
+    jobs.reader.searched = {}
     encoder = DocumentCache.version()
     cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
     json_texts = cache.texts(encoder) if as_json else None
@@ -270,19 +272,38 @@ def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None
         views = Views(jobs.reader, jobs.history, shown=notes_of_tasks(prefix) if prefix else None)
         task_id = resolve_task(views.task_ids, task)
         return task_id, views.index(task_id, rev=head)
-    return None, Views(jobs.reader, jobs.history, shown=every_note, every=True).whole(head)
+    # A first read has its helpers make what a search keeps of each record, not the notes'
+    # forms: none is shown whole (`grep --json` shows what the search cache keeps).
+    return None, Views(jobs.reader, jobs.history, every=True, search=True).whole(head)
 
 
 def _values(
-    index: Index, chosen: Sequence[Listed], keys: Sequence[str | None], cache: SearchCache
+    index: Index,
+    chosen: Sequence[Listed],
+    keys: Sequence[str | None],
+    cache: SearchCache,
+    read: Mapping[str, NoteSearched],
 ) -> list[Searched]:
-    """What is searched of each record: from the search cache, else from the JSON text the
-    document cache keeps (its searched strings decoded alone: `searched_text`), else from
-    its note parsed whole (a first search parses every note once: `preload`). The records
-    new to the search cache are put in it, with their JSON text."""
+    """What is searched of each record: from the search cache, else from what the read of
+    every note this command made keeps of it (`read`: the helpers of a first read made
+    it of their parse), else from the JSON text the document cache keeps (its searched
+    strings decoded alone: `searched_text`), else from its note parsed whole (`preload`).
+    The records new to the search cache are put in it, with their JSON text."""
     held = cache.records
     values: list[Searched | None] = [held.get(key) if key else None for key in keys]
     missing = [n for n, value in enumerate(values) if value is None]
+    if missing and read:
+        left = []
+        for n in missing:
+            key = keys[n]
+            found = None if key is None else read.get(key[:40])
+            position = chosen[n].summary.position
+            if key is None or found is None or position >= len(found):
+                left.append(n)
+                continue
+            values[n], text = found[position]
+            cache.put(key, found[position][0], text)
+        missing = left
     if missing:
         items = [chosen[n] for n in missing]
         index.preload(items)

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from majordomus.cachefile import LENGTH, CacheFile, framed
+from majordomus.jsontext import record_text
+from majordomus.notes import Note, union
 from majordomus.records import HANDOVER_FIELDS, SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -49,6 +51,23 @@ def searched(kind: str, table: Mapping[str, Any]) -> Searched:
         "\n".join(texts),
         *counts,
     )
+
+
+# What a search keeps of each record of a note read alone: `searched` of it, and its JSON
+# text (`jsontext.record_text`; None for a record it encodes whole).
+NoteSearched = tuple[tuple[Searched, str | None], ...]
+
+
+def searched_note(note: Note) -> NoteSearched | None:
+    """What a search keeps of each record of a note, in the order a read of that note alone
+    numbers them (`union` of it: records de-duplicated by id), made from its parse; None
+    when a record is of a kind no search reads."""
+    found = []
+    for record in union([note]).records:
+        if record.kind not in SEARCHED:
+            return None
+        found.append((searched(record.kind, record.table), record_text(record)))
+    return tuple(found)
 
 
 # Where each member `searched` keeps of a kind's record (and its author) starts in the

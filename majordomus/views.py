@@ -53,6 +53,7 @@ class Views:
         shown: Shown | None = None,
         every: bool = False,
         task: str | None = None,
+        search: bool = False,
     ) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
         of the state it makes: views carried over to the current state are only staged.
@@ -62,9 +63,12 @@ class Views:
         `task`: the command reads only the tasks whose id starts with this (`t-` and hex
         digits): where no view describes this state, the notes that could hold their
         records are read (`NotesReader.task_notes`), not every note, and nothing is
-        cached; `invalid` then counts the unreadable parts among those notes."""
+        cached; `invalid` then counts the unreadable parts among those notes. `search`:
+        every record is searched next: a full read keeps what a search keeps of the notes
+        it parses (`NotesReader.searched`)."""
         self._reader, self._history = reader, history
         self._shown = shown
+        self._search = search
         self._writing = writing
         self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
@@ -98,7 +102,7 @@ class Views:
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
         self.full_read = True
-        noteset = self._noteset = self._reader.read_notes(shown=self._shown)
+        noteset = self._noteset = self._reader.read_notes(shown=self._shown, search=self._search)
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
             self._targets = dict(noteset.refs)

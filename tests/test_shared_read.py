@@ -413,3 +413,35 @@ def _fresh_copy(source: Path, copy: Path, environ: dict[str, str]) -> Path:
         (copy / ".git" / name).unlink(missing_ok=True)
     shutil.rmtree(copy / ".git" / VIEWS_FOLDER_NAME, ignore_errors=True)
     return copy
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("grep", "--all", "--json", "e"), ("grep", "--json", "-i", "-F", "E")],
+    ids=["all", "head-folded"],
+)
+def test_a_first_search_in_forked_processes_answers_as_one_process_and_later_reads_do(
+    planted: Planted, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """A first `grep` of every task in a clone without caches has the helpers that parse
+    every note make what a search keeps of each record (its searched text and its JSON
+    text) rather than each note's form for the document cache: its answer is one
+    process's, every invalid note counted, and this process parses none of the notes
+    the helpers sent. The next commands answer as one process does too: the search again
+    and the search in text (from the search cache), and `history` of every task, whose
+    notes the document cache then lacks."""
+    clone, environ = planted
+    one = tmp_path / "one"
+    alone = read(planted, one, "one", *argv)
+    answer = json.loads(alone[1])
+    assert answer["records"] and answer["invalid"] > 0
+    copy = tmp_path / "copy"
+    shutil.copytree(clone, copy)
+    first, parsed = _parses(copy, environ, "shared", *argv)
+    assert first == alone[1]
+    assert parsed == 0
+    assert not (copy / ".git" / RECORDS_FILE_NAME).exists()  # no note's form was made
+    text = [arg for arg in argv if arg != "--json"]
+    for later in (argv, text, ("history", "--all", "--json")):
+        expected = run_in(one, environ, "one", *later)[0]
+        assert run_in(copy, environ, "shared", *later)[0] == expected
