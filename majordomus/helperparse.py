@@ -35,14 +35,16 @@ def summarised(
     put_form: Callable[[str, bytes], None] | None = None,
     shown: Shown | None = None,
     put_searched: Callable[[str, NoteSearched], None] | None = None,
+    texts: bool = False,
 ) -> None:
     """`put` the entry of each blob parsed by helper processes (`sharedread`), one run of
     the ids each (None: the read cache holds them), `put_form` the note of each that
     is `shown`, as the document cache keeps it, and `put_searched` what a search keeps
-    of each note's records (`searchcache.searched_note`), when given; what they did not
+    of each note's records (`searchcache.searched_note`: with their JSON `texts`), when
+    given; what they did not
     send the caller parses. This process parses nothing meanwhile, so the pack index and
     the parses are only ever in the helpers, never beside what it gathers."""
-    search = put_searched is not None
+    search = None if put_searched is None else texts
 
     def work(share: list[str], writer: int) -> None:
         parse_share(gitdir, share, writer, shown, search)
@@ -64,17 +66,21 @@ def summarised(
 
 
 def parse_share(
-    gitdir: str, share: Sequence[str], writer: int, shown: Shown | None, search: bool = False
+    gitdir: str,
+    share: Sequence[str],
+    writer: int,
+    shown: Shown | None,
+    search: bool | None = None,
 ) -> None:
     """In a helper process: parse a share of the blobs, write the entries in frames to
     `writer`; each with its note as the document cache keeps it when the note is `shown`
-    (else None), and with `search` what a search keeps of its records (else None). The
-    frames are written at the end, so a helper never stops parsing to
-    wait while the parent reads another helper's pipe; until then they wait in an
-    unnamed file (else in memory, marshalled). The share is read a run of SHARE_RUN
-    notes at a time, the objects unmapped after each: the blob ids are in order, so each
-    run reads only its part of the pack index, and the packs' pages it read leave this
-    process."""
+    (else None), and what a search keeps of its records unless `search` is None (with
+    their JSON texts when it is true; else None). The frames are written at the end, so
+    a helper never stops parsing to wait while the parent reads another helper's pipe;
+    until then they wait in an unnamed file (else in memory, marshalled). The share is
+    read a run of SHARE_RUN notes at a time, the objects unmapped after each: the blob
+    ids are in order, so each run reads only its part of the pack index, and the packs'
+    pages it read leave this process."""
     import pygit2
 
     repo = pygit2.Repository(gitdir)
@@ -88,8 +94,8 @@ def parse_share(
                 if isinstance(note, Note):
                     if shown is not None and shown(note):
                         form = DocumentCache.form(note)
-                    if search:
-                        found = searched_note(note)
+                    if search is not None:
+                        found = searched_note(note, search)
                 entries[blob] = (plain_entry(entry), form, found)
                 if len(entries) == FRAME_ENTRIES:
                     waiting.writelines(framed(entries))

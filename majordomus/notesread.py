@@ -63,12 +63,13 @@ class NotesReader:
         # asked for it (`read_notes(search=True)`) had helpers parse.
         self.searched: dict[str, NoteSearched] = {}
 
-    def read_notes(self, *, shown: Shown | None = None, search: bool = False) -> NoteSet:
+    def read_notes(self, *, shown: Shown | None = None, search: bool | None = None) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache).
         `shown`: which notes the caller goes on to show whole (`preload`): a read that
         parses the notes keeps those for the document cache as it parses them. `search`:
-        the caller searches every record next: a read whose helpers parse the notes keeps
-        what a search keeps of each (`searched`), rather than their forms.
+        unless None, the caller searches every record next: a read whose helpers parse
+        the notes keeps what a search keeps of each (`searched`; their records' JSON texts
+        too when it is true).
 
         In a partial clone, note objects the clone left out are fetched from the
         promisor remote in one batch (`PartialClone.fetch`), then read; when they cannot
@@ -89,7 +90,7 @@ class NotesReader:
             raise RepositoryError(unsent_objects(len(missing), remote, reason))
         return noteset
 
-    def _read_present(self, shown: Shown | None, search: bool) -> tuple[NoteSet, set[str]]:
+    def _read_present(self, shown: Shown | None, search: bool | None) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
 
         A missing object is never cached: it can arrive with the next fetch.
@@ -179,11 +180,11 @@ class NotesReader:
         flats: Sequence[str],
         walked: bool,
         shown: Shown | None,
-        search: bool,
+        search: bool | None,
     ) -> None:
         """Every note blob of these listings the read cache lacks summarised into it: many
-        by helper processes (`helperparse`; with `search`, what a search keeps of each
-        kept in `searched`), a few read in one go and parsed as asked."""
+        by helper processes (`helperparse`; unless `search` is None, what a search keeps
+        of each kept in `searched`), a few read in one go and parsed as asked."""
         # The blobs to parse, each once, in order, as one string: the helpers forked to
         # parse them start from this process as it is now, so it holds no object per note
         # yet; and a helper given a run of ids in order reads only its part of the pack
@@ -199,9 +200,10 @@ class NotesReader:
                 # at once with what each of them builds.
                 repo.free()
             put_form = None if shown is None else self.shown.opened().put_form
-            put_searched = self.searched.__setitem__ if search else None
+            put_searched = None if search is None else self.searched.__setitem__
+            texts = bool(search)
             helperparse.summarised(
-                str(repo.path), unread, cache.put_blob, put_form, shown, put_searched
+                str(repo.path), unread, cache.put_blob, put_form, shown, put_searched, texts
             )
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in ids(unread) if blob not in cache.blobs]

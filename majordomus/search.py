@@ -222,7 +222,7 @@ def grep(
     head = jobs.history.resolve(None)
     # A first read: git walks for the order while the notes are read (if there are any).
     jobs.history.graph().start_order(head, worth=lambda: bool(jobs.reader.refs.ref_targets()))
-    task_id, index = _index_searched(jobs, head, task)
+    task_id, index = _index_searched(jobs, head, task, as_json)
     chosen = index.records if task_id is None else index.of_task(task_id)
     strict = marks_unsigned(inputs, jobs)
     verified_only = trusted and strict
@@ -234,7 +234,8 @@ def grep(
     values = _values(index, chosen, keys, cache, jobs.reader.searched)
     jobs.reader.searched = {}
     encoder = DocumentCache.version()
-    cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
+    current = [key for key in keys if key is not None] if task_id is None else None
+    cache.save(current, encoder)
     json_texts = cache.texts(encoder) if as_json else None
     cache.close()
     found, verified, untrusted = _matches(
@@ -243,28 +244,23 @@ def grep(
     order = index.graph_order
     shown = [item for item in found if include_all or item.commit in order]
     selected = index.newest_first(shown)[:limit]
+    hits = tuple(_made(jobs, index, selected, found, verified, strict, json_texts, cache))
+    if cache.added:  # the JSON texts `_made` found of records whose text it did not keep
+        cache.save(current, encoder)
     return GrepResult(
         pattern=pattern,
         rev=head,
         task=task_id,
-        hits=tuple(
-            _made(
-                jobs,
-                index,
-                selected,
-                found,
-                verified,
-                strict,
-                json_texts,
-            )
-        ),
+        hits=hits,
         invalid=index.invalid,
         hidden=len(found) - len(shown),
         untrusted=untrusted if verified_only else None,
     )
 
 
-def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None, Index]:
+def _index_searched(
+    jobs: Jobs, head: str, task: str | None, as_json: bool
+) -> tuple[str | None, Index]:
     """The task searched (None: every task), and the index of the records read from HEAD
     (as `history` reads them: from the views when they describe the notes refs)."""
     if task is not None:
@@ -273,8 +269,10 @@ def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None
         task_id = resolve_task(views.task_ids, task)
         return task_id, views.index(task_id, rev=head)
     # A first read has its helpers make what a search keeps of each record, not the notes'
-    # forms: none is shown whole (`grep --json` shows what the search cache keeps).
-    return None, Views(jobs.reader, jobs.history, every=True, search=True).whole(head)
+    # forms: none is shown whole (`grep --json` shows the JSON texts the search cache
+    # keeps, made by its first read, or by the first search that shows the record).
+    views = Views(jobs.reader, jobs.history, every=True, search=as_json)
+    return None, views.whole(head)
 
 
 def _values(
@@ -298,11 +296,14 @@ def _values(
             key = keys[n]
             found = None if key is None else read.get(key[:40])
             position = chosen[n].summary.position
-            if key is None or found is None or position >= len(found):
+            if key is None or found is None or position >= len(found[0]):
                 left.append(n)
                 continue
-            values[n], text = found[position]
-            cache.put(key, found[position][0], text)
+            values[n] = found[0][position]
+            if found[1] is None:  # its text is made when a `grep --json` shows it
+                cache.put_searched(key, found[0][position])
+            else:
+                cache.put(key, found[0][position], found[1][position])
         missing = left
     if missing:
         items = [chosen[n] for n in missing]
@@ -451,15 +452,17 @@ def _made(
     verified: Mapping[Listed, AttachedRecord],
     strict: bool,
     json_texts: JsonTexts | None,
+    cache: SearchCache,
 ) -> list[GrepHit]:
     """The records selected, as `grep` shows them: a signed one parsed whole and its
     signature checked; an unsigned one as what the search cache keeps (text), or as its
     JSON text (`json_texts`: those the search cache keeps, else those the document cache
-    keeps; else parsed whole)."""
+    keeps, put in the search cache for the next search; else parsed whole)."""
     rows = [(item, found[item]) for item in selected]  # each record hashed once
     # Signed ones, parsed whole (their signatures checked), and the others.
     parsed = [n for n, (item, row) in enumerate(rows) if row[0][0] and item not in verified]
     texts: list[str | None] = [None] * len(rows)
+    unknown: dict[int, str] = {}  # records whose JSON text the search cache does not know
     if json_texts is not None:
         absent = []
         for n, (_, (value, _, key)) in enumerate(rows):
@@ -476,6 +479,11 @@ def _made(
             index.preload(items)
             for n, text in zip(absent, index.texts(items), strict=True):
                 texts[n] = text
+                key = rows[n][1][2]
+                if key is not None and text is not None:
+                    cache.put_text(key, text)
+                elif key is not None:
+                    unknown[n] = key  # the text is made of the record parsed whole
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
         parsed += [
             n
@@ -488,7 +496,10 @@ def _made(
     numbers = iter(parsed)
     for _, records in _located(index, [rows[n][0] for n in parsed]):
         for whole in jobs.attach(records, strict):
-            attached[next(numbers)] = whole
+            n = next(numbers)
+            attached[n] = whole
+            if n in unknown:  # kept for the next search: None for a record encoded whole
+                cache.put_text(unknown[n], record_text(whole.record))
     none = unsigned(strict)
     utc = datetime.UTC
     fromtimestamp = datetime.datetime.fromtimestamp

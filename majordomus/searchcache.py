@@ -53,21 +53,22 @@ def searched(kind: str, table: Mapping[str, Any]) -> Searched:
     )
 
 
-# What a search keeps of each record of a note read alone: `searched` of it, and its JSON
-# text (`jsontext.record_text`; None for a record it encodes whole).
-NoteSearched = tuple[tuple[Searched, str | None], ...]
+# What a search keeps of the records of a note read alone: `searched` of each, and each
+# one's JSON text (`jsontext.record_text`; None for a record it encodes whole), or None
+# when the texts were not made.
+NoteSearched = tuple[tuple[Searched, ...], tuple[str | None, ...] | None]
 
 
-def searched_note(note: Note) -> NoteSearched | None:
+def searched_note(note: Note, texts: bool) -> NoteSearched | None:
     """What a search keeps of each record of a note, in the order a read of that note alone
-    numbers them (`union` of it: records de-duplicated by id), made from its parse; None
-    when a record is of a kind no search reads."""
-    found = []
-    for record in union([note]).records:
-        if record.kind not in SEARCHED:
-            return None
-        found.append((searched(record.kind, record.table), record_text(record)))
-    return tuple(found)
+    numbers them (`union` of it: records de-duplicated by id), made from its parse, with
+    their JSON texts when `texts` is asked for; None when a record is of a kind no search
+    reads."""
+    records = union([note]).records
+    if any(record.kind not in SEARCHED for record in records):
+        return None
+    values = tuple(searched(record.kind, record.table) for record in records)
+    return values, tuple(map(record_text, records)) if texts else None
 
 
 # Where each member `searched` keeps of a kind's record (and its author) starts in the
@@ -142,7 +143,7 @@ class SearchCache(CacheFile):
         self._put_texts: dict[str, str | None] = {}
         self._rest: BinaryIO | None = None  # the file read, at the frame of the texts
         self._loaded = 0  # the records read from the file: the first of `records`
-        self.added = 0
+        self.added = 0  # records and texts put since the file was read
         try:
             file = path.open("rb")
         except OSError:
@@ -194,6 +195,16 @@ class SearchCache(CacheFile):
 
     def put(self, key: str, value: Searched, text: str | None) -> None:
         self.records[key] = value
+        self.put_text(key, text)
+
+    def put_searched(self, key: str, value: Searched) -> None:
+        """A record whose JSON text is not known yet (a `grep --json` that shows it puts it
+        then: `put_text`)."""
+        self.records[key] = value
+        self.added += 1
+
+    def put_text(self, key: str, text: str | None) -> None:
+        """The JSON text of a record it keeps."""
         self._put_texts[key] = text
         if self._texts is not None:
             self._texts.put[key] = text

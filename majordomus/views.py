@@ -53,7 +53,7 @@ class Views:
         shown: Shown | None = None,
         every: bool = False,
         task: str | None = None,
-        search: bool = False,
+        search: bool | None = None,
     ) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
         of the state it makes: views carried over to the current state are only staged.
@@ -64,8 +64,8 @@ class Views:
         digits): where no view describes this state, the notes that could hold their
         records are read (`NotesReader.task_notes`), not every note, and nothing is
         cached; `invalid` then counts the unreadable parts among those notes. `search`:
-        every record is searched next: a full read keeps what a search keeps of the notes
-        it parses (`NotesReader.searched`)."""
+        unless None, every record is searched next: a full read keeps what a search keeps
+        of the notes it parses (`NotesReader.searched`; with JSON texts when true)."""
         self._reader, self._history = reader, history
         self._shown = shown
         self._search = search
