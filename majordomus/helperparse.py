@@ -8,7 +8,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from majordomus.blobs import NoteBlobs
 from majordomus.cachefile import framed, frames_of
@@ -16,8 +16,10 @@ from majordomus.documentcache import DocumentCache
 from majordomus.noteforms import unnamed_file
 from majordomus.notes import Note, Shown
 from majordomus.readcache import BlobEntry, blob_entry, plain_entry
-from majordomus.searchcache import NoteSearched, searched_note
 from majordomus.summaries import FRAME_ENTRIES, parsed
+
+if TYPE_CHECKING:
+    from majordomus.searchcache import NoteSearched
 
 # A first read of many notes (a fresh clone, a large fetch) parses them on every CPU: the
 # process forks helpers that each open the repository, parse a run of the blobs and send
@@ -82,6 +84,9 @@ def parse_share(
     ids are in order, so each run reads only its part of the pack index, and the packs'
     pages it read leave this process."""
     import pygit2
+
+    # Here: a read its caches answer never loads what a search keeps.
+    from majordomus.searchcache import searched_note
 
     repo = pygit2.Repository(gitdir)
     with unnamed_file() as waiting:

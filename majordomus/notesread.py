@@ -25,7 +25,6 @@ from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
 from majordomus.readcache import BlobEntry, ReadCache
 from majordomus.readrefs import ReadRefs
-from majordomus.searchcache import NoteSearched
 from majordomus.summaries import (
     FRAME_ENTRIES,
     Found,
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     import pygit2
 
     from majordomus.repository import Repository
+    from majordomus.searchcache import NoteSearched
 
 
 class NotesReader:
