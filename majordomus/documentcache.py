@@ -9,7 +9,7 @@ import marshal
 import os
 import struct
 import sys
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -211,6 +211,19 @@ class DocumentCache(CacheFile):
                 self._put = NoteForms.unnamed(self.path.parent)
             self._put.append(blob, form)
             self._changed = True
+
+    def put_forms(self, blobs: Sequence[str], lengths: Sequence[int], forms: bytes) -> None:
+        """Notes in their forms (made in a helper), end to end in `forms`, of these lengths."""
+        if any(map(self.has, blobs)):  # some kept already: each put alone, once
+            at = 0
+            for blob, length in zip(blobs, lengths, strict=True):
+                self.put_form(blob, forms[at : at + length])
+                at += length
+            return
+        if self._put.file is None:
+            self._put = NoteForms.unnamed(self.path.parent)
+        self._put.append_many(blobs, lengths, forms)
+        self._changed = True
 
     def save(self, blobs: Collection[str] | None, first: Iterable[str] = ()) -> None:
         """When a note was put: keep the notes of `blobs` (the current ones; None: every

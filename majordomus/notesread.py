@@ -199,11 +199,11 @@ class NotesReader:
                 # unmapped before the helpers are forked, it is in none of the processes
                 # at once with what each of them builds.
                 repo.free()
-            put_form = None if shown is None else self.shown.opened().put_form
+            put_forms = None if shown is None else self.shown.opened().put_forms
             put_searched = None if search is None else self.searched.__setitem__
             texts = bool(search)
             helperparse.summarised(
-                str(repo.path), unread, cache.put_blob, put_form, shown, put_searched, texts
+                str(repo.path), unread, cache.put_blob, put_forms, shown, put_searched, texts
             )
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in ids(unread) if blob not in cache.blobs]
@@ -426,7 +426,7 @@ class ShownNotes:
         fresh = sorted(b for b in unread if not note_blobs.is_parsed(b))
         if len(fresh) >= helperparse.SHARED_READ_MIN:
             commondir = str(self.repository.commondir)
-            helperparse.summarised(commondir, "".join(fresh), None, documents.put_form, every_note)
+            helperparse.summarised(commondir, "".join(fresh), None, documents.put_forms, every_note)
             unread = [b for b in unread if not documents.has(b)]
         del fresh
         by_git = 1 < sum(1 for b in unread if not note_blobs.is_parsed(b)) <= PRELOAD_BY_GIT_MAX
