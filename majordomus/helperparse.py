@@ -16,7 +16,7 @@ from majordomus.cachefile import framed, frames_of
 from majordomus.documentcache import DocumentCache
 from majordomus.noteforms import unnamed_file
 from majordomus.notes import Note, Shown
-from majordomus.readcache import BlobEntry, blob_entry, plain_entry
+from majordomus.readcache import plain_entry
 from majordomus.summaries import FRAME_ENTRIES, parsed
 
 if TYPE_CHECKING:
@@ -34,14 +34,15 @@ SHARE_RUN = 8192  # notes a helper reads before it unmaps the objects
 def summarised(
     gitdir: str,
     blob_ids: str,
-    put: Callable[[str, BlobEntry], None] | None,
+    put: Callable[[str, Any], None] | None,
     put_forms: Callable[[Sequence[str], Sequence[int], bytes], None] | None = None,
     shown: Shown | None = None,
     put_searched: Callable[[str, NoteSearched], None] | None = None,
     texts: bool = False,
 ) -> None:
     """`put` the entry of each blob parsed by helper processes (`sharedread`), one run of
-    the ids each (None: the read cache holds them), `put_forms` the notes of those that
+    the ids each, in the form `readcache.plain_entry` gives it (None: the read cache
+    holds them), `put_forms` the notes of those that
     are `shown`, as the document cache keeps them (a frame's blobs, the length of each
     one's form, the forms end to end), and `put_searched` what a search keeps
     of each note's records (`searchcache.searched_note`: with their JSON `texts`), when
@@ -58,7 +59,7 @@ def summarised(
             for entries, blobs, lengths, forms in frames_of(pipe):  # each whole, as parsed
                 for blob, (value, found) in entries.items():
                     if put is not None:
-                        put(blob, blob_entry(value))
+                        put(blob, value)
                     if put_searched is not None and found is not None:
                         put_searched(blob, found)
                 if put_forms is not None and blobs:

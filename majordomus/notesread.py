@@ -203,7 +203,7 @@ class NotesReader:
             put_searched = None if search is None else self.searched.__setitem__
             texts = bool(search)
             helperparse.summarised(
-                str(repo.path), unread, cache.put_blob, put_forms, shown, put_searched, texts
+                str(repo.path), unread, cache.put_plain, put_forms, shown, put_searched, texts
             )
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in ids(unread) if blob not in cache.blobs]

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from majordomus.cachefile import FILES as CACHE_FILES
-from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME
+from majordomus.cachefile import READ_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FOLDER_NAME
 from majordomus.documentcache import DocumentCache
+from majordomus.readcache import ReadCache
 from tests.support.corpus import corpus
 from tests.support.env import hermetic_environ
 from tests.support.forks import Done, Job
@@ -441,6 +442,10 @@ def test_a_first_search_in_forked_processes_answers_as_one_process_and_later_rea
     assert first == alone[1]
     assert parsed == 0
     assert not (copy / ".git" / RECORDS_FILE_NAME).exists()  # no note's form was made
+    # The read cache the helpers' entries made holds what a single process's holds.
+    shared, single = (ReadCache(where / ".git" / READ_FILE_NAME) for where in (copy, one))
+    assert shared.blobs
+    assert (shared.trees, shared.odd, shared.blobs) == (single.trees, single.odd, single.blobs)
     as_json = [*argv[:1], "--json", *(arg for arg in argv[1:] if arg != "--json")]
     as_text = [arg for arg in argv if arg != "--json"]
     answer = json.loads(run_in(one, environ, "one", *as_json)[0])
