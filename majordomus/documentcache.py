@@ -9,7 +9,7 @@ import marshal
 import os
 import struct
 import sys
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -212,6 +212,19 @@ class DocumentCache(CacheFile):
             self._put.append(blob, form)
             self._changed = True
 
+    def put_forms(self, blobs: Sequence[str], lengths: Sequence[int], forms: bytes) -> None:
+        """Notes in their forms (made in a helper), end to end in `forms`, of these lengths."""
+        if any(map(self.has, blobs)):  # some kept already: each put alone, once
+            at = 0
+            for blob, length in zip(blobs, lengths, strict=True):
+                self.put_form(blob, forms[at : at + length])
+                at += length
+            return
+        if self._put.file is None:
+            self._put = NoteForms.unnamed(self.path.parent)
+        self._put.append_many(blobs, lengths, forms)
+        self._changed = True
+
     def save(self, blobs: Collection[str] | None, first: Iterable[str] = ()) -> None:
         """When a note was put: keep the notes of `blobs` (the current ones; None: every
         note kept), the new ones and the others copied from the files they are in. The
@@ -221,6 +234,10 @@ class DocumentCache(CacheFile):
         if not self._changed:
             return
         put = self._put.at
+        if blobs is not None and not isinstance(blobs, set | frozenset | dict):
+            # Asked of every note of every file: one set made beats a search of the ids
+            # (`objectids.BlobIds`) for each.
+            blobs = set(blobs)
         # The notes kept, then those put in the order named, then the others put. Each is
         # written once: `runs_of` passes over one placed already (a blob on two commits is
         # named twice).
@@ -242,8 +259,7 @@ class DocumentCache(CacheFile):
         def chunks() -> Iterator[bytes]:
             yield from head
             for forms, held in runs:
-                for n in range(0, len(held), 2):
-                    yield forms.whole(held[n], held[n + 1] - held[n])
+                yield from forms.copied(held)
 
         written = self._replace_kept(chunks())
         if written is not None:  # read from now on, with the head it was written with

@@ -5,16 +5,18 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import array
+    import mmap
 
 _LENGTH_MASK = 0xFFFFFFFF
 _RUN_GAP = 1 << 16  # bytes between two notes read in one run of the file
 _RUN_MAX = 1 << 22  # bytes of one run
+COPY_PIECE = 1 << 20  # bytes a save writes at a time
 
 
 def unnamed_file(folder: Path | None = None) -> BinaryIO:
@@ -51,6 +53,16 @@ class NoteForms:
         self.at[blob] = self._end << 32 | len(data)
         self._end += len(data)
 
+    def append_many(self, blobs: Sequence[str], lengths: Sequence[int], data: bytes) -> None:
+        """Forms end to end in `data`, of these lengths, in one write."""
+        assert self.file is not None
+        self.file.write(data)
+        at, end = self.at, self._end
+        for blob, length in zip(blobs, lengths, strict=True):
+            at[blob] = end << 32 | length
+            end += length
+        self._end = end
+
     def data(self, blob: str) -> bytes | None:
         where = self.at.get(blob)
         if where is None:
@@ -86,6 +98,47 @@ class NoteForms:
         if end > start:
             runs.extend((start, end))
         return runs, offset
+
+    def copied(self, runs: Sequence[int]) -> Iterator[bytes]:
+        """The bytes of these runs (start, end, start, end, ...) of the forms, in that order,
+        for a save to write: in pieces of about COPY_PIECE bytes, sliced from one mapping
+        of its file (a run per note, the usual case when notes are saved in another order
+        than they were put, would otherwise cost a read and a write each); OSError when
+        the file is cut short under us."""
+        if not runs:
+            return
+        mapped = self._mapped(max(runs[1::2]))
+        if mapped is None:  # no mapping to be had: a read per run
+            for n in range(0, len(runs), 2):
+                yield self.whole(runs[n], runs[n + 1] - runs[n])
+            return
+        with mapped:
+            base = self._base
+            pieces: list[bytes] = []
+            size = 0
+            for n in range(0, len(runs), 2):
+                pieces.append(mapped[base + runs[n] : base + runs[n + 1]])
+                size += runs[n + 1] - runs[n]
+                if size >= COPY_PIECE:
+                    yield b"".join(pieces)
+                    pieces, size = [], 0
+            if pieces:
+                yield b"".join(pieces)
+
+    def _mapped(self, end: int) -> mmap.mmap | None:
+        """Its file mapped for reading, when it holds the forms up to `end`; else None."""
+        import mmap  # here: only a save maps a file
+
+        if self.file is None or isinstance(self.file, io.BytesIO):
+            return None
+        try:
+            self.file.flush()
+            fileno = self.file.fileno()
+            if os.fstat(fileno).st_size < self._base + end:
+                raise OSError("a note of the document cache could not be read")
+            return mmap.mmap(fileno, 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return None
 
     def whole(self, offset: int, length: int) -> bytes:
         """`length` bytes of the forms from `offset` on; OSError when the read is cut short

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import pygit2
 
     from majordomus.repository import Repository
+    from majordomus.searchcache import NoteSearched
 
 
 class NotesReader:
@@ -58,17 +59,23 @@ class NotesReader:
         )
         self._disk_cache: ReadCache | None = None
         self._current_blobs: Collection[str] = ()  # of the last read of every note
+        # Blob -> what a search keeps of its records, for the notes a read of every note
+        # asked for it (`read_notes(search=True)`) had helpers parse.
+        self.searched: dict[str, NoteSearched] = {}
 
-    def read_notes(self, *, shown: Shown | None = None) -> NoteSet:
+    def read_notes(self, *, shown: Shown | None = None, search: bool | None = None) -> NoteSet:
         """Every note of every notes ref, read in one pass (through the read cache).
         `shown`: which notes the caller goes on to show whole (`preload`): a read that
-        parses the notes keeps those for the document cache as it parses them.
+        parses the notes keeps those for the document cache as it parses them. `search`:
+        unless None, the caller searches every record next: a read whose helpers parse
+        the notes keeps what a search keeps of each (`searched`; their records' JSON texts
+        too when it is true).
 
         In a partial clone, note objects the clone left out are fetched from the
         promisor remote in one batch (`PartialClone.fetch`), then read; when they cannot
         be, the read stops (exit 3) rather than answer from what happens to be here.
         """
-        noteset, missing = self._read_present(shown)
+        noteset, missing = self._read_present(shown, search)
         if not missing or not self.partial.is_partial():
             return noteset
         remote, reason = NOT_ASKED
@@ -78,12 +85,12 @@ class NotesReader:
         while self.partial.fetch is not None and missing - asked:
             asked |= missing
             remote, reason = self.partial.asked(sorted(missing))
-            noteset, missing = self._read_present(shown)
+            noteset, missing = self._read_present(shown, search)
         if missing:
             raise RepositoryError(unsent_objects(len(missing), remote, reason))
         return noteset
 
-    def _read_present(self, shown: Shown | None) -> tuple[NoteSet, set[str]]:
+    def _read_present(self, shown: Shown | None, search: bool | None) -> tuple[NoteSet, set[str]]:
         """The notes whose objects are here, and the ids of the note objects that are not.
 
         A missing object is never cached: it can arrive with the next fetch.
@@ -94,7 +101,7 @@ class NotesReader:
         listed, walked = self._listed(cache, unreadable, missing)
         targets = {name: target for name, target, _, _ in listed}
         trees = [tree_id for _, _, tree_id, _ in listed]
-        self._summarise(cache, [flat for *_, flat in listed], walked, shown)
+        self._summarise(cache, [flat for *_, flat in listed], walked, shown, search)
         found, first = by_commit([(name, flat) for name, _, _, flat in listed])
         del listed
         commits = self._united_notes(cache, found, first, unreadable, missing)
@@ -168,10 +175,16 @@ class NotesReader:
         return flat, found_odd
 
     def _summarise(
-        self, cache: ReadCache, flats: Sequence[str], walked: bool, shown: Shown | None
+        self,
+        cache: ReadCache,
+        flats: Sequence[str],
+        walked: bool,
+        shown: Shown | None,
+        search: bool | None,
     ) -> None:
         """Every note blob of these listings the read cache lacks summarised into it: many
-        by helper processes (`helperparse`), a few read in one go and parsed as asked."""
+        by helper processes (`helperparse`; unless `search` is None, what a search keeps
+        of each kept in `searched`), a few read in one go and parsed as asked."""
         # The blobs to parse, each once, in order, as one string: the helpers forked to
         # parse them start from this process as it is now, so it holds no object per note
         # yet; and a helper given a run of ids in order reads only its part of the pack
@@ -186,8 +199,12 @@ class NotesReader:
                 # unmapped before the helpers are forked, it is in none of the processes
                 # at once with what each of them builds.
                 repo.free()
-            put_form = None if shown is None else self.shown.opened().put_form
-            helperparse.summarised(str(repo.path), unread, cache.put_blob, put_form, shown)
+            put_forms = None if shown is None else self.shown.opened().put_forms
+            put_searched = None if search is None else self.searched.__setitem__
+            texts = bool(search)
+            helperparse.summarised(
+                str(repo.path), unread, cache.put_plain, put_forms, shown, put_searched, texts
+            )
             # What no helper sent (none could be had, or one died), read in batches here.
             left = [blob for blob in ids(unread) if blob not in cache.blobs]
             for blob, summarised, _ in parsed(self.blobs, left):
@@ -409,7 +426,7 @@ class ShownNotes:
         fresh = sorted(b for b in unread if not note_blobs.is_parsed(b))
         if len(fresh) >= helperparse.SHARED_READ_MIN:
             commondir = str(self.repository.commondir)
-            helperparse.summarised(commondir, "".join(fresh), None, documents.put_form, every_note)
+            helperparse.summarised(commondir, "".join(fresh), None, documents.put_forms, every_note)
             unread = [b for b in unread if not documents.has(b)]
         del fresh
         by_git = 1 < sum(1 for b in unread if not note_blobs.is_parsed(b)) <= PRELOAD_BY_GIT_MAX

@@ -42,6 +42,9 @@ class ReadCache(CacheFile):
         # plain tuples), for the trees with any.
         self.odd: dict[str, tuple[OddTuple, ...]] = {}
         self._blobs: dict[str, BlobEntry] | None = {}
+        # Blob -> its entry as `plain_entry` gives it, for the entries put in that form
+        # (by helpers): a save writes those as they came.
+        self._plain: dict[str, Any] = {}
         self._frames: Iterator[Any] = iter(())
         self.dirty = False
         loaded = self.load_frames()
@@ -80,6 +83,13 @@ class ReadCache(CacheFile):
 
     def put_blob(self, blob: str, entry: BlobEntry) -> None:
         self.blobs[blob] = entry
+        self._plain.pop(blob, None)
+        self.dirty = True
+
+    def put_plain(self, blob: str, value: Any) -> None:
+        """An entry in the form `plain_entry` gives it (as a helper sent it)."""
+        self.blobs[blob] = blob_entry(value)
+        self._plain[blob] = value
         self.dirty = True
 
     def save(self, trees: Iterable[str], blobs: Iterable[str]) -> bool:
@@ -90,11 +100,20 @@ class ReadCache(CacheFile):
         keep_trees = {t: self.trees[t] for t in trees if t in self.trees}
         keep_odd = {t: self.odd[t] for t in keep_trees if t in self.odd}
         self.dirty = False
-        return self.write_frames((keep_trees, keep_odd), self._blob_frames(blobs))
+        written = self.write_frames((keep_trees, keep_odd), self._blob_frames(blobs))
+        self._plain = {}  # written: the entries are held once
+        return written
 
     def _blob_frames(self, blobs: Iterable[str]) -> Iterator[dict[str, Any]]:
         frame: dict[str, Any] = {}
+        plain = self._plain
         for blob in blobs:
+            if blob in plain:
+                frame[blob] = plain[blob]
+                if len(frame) == self.FRAME_ENTRIES:
+                    yield frame
+                    frame = {}
+                continue
             value = self.blobs.get(blob)
             if value is not None:
                 frame[blob] = plain_entry(value)

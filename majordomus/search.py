@@ -18,11 +18,12 @@ from majordomus.errors import ExitCode, RefusedError
 from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.jsontext import record_text
-from majordomus.notes import every_note, notes_of_tasks
+from majordomus.notes import notes_of_tasks
 from majordomus.records import unsigned
 from majordomus.searchcache import (
     SEARCHED,
     JsonTexts,
+    NoteSearched,
     SearchCache,
     Searched,
     searched,
@@ -221,7 +222,7 @@ def grep(
     head = jobs.history.resolve(None)
     # A first read: git walks for the order while the notes are read (if there are any).
     jobs.history.graph().start_order(head, worth=lambda: bool(jobs.reader.refs.ref_targets()))
-    task_id, index = _index_searched(jobs, head, task)
+    task_id, index = _index_searched(jobs, head, task, as_json)
     chosen = index.records if task_id is None else index.of_task(task_id)
     strict = marks_unsigned(inputs, jobs)
     verified_only = trusted and strict
@@ -230,9 +231,11 @@ def grep(
         f"{blob} {item.summary.position}" if blob else None
         for item, blob in zip(chosen, index.note_blobs(chosen), strict=True)
     ]
-    values = _values(index, chosen, keys, cache)
+    values = _values(index, chosen, keys, cache, jobs.reader.searched)
+    jobs.reader.searched = {}
     encoder = DocumentCache.version()
-    cache.save([key for key in keys if key is not None] if task_id is None else None, encoder)
+    current = [key for key in keys if key is not None] if task_id is None else None
+    cache.save(current, encoder)
     json_texts = cache.texts(encoder) if as_json else None
     cache.close()
     found, verified, untrusted = _matches(
@@ -241,28 +244,23 @@ def grep(
     order = index.graph_order
     shown = [item for item in found if include_all or item.commit in order]
     selected = index.newest_first(shown)[:limit]
+    hits = tuple(_made(jobs, index, selected, found, verified, strict, json_texts, cache))
+    if cache.added:  # the JSON texts `_made` found of records whose text it did not keep
+        cache.save(current, encoder)
     return GrepResult(
         pattern=pattern,
         rev=head,
         task=task_id,
-        hits=tuple(
-            _made(
-                jobs,
-                index,
-                selected,
-                found,
-                verified,
-                strict,
-                json_texts,
-            )
-        ),
+        hits=hits,
         invalid=index.invalid,
         hidden=len(found) - len(shown),
         untrusted=untrusted if verified_only else None,
     )
 
 
-def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None, Index]:
+def _index_searched(
+    jobs: Jobs, head: str, task: str | None, as_json: bool
+) -> tuple[str | None, Index]:
     """The task searched (None: every task), and the index of the records read from HEAD
     (as `history` reads them: from the views when they describe the notes refs)."""
     if task is not None:
@@ -270,19 +268,43 @@ def _index_searched(jobs: Jobs, head: str, task: str | None) -> tuple[str | None
         views = Views(jobs.reader, jobs.history, shown=notes_of_tasks(prefix) if prefix else None)
         task_id = resolve_task(views.task_ids, task)
         return task_id, views.index(task_id, rev=head)
-    return None, Views(jobs.reader, jobs.history, shown=every_note, every=True).whole(head)
+    # A first read has its helpers make what a search keeps of each record, not the notes'
+    # forms: none is shown whole (`grep --json` shows the JSON texts the search cache
+    # keeps, made by its first read, or by the first search that shows the record).
+    views = Views(jobs.reader, jobs.history, every=True, search=as_json)
+    return None, views.whole(head)
 
 
 def _values(
-    index: Index, chosen: Sequence[Listed], keys: Sequence[str | None], cache: SearchCache
+    index: Index,
+    chosen: Sequence[Listed],
+    keys: Sequence[str | None],
+    cache: SearchCache,
+    read: Mapping[str, NoteSearched],
 ) -> list[Searched]:
-    """What is searched of each record: from the search cache, else from the JSON text the
-    document cache keeps (its searched strings decoded alone: `searched_text`), else from
-    its note parsed whole (a first search parses every note once: `preload`). The records
-    new to the search cache are put in it, with their JSON text."""
+    """What is searched of each record: from the search cache, else from what the read of
+    every note this command made keeps of it (`read`: the helpers of a first read made
+    it of their parse), else from the JSON text the document cache keeps (its searched
+    strings decoded alone: `searched_text`), else from its note parsed whole (`preload`).
+    The records new to the search cache are put in it, with their JSON text."""
     held = cache.records
     values: list[Searched | None] = [held.get(key) if key else None for key in keys]
     missing = [n for n, value in enumerate(values) if value is None]
+    if missing and read:
+        left = []
+        for n in missing:
+            key = keys[n]
+            found = None if key is None else read.get(key[:40])
+            position = chosen[n].summary.position
+            if key is None or found is None or position >= len(found[0]):
+                left.append(n)
+                continue
+            values[n] = found[0][position]
+            if found[1] is None:  # its text is made when a `grep --json` shows it
+                cache.put_searched(key, found[0][position])
+            else:
+                cache.put(key, found[0][position], found[1][position])
+        missing = left
     if missing:
         items = [chosen[n] for n in missing]
         index.preload(items)
@@ -430,15 +452,17 @@ def _made(
     verified: Mapping[Listed, AttachedRecord],
     strict: bool,
     json_texts: JsonTexts | None,
+    cache: SearchCache,
 ) -> list[GrepHit]:
     """The records selected, as `grep` shows them: a signed one parsed whole and its
     signature checked; an unsigned one as what the search cache keeps (text), or as its
     JSON text (`json_texts`: those the search cache keeps, else those the document cache
-    keeps; else parsed whole)."""
+    keeps, put in the search cache for the next search; else parsed whole)."""
     rows = [(item, found[item]) for item in selected]  # each record hashed once
     # Signed ones, parsed whole (their signatures checked), and the others.
     parsed = [n for n, (item, row) in enumerate(rows) if row[0][0] and item not in verified]
     texts: list[str | None] = [None] * len(rows)
+    unknown: dict[int, str] = {}  # records whose JSON text the search cache does not know
     if json_texts is not None:
         absent = []
         for n, (_, (value, _, key)) in enumerate(rows):
@@ -455,6 +479,11 @@ def _made(
             index.preload(items)
             for n, text in zip(absent, index.texts(items), strict=True):
                 texts[n] = text
+                key = rows[n][1][2]
+                if key is not None and text is not None:
+                    cache.put_text(key, text)
+                elif key is not None:
+                    unknown[n] = key  # the text is made of the record parsed whole
         forged = f'"{MATCHED_KEY}"'  # a member of that name, forged: shown from the record
         parsed += [
             n
@@ -467,7 +496,10 @@ def _made(
     numbers = iter(parsed)
     for _, records in _located(index, [rows[n][0] for n in parsed]):
         for whole in jobs.attach(records, strict):
-            attached[next(numbers)] = whole
+            n = next(numbers)
+            attached[n] = whole
+            if n in unknown:  # kept for the next search: None for a record encoded whole
+                cache.put_text(unknown[n], record_text(whole.record))
     none = unsigned(strict)
     utc = datetime.UTC
     fromtimestamp = datetime.datetime.fromtimestamp

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from majordomus.cachefile import LENGTH, CacheFile, framed
+from majordomus.jsontext import record_text
+from majordomus.notes import Note, union
 from majordomus.records import HANDOVER_FIELDS, SIGNATURE_KEY
 
 if TYPE_CHECKING:
@@ -49,6 +51,24 @@ def searched(kind: str, table: Mapping[str, Any]) -> Searched:
         "\n".join(texts),
         *counts,
     )
+
+
+# What a search keeps of the records of a note read alone: `searched` of each, and each
+# one's JSON text (`jsontext.record_text`; None for a record it encodes whole), or None
+# when the texts were not made.
+NoteSearched = tuple[tuple[Searched, ...], tuple[str | None, ...] | None]
+
+
+def searched_note(note: Note, texts: bool) -> NoteSearched | None:
+    """What a search keeps of each record of a note, in the order a read of that note alone
+    numbers them (`union` of it: records de-duplicated by id), made from its parse, with
+    their JSON texts when `texts` is asked for; None when a record is of a kind no search
+    reads."""
+    records = union([note]).records
+    if any(record.kind not in SEARCHED for record in records):
+        return None
+    values = tuple(searched(record.kind, record.table) for record in records)
+    return values, tuple(map(record_text, records)) if texts else None
 
 
 # Where each member `searched` keeps of a kind's record (and its author) starts in the
@@ -123,7 +143,7 @@ class SearchCache(CacheFile):
         self._put_texts: dict[str, str | None] = {}
         self._rest: BinaryIO | None = None  # the file read, at the frame of the texts
         self._loaded = 0  # the records read from the file: the first of `records`
-        self.added = 0
+        self.added = 0  # records and texts put since the file was read
         try:
             file = path.open("rb")
         except OSError:
@@ -175,6 +195,16 @@ class SearchCache(CacheFile):
 
     def put(self, key: str, value: Searched, text: str | None) -> None:
         self.records[key] = value
+        self.put_text(key, text)
+
+    def put_searched(self, key: str, value: Searched) -> None:
+        """A record whose JSON text is not known yet (a `grep --json` that shows it puts it
+        then: `put_text`)."""
+        self.records[key] = value
+        self.added += 1
+
+    def put_text(self, key: str, text: str | None) -> None:
+        """The JSON text of a record it keeps."""
         self._put_texts[key] = text
         if self._texts is not None:
             self._texts.put[key] = text

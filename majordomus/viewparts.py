@@ -30,7 +30,7 @@ Row = tuple[tuple[Any, ...], str, tuple[str, ...]]  # a cached summary, its comm
 View = tuple[tuple[Row, ...], tuple[str, ...]]  # a task's rows, its resolved handovers
 Meta = tuple[int, tuple[str, ...]]
 
-LEDGER_SHARDS = 64
+LEDGER_SHARDS = 16  # a first read writes each as a file: a few, each a small part of the keys
 Notes = tuple[tuple[str, ...], int]  # a commit's readable note blobs, and how many are not
 # The views' meta, the commits whose notes changed, and their notes (in order) before and now
 # (None: an object is missing).
@@ -372,7 +372,7 @@ class ViewCache(CacheFile):
         "one copy of each (kind,task,id), "
         "part->file,retired file->time; "
         f"part 'task ID':(rows(({SUMMARY_FIELDS}),commit,blobs),resolved), "
-        "part 'ledger N':(keys,resolved)"
+        f"part 'ledger N' of {LEDGER_SHARDS}:(keys,resolved)"
     )
     RETIRE_S = 600.0
 

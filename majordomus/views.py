@@ -48,7 +48,7 @@ class Notes(NoteSource, Protocol):
     def repository(self) -> Repository: ...
     @property
     def refs(self) -> ReadRefs: ...
-    def read_notes(self, *, shown: Shown | None = None) -> NoteSet: ...
+    def read_notes(self, *, shown: Shown | None = None, search: bool | None = None) -> NoteSet: ...
     def task_notes(self, prefix: str) -> NoteSet | None: ...
 
 
@@ -65,6 +65,7 @@ class Views:
         shown: Shown | None = None,
         every: bool = False,
         task: str | None = None,
+        search: bool | None = None,
     ) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
         of the state it makes: views carried over to the current state are only staged.
@@ -74,9 +75,12 @@ class Views:
         `task`: the command reads only the tasks whose id starts with this (`t-` and hex
         digits): where no view describes this state, the notes that could hold their
         records are read (`NotesReader.task_notes`), not every note, and nothing is
-        cached; `invalid` then counts the unreadable parts among those notes."""
+        cached; `invalid` then counts the unreadable parts among those notes. `search`:
+        unless None, every record is searched next: a full read keeps what a search keeps
+        of the notes it parses (`NotesReader.searched`; with JSON texts when true)."""
         self._reader, self._history = reader, history
         self._shown = shown
+        self._search = search
         self._writing = writing
         self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
@@ -110,7 +114,7 @@ class Views:
     def _read_everything(self) -> Meta:
         """Every note read, and the views of this state built from them and cached."""
         self.full_read = True
-        noteset = self._noteset = self._reader.read_notes(shown=self._shown)
+        noteset = self._noteset = self._reader.read_notes(shown=self._shown, search=self._search)
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
             self._targets = dict(noteset.refs)

@@ -9,7 +9,7 @@ import random
 import shutil
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -1099,9 +1099,12 @@ def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A save copies the notes kept from the file read and from those put, in runs of notes
-    next to each other (a note dropped ends a run): a read per run, not one per note; the
-    file saved holds exactly the notes kept, as they were. A save whose file was cut short
-    under it writes nothing: the file stays as it is, and no temporary file is left."""
+    next to each other (a note dropped ends a run), each file mapped once: no read per
+    run, let alone per note; the file saved holds exactly the notes kept, as they were. A
+    save whose file was cut short under it writes nothing: the file stays as it is, and no
+    temporary file is left."""
+    from majordomus import noteforms
+
     path = tmp_path / RECORDS_FILE_NAME
     first = DocumentCache(path)
     notes = dict(_checkpoint(n, f"note {n}") for n in range(40))
@@ -1112,9 +1115,19 @@ def test_the_document_cache_is_saved_in_runs_of_the_notes_it_keeps(
     for blob, parsed in list(notes.items())[30:]:
         second.put(blob, parsed)
     reads = _counted_preads(monkeypatch)
+    copied: list[list[int]] = []
+    copy = noteforms.NoteForms.copied
+
+    def counted(forms: noteforms.NoteForms, runs: Sequence[int]) -> Iterator[bytes]:
+        copied.append(list(runs))
+        return copy(forms, runs)
+
+    monkeypatch.setattr(noteforms.NoteForms, "copied", counted)
     dropped = {f"{n:040x}" for n in (10, 35)}
     second.save([blob for blob in notes if blob not in dropped])
-    assert len(reads) == 4  # the file read: 0-9, 11-29; the notes put: 30-34, 36-39
+    assert not reads
+    # The file read: 0-9, 11-29; the notes put: 30-34, 36-39 (none named first).
+    assert [len(runs) // 2 for runs in copied] == [2, 0, 2]
     monkeypatch.undo()
     saved = DocumentCache(path)
     assert kept(saved) == set(notes) - dropped

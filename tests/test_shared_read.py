@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from majordomus.cachefile import FILES as CACHE_FILES
-from majordomus.cachefile import RECORDS_FILE_NAME, VIEWS_FOLDER_NAME
+from majordomus.cachefile import READ_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FOLDER_NAME
 from majordomus.documentcache import DocumentCache
+from majordomus.readcache import ReadCache
 from tests.support.corpus import corpus
 from tests.support.env import hermetic_environ
 from tests.support.forks import Done, Job
@@ -413,3 +414,47 @@ def _fresh_copy(source: Path, copy: Path, environ: dict[str, str]) -> Path:
         (copy / ".git" / name).unlink(missing_ok=True)
     shutil.rmtree(copy / ".git" / VIEWS_FOLDER_NAME, ignore_errors=True)
     return copy
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("grep", "--all", "--json", "e"), ("grep", "-i", "-F", "E"), ("grep", "--all", "e")],
+    ids=["json", "text-folded", "text-all"],
+)
+def test_a_first_search_in_forked_processes_answers_as_one_process_and_later_reads_do(
+    planted: Planted, tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """A first `grep` of every task in a clone without caches has the helpers that parse
+    every note make what a search keeps of each record (its searched text, and its JSON
+    text for `grep --json`) rather than each note's form for the document cache: its
+    answer is one process's, every invalid note counted, and this process parses none of
+    the notes the helpers sent. The next commands answer as one process does too: the
+    search as JSON (after a search in text, from the notes of the records it shows, whose
+    JSON texts the search cache keeps from then on), again, the search in text, and
+    `history` of every task, whose notes the document cache then lacks."""
+    clone, environ = planted
+    one = tmp_path / "one"
+    alone = read(planted, one, "one", *argv)
+    assert alone[1]
+    copy = tmp_path / "copy"
+    shutil.copytree(clone, copy)
+    first, parsed = _parses(copy, environ, "shared", *argv)
+    assert first == alone[1]
+    assert parsed == 0
+    assert not (copy / ".git" / RECORDS_FILE_NAME).exists()  # no note's form was made
+    # The read cache the helpers' entries made holds what a single process's holds.
+    shared, single = (ReadCache(where / ".git" / READ_FILE_NAME) for where in (copy, one))
+    assert shared.blobs
+    assert (shared.trees, shared.odd, shared.blobs) == (single.trees, single.odd, single.blobs)
+    as_json = [*argv[:1], "--json", *(arg for arg in argv[1:] if arg != "--json")]
+    as_text = [arg for arg in argv if arg != "--json"]
+    answer = json.loads(run_in(one, environ, "one", *as_json)[0])
+    assert answer["records"] and answer["invalid"] > 0
+    for later in (as_json, as_json, as_text, ("history", "--all", "--json")):
+        expected = run_in(one, environ, "one", *later)[0]
+        assert run_in(copy, environ, "shared", *later)[0] == expected
+    # The JSON texts the first `grep --json` after a search in text found, kept: no more
+    # notes parsed than where every text was kept from the start (signed records, and
+    # those encoded whole, are parsed by every search that shows them).
+    warm = _parses(one, environ, "one", *as_json)
+    assert _parses(copy, environ, "shared", *as_json) == warm
