@@ -26,7 +26,7 @@ from majordomus.cachefile import SEARCH_FILE_NAME
 from majordomus.documentcache import DocumentCache
 from majordomus.errors import RefusedError
 from majordomus.jsontext import ITEM, dumps, items
-from majordomus.search import candidates, compile_pattern, folded, matched_fields, needle_of
+from majordomus.matching import candidates, compile_pattern, folded, matched_fields, needle_of
 from majordomus.searchcache import SEARCHED as KEPT
 from majordomus.searchcache import SearchCache, searched, searched_text
 from tests.support.agent_text import assert_json_text, invisible, mcp_results
