@@ -323,6 +323,9 @@ class CommitGraph:
         if rev in self._meeting_cache:
             return self._meeting_cache[rev]
         found: list[Meeting] = []
+        if not self.memory.kept():  # nothing kept (a fresh clone): no chain to follow
+            self._meeting_cache[rev] = found
+            return found
         with self.source.reading():
             mine = self._chain(rev)
             position = {commit: s for s, commit in enumerate(mine)}
