@@ -115,19 +115,26 @@ def counted_walk(
             kept.append(block)
         if not block:
             continue
-        data = pending + block if pending else block
-        last = data.rfind(b"\n", 0, len(data) - 1) + 1  # where the last line starts
+        if pending:
+            walk.add([pending], _first_id(block, 0))
+        last = block.rfind(b"\n", 0, len(block) - 1) + 1  # where the block's last line starts
         if last:
-            walk.part(data[:last], data[last:].partition(b" ")[0].rstrip(b"\n"), window)
-        pending = data[last:]
+            walk.part(block, last, _first_id(block, last), window)
+        pending = block[last:].rstrip(b"\n")
         if kept is not None and walk.offset > WALK_KEEP:
             kept = None
-    if pending.strip():
-        walk.add([pending.rstrip(b"\n")], None)
+    if pending:
+        walk.add([pending], None)
     masks = None if walk.owed or not counting else walk.masks
     ranks = {commit.decode(): rank for commit, rank in walk.ranks.items()}
     listed = {commit.decode() for commit in walk.listed}
     return CountedWalk(ranks, kept, masks, listed)
+
+
+def _first_id(block: bytes, start: int) -> bytes:
+    """The first id of the line that starts at `start`."""
+    end = block.find(b"\n", start)
+    return block[start : end if end >= 0 else len(block)].partition(b" ")[0]
 
 
 class CountedWalk(NamedTuple):
@@ -154,22 +161,22 @@ class _BlockWalk:
         self.carried = 0  # the mask the last line handed on, when it links to the next
         self.links = False  # whether the last line of the last part links to this one
 
-    def part(self, body: bytes, after: bytes, window: int) -> None:
-        """Whole lines of the walk, and the commit of the line after them: in runs of
-        `window` lines, each run told as a chain (`_chain`) when it is one, else line
-        by line (`add`)."""
-        width = len(body[: body.index(b"\n")].partition(b" ")[0])  # an id's length
+    def part(self, block: bytes, end: int, after: bytes, window: int) -> None:
+        """The whole lines of a block up to `end`, and the commit of the line after them: in
+        runs of `window` lines, each run told as a chain (`_chain`) when it is one, else
+        line by line (`add`)."""
+        width = len(_first_id(block, 0))  # an id's length
         step = 2 * width + 2  # a line of a chain: an id, a space, its parent's, a newline
-        start, end = 0, len(body)
+        start = 0
         while start < end:
             stop = start + window * step
             if stop < end:
-                cut = body.rfind(b"\n", start, stop) + 1
-                stop = cut if cut > start else body.index(b"\n", start) + 1
+                cut = block.rfind(b"\n", start, stop) + 1
+                stop = cut if cut > start else block.index(b"\n", start) + 1
             else:
                 stop = end
-            run = body[start:stop]
-            nxt = after if stop == end else body[stop : body.index(b"\n", stop)].partition(b" ")[0]
+            run = block[start:stop]
+            nxt = after if stop == end else _first_id(block, stop)
             if not self._chain(run, width, nxt):
                 lines = run.split(b"\n")
                 lines.pop()  # after the last newline: nothing

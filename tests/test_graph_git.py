@@ -15,6 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from majordomus import history as history_module
 from majordomus import tally
 from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
@@ -478,14 +479,20 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
             assert graph.walks == 1
 
 
-@pytest.mark.parametrize("keep", [5, tally.WALK_KEEP], ids=["line-by-line", "kept"])
+@pytest.mark.parametrize(
+    ("keep", "read_size"),
+    [(5, 1 << 20), (tally.WALK_KEEP, 1 << 20), (tally.WALK_KEEP, 50)],
+    ids=["line-by-line", "kept", "lines-longer-than-a-read"],
+)
 def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch, keep: int
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, keep: int, read_size: int
 ) -> None:
     """`history` in a clone where nothing is kept starts the order's walk before it reads
     the notes (git runs in the background, into a temporary file): the order and labels
-    read from it equal git's, in one walk; where something is kept, nothing is started."""
+    read from it equal git's, in one walk; where something is kept, nothing is started.
+    Read in parts that may end inside a line (a merge's is longer than a small read)."""
     monkeypatch.setattr(tally, "WALK_KEEP", keep)
+    monkeypatch.setattr(history_module, "READ_SIZE", read_size)
     rng = random.Random(51)
     history, git = History(repo, rng), Git(repo)
     for i in range(30):
