@@ -85,7 +85,7 @@ def counted_walk(
     targets: Sequence[str],
     wanted: Collection[str] = frozenset(),
     keep: bool = False,
-    window: int = CHAIN_WINDOW,
+    window: int | None = None,
 ) -> CountedWalk:
     """One pass over a walk as git writes it (blocks of whole lines of `git rev-list
     --parents`): the rank of each commit `wanted`, the blocks kept (`keep`, while the walk
@@ -100,7 +100,9 @@ def counted_walk(
     links are told by a few operations on their bytes, in C (a linear history is one
     run); elsewhere only the lines where a mask can change are visited: a commit that is
     REV or a target, a parent named by a line that is not such a link (a merge, a
-    branch's last commit, a root), and the line after one of those."""
+    branch's last commit, a root), and the line after one of those. (`window`: CHAIN_WINDOW
+    unless given.)"""
+    window = CHAIN_WINDOW if window is None else window
     counting = bool(targets)
     bits: dict[bytes, int] = {rev.encode(): 1}
     for i, target in enumerate(targets):
