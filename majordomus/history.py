@@ -350,6 +350,9 @@ class _Started(NamedTuple):
         try:
             while True:
                 ended = self.process.poll() is not None  # before the read: nothing is missed
+                if not ended and os.fstat(self.out.fileno()).st_size - offset < size:
+                    time.sleep(0.002)  # read in whole parts: a read costs the same, less or more
+                    continue
                 chunk = os.pread(self.out.fileno(), size, offset)
                 end = chunk.rfind(b"\n") + 1
                 if end:  # what follows the last line's end is read again with the next
