@@ -323,6 +323,9 @@ class CommitGraph:
         if rev in self._meeting_cache:
             return self._meeting_cache[rev]
         found: list[Meeting] = []
+        if not self.memory.kept():  # nothing kept (a fresh clone): no chain to follow
+            self._meeting_cache[rev] = found
+            return found
         with self.source.reading():
             mine = self._chain(rev)
             position = {commit: s for s, commit in enumerate(mine)}
@@ -394,18 +397,22 @@ class CommitGraph:
         elif len(wanted) > FEW_LABELS:
             computed = self._streamed_labels(rev, wanted)
         if computed is None:
-            computed = {commit: self._count_label(commit, rev) for commit in wanted}
+            # Which handovers are here, in one look (by git while libgit2 is not loaded: a
+            # first `resume --peek` or `context` would load it for this alone).
+            here = self.source.commits_here([c for c in wanted if c != rev])
+            computed = {commit: self._count_label(commit, rev, here) for commit in wanted}
         for commit, div in computed.items():
             found[commit] = div
             if self.memory is not None and div.label not in ("missing", "unknown"):
                 self.memory.put_label(commit, rev, (div.label, div.ahead, div.behind))
         return found
 
-    def _count_label(self, handover: str, rev: str) -> Divergence:
-        """One label from git's bounded counts (complete clones only)."""
+    def _count_label(self, handover: str, rev: str, here: Collection[str]) -> Divergence:
+        """One label from git's bounded counts (complete clones only); `here`: the
+        handovers whose commits are here."""
         if handover == rev:
             return Divergence("current", 0, 0)
-        if not self.source.has_commit(handover):
+        if handover not in here:
             return MISSING
         ahead, behind = self.source.ahead_behind(rev, handover)
         return from_counts(ahead, behind, lambda: self.source.merge_base(rev, handover) is not None)
@@ -414,7 +421,8 @@ class CommitGraph:
         """Every label of a complete clone from one walk of REV and the handovers, read line
         by line (a second, in topological order, when dates are out of order); None when
         neither adds up (the caller then counts each label with git)."""
-        found = {h: MISSING for h in handovers if h != rev and not self.source.has_commit(h)}
+        here = self.source.commits_here([h for h in handovers if h != rev])
+        found = {h: MISSING for h in handovers if h != rev and h not in here}
         targets = [h for h in handovers if h != rev and h not in found]
         found.update((h, Divergence("current", 0, 0)) for h in handovers if h == rev)
         if not targets:

@@ -303,6 +303,9 @@ class History:
         return self._graph
 
 
+READ_SIZE = 1 << 20  # what a walk started ahead is read in, at first
+
+
 def _walk_args(topo: bool) -> list[str]:
     """`git rev-list --parents` of the tips written to its standard input."""
     return ["rev-list", "--parents", *(["--topo-order"] if topo else []), "--stdin"]
@@ -328,20 +331,24 @@ class _Started(NamedTuple):
     def blocks(self) -> Iterator[bytes]:
         """What it writes, in blocks of whole lines, read as git writes them, up to its end;
         a line it did not end (it failed, or was killed) is not one."""
-        offset, pending = 0, b""
+        offset, size = 0, READ_SIZE  # where the first line not given yet starts; a read's size
         try:
             while True:
                 ended = self.process.poll() is not None  # before the read: nothing is missed
-                chunk = os.pread(self.out.fileno(), 1 << 20, offset)
-                if not chunk:
-                    if ended:
-                        break
-                    time.sleep(0.002)
+                if not ended and os.fstat(self.out.fileno()).st_size - offset < size:
+                    time.sleep(0.002)  # read in whole parts: a read costs the same, less or more
                     continue
-                offset += len(chunk)
-                whole, pending = _whole_lines(pending + chunk)
-                if whole:
-                    yield whole
+                chunk = os.pread(self.out.fileno(), size, offset)
+                end = chunk.rfind(b"\n") + 1
+                if end:  # what follows the last line's end is read again with the next
+                    offset += end
+                    yield chunk if end == len(chunk) else chunk[:end]
+                elif len(chunk) == size:
+                    size *= 2  # a line longer than a read (a merge of many parents)
+                elif ended:
+                    break
+                else:
+                    time.sleep(0.002)
         finally:
             self.stop()
 

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 Line = Sequence[str]  # a commit id followed by its parents' ids, as `git rev-list --parents`
 WALK_KEEP = 120_000  # lines of a walk kept in memory for a second question (about 30 MB)
+CHAIN_WINDOW = 1024  # lines told to be a chain at once: a merge costs the lines of its window
 Counts = tuple[list[int], list[int], list[int], list[int], dict[str, int]]
 
 
@@ -84,6 +85,7 @@ def counted_walk(
     targets: Sequence[str],
     wanted: Collection[str] = frozenset(),
     keep: bool = False,
+    window: int | None = None,
 ) -> CountedWalk:
     """One pass over a walk as git writes it (blocks of whole lines of `git rev-list
     --parents`): the rank of each commit `wanted`, the blocks kept (`keep`, while the walk
@@ -94,9 +96,13 @@ def counted_walk(
 
     No line is split into a list and no commit's mask is looked up where nothing can
     change it: a line whose one parent is the next line's commit (a chain, as most of a
-    walk is) hands its mask on to that line. Only the lines where a mask can change are
-    visited: a commit that is REV or a target, a parent named by a line that is not such
-    a link (a merge, a branch's last commit, a root), and the line after one of those."""
+    walk is) hands its mask on to that line. Runs of `window` lines that are all such
+    links are told by a few operations on their bytes, in C (a linear history is one
+    run); elsewhere only the lines where a mask can change are visited: a commit that is
+    REV or a target, a parent named by a line that is not such a link (a merge, a
+    branch's last commit, a root), and the line after one of those. (`window`: CHAIN_WINDOW
+    unless given.)"""
+    window = CHAIN_WINDOW if window is None else window
     counting = bool(targets)
     bits: dict[bytes, int] = {rev.encode(): 1}
     for i, target in enumerate(targets):
@@ -105,25 +111,32 @@ def counted_walk(
     wanted_ids = {commit.encode() for commit in wanted}
     walk = _BlockWalk(bits, wanted_ids, counting)
     kept: list[bytes] | None = [] if keep else None
-    pending: list[bytes] = []  # the last line so far: which links to it is told by the next
+    pending = b""  # the last line so far: which links to it is told by the next
     for block in blocks:
         if kept is not None:
             kept.append(block)
-        lines = block.split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        if not lines:
+        if not block:
             continue
-        walk.add([*pending, *lines[:-1]], lines[-1])
-        pending = lines[-1:]
+        if pending:
+            walk.add([pending], _first_id(block, 0))
+        last = block.rfind(b"\n", 0, len(block) - 1) + 1  # where the block's last line starts
+        if last:
+            walk.part(block, last, _first_id(block, last), window)
+        pending = block[last:].rstrip(b"\n")
         if kept is not None and walk.offset > WALK_KEEP:
             kept = None
     if pending:
-        walk.add(pending, None)
+        walk.add([pending], None)
     masks = None if walk.owed or not counting else walk.masks
     ranks = {commit.decode(): rank for commit, rank in walk.ranks.items()}
     listed = {commit.decode() for commit in walk.listed}
     return CountedWalk(ranks, kept, masks, listed)
+
+
+def _first_id(block: bytes, start: int) -> bytes:
+    """The first id of the line that starts at `start`."""
+    end = block.find(b"\n", start)
+    return block[start : end if end >= 0 else len(block)].partition(b" ")[0]
 
 
 class CountedWalk(NamedTuple):
@@ -149,6 +162,79 @@ class _BlockWalk:
         self.offset = 0  # lines before this part
         self.carried = 0  # the mask the last line handed on, when it links to the next
         self.links = False  # whether the last line of the last part links to this one
+
+    def part(self, block: bytes, end: int, after: bytes, window: int) -> None:
+        """The whole lines of a block up to `end`, and the commit of the line after them: in
+        runs of `window` lines, each run told as a chain (`_chain`) when it is one, else
+        line by line (`add`)."""
+        width = len(_first_id(block, 0))  # an id's length
+        step = 2 * width + 2  # a line of a chain: an id, a space, its parent's, a newline
+        start = 0
+        while start < end:
+            stop = start + window * step
+            if stop < end:
+                cut = block.rfind(b"\n", start, stop) + 1
+                stop = cut if cut > start else block.index(b"\n", start) + 1
+            else:
+                stop = end
+            run = block[start:stop]
+            nxt = after if stop == end else _first_id(block, stop)
+            if not self._chain(run, width, nxt):
+                lines = run.split(b"\n")
+                lines.pop()  # after the last newline: nothing
+                self.add(lines, nxt)
+            start = stop
+
+    def _chain(self, run: bytes, width: int, after: bytes) -> bool:
+        """Whether these whole lines are a chain, each commit's one parent the next line's
+        commit (the last's, `after`), every id `width` bytes long; told in C, and then
+        taken in as one (`chain`)."""
+        step = 2 * width + 2
+        lines = len(run) // step
+        if (
+            len(run) != lines * step
+            or run[width::step] != b" " * lines
+            or run[step - 1 :: step] != b"\n" * lines
+        ):
+            return False
+        ids = run.split()
+        if len(ids) != 2 * lines or ids[-1] != after or ids[1:-1:2] != ids[2::2]:
+            return False
+        self.chain(ids[::2])
+        return True
+
+    def chain(self, commits: list[bytes]) -> None:
+        """A part of the walk each line of which links to the next: its commits' ranks, and
+        the mask handed down it, changed only at the commits `named` (and at the first
+        line, when the line before it does not link to it)."""
+        offset = self.offset
+        if self.wanted:
+            for commit in self.wanted.intersection(commits):
+                self.ranks[commit] = offset + commits.index(commit)
+        if self.counting:
+            visit = sorted(commits.index(commit) for commit in self.named.intersection(commits))
+            if not self.links and (not visit or visit[0]):
+                visit.insert(0, 0)
+            bits, owed, masks, listed = self.bits, self.owed, self.masks, self.listed
+            current = self.carried if self.links else 0
+            last = -1
+            for i in visit:
+                between = i - last - 1  # linked lines between two visits: each hands its mask on
+                if between:
+                    masks[current] = masks.get(current, 0) + between
+                commit = commits[i]
+                mask = current | owed.pop(commit, 0)
+                bit = bits.get(commit)
+                if bit is not None:
+                    mask |= bit
+                    listed.add(commit)
+                masks[mask] = masks.get(mask, 0) + 1
+                current, last = mask, i
+            between = len(commits) - last - 1
+            if between:
+                masks[current] = masks.get(current, 0) + between
+            self.carried, self.links = current, True
+        self.offset += len(commits)
 
     def add(self, lines: list[bytes], after: bytes | None) -> None:
         """A part of the walk, and the line after it (None: the end of the walk)."""

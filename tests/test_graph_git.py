@@ -15,6 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from majordomus import history as history_module
 from majordomus import tally
 from majordomus.cachefile import GRAPH_FILE_NAME
 from majordomus.errors import RepositoryError
@@ -478,14 +479,20 @@ def test_labels_expected_before_an_order_are_read_in_its_walk_as_git_counts_them
             assert graph.walks == 1
 
 
-@pytest.mark.parametrize("keep", [5, tally.WALK_KEEP], ids=["line-by-line", "kept"])
+@pytest.mark.parametrize(
+    ("keep", "read_size"),
+    [(5, 1 << 20), (tally.WALK_KEEP, 1 << 20), (tally.WALK_KEEP, 50)],
+    ids=["line-by-line", "kept", "lines-longer-than-a-read"],
+)
 def test_a_walk_started_ahead_answers_as_the_walk_made_when_asked(
-    repo: Repo, monkeypatch: pytest.MonkeyPatch, keep: int
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, keep: int, read_size: int
 ) -> None:
     """`history` in a clone where nothing is kept starts the order's walk before it reads
     the notes (git runs in the background, into a temporary file): the order and labels
-    read from it equal git's, in one walk; where something is kept, nothing is started."""
+    read from it equal git's, in one walk; where something is kept, nothing is started.
+    Read in parts that may end inside a line (a merge's is longer than a small read)."""
     monkeypatch.setattr(tally, "WALK_KEEP", keep)
+    monkeypatch.setattr(history_module, "READ_SIZE", read_size)
     rng = random.Random(51)
     history, git = History(repo, rng), Git(repo)
     for i in range(30):
@@ -1025,3 +1032,52 @@ def walked_lines(blocks: Iterable[bytes]) -> list[list[str]]:
         assert block.endswith(b"\n")
         lines += [line.split() for line in block.decode().splitlines()]
     return lines
+
+
+@pytest.mark.parametrize("window", [1, 3, tally.CHAIN_WINDOW])
+def test_a_mostly_linear_history_read_in_runs_answers_as_git_does(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Long runs of one-parent commits (told at once, `window` lines a run) between merges,
+    branches off older commits, clocks that go back, a branch checked out and commits no
+    branch HEAD is on reaches: order and labels equal git's, from a walk that counts the
+    labels it is told to expect and from one that does not, and in a clone behind a bare
+    remote where nothing is kept."""
+    monkeypatch.setattr(tally, "CHAIN_WINDOW", window)
+    rng = random.Random(window)
+    history, git = History(repo, rng), Git(repo)
+    for i in range(90):
+        if rng.random() < 0.8:
+            history.move_head(history.commit([history.head()], f"line {i}"))
+        else:
+            history.step(i)
+    rev = repo.head()
+    reached = set(git.rev_list(rev) or [])
+    handovers = [c for c in history.commits if c in reached][::7] + [
+        c for c in history.commits if c not in reached
+    ][:3]
+    for expect in (True, False):
+        (repo.path / ".git" / GRAPH_FILE_NAME).unlink(missing_ok=True)
+        jobs = jobs_of(repo)
+        graph = jobs.history.graph()
+        if expect:
+            graph.expect_labels(rev, handovers)
+        expected = git.order(rev)
+        assert graph.order(rev, history.commits) == {
+            c: expected[c] for c in history.commits if c in expected
+        }
+        assert graph.labels(rev, handovers) == {h: git.label(h, rev) for h in handovers}
+    remote = tmp_path / "remote.git"
+    repo.git("init", "-q", "--bare", str(remote))
+    repo.git("push", "-q", str(remote), "--all")
+    repo.git("push", "-q", str(remote), "HEAD:refs/heads/tip")  # what the clone checks out
+    repo.git(f"--git-dir={remote}", "symbolic-ref", "HEAD", "refs/heads/tip")
+    behind = clone(str(remote), tmp_path / "behind", repo.environ, repo.clock)
+    tip, theirs = behind.head(), Git(behind)
+    graph = jobs_of(behind).history.graph()
+    graph.expect_labels(tip, handovers)  # some are not in the clone: no branch holds them
+    expected = theirs.order(tip)
+    assert graph.order(tip, history.commits) == {
+        c: expected[c] for c in history.commits if c in expected
+    }
+    assert graph.labels(tip, handovers) == {h: theirs.label(h, tip) for h in handovers}

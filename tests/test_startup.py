@@ -336,3 +336,26 @@ def test_no_command_leaves_a_file_open_for_the_process_end_to_close(
     for clone_ in (alice, bob):
         note = clone_.git("notes", "--ref=majordomus", "show", "main")
         assert all(f'body = "{body}"' in note for body in bodies), note
+
+
+def test_a_first_resume_peek_and_context_in_a_fresh_clone_leave_libgit2_unloaded(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """What a new agent runs first: the open handover's label is counted by git, and
+    whether its commit is here is asked of git too (loading libgit2 for that alone cost
+    more than the rest of the read)."""
+    task = repo.task()
+    assert repo.run("checkpoint", "reproduced under 50 concurrent enqueues").code == 0
+    assert repo.run("handover", "--objective", "o", "--state", "s", "--next", "n").code == 0
+    repo.commit("later work")
+    fresh = _fresh_clone(repo, tmp_path)
+    loads = {
+        ("resume", "--peek", "--json"): "0 majordomus.tasks majordomus.write\n",
+        ("context",): "0 majordomus.tasks\n",
+    }
+    for argv, loaded in loads.items():
+        command = [sys.executable, "-c", PROBE, "-C", str(fresh.path), *argv, "--task", task]
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=True, env=fresh.environ
+        )
+        assert done.stdout == loaded, argv

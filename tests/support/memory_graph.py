@@ -90,6 +90,7 @@ class MemorySource:
         return contextlib.nullcontext()
 
     def has_commit(self, commit: str) -> bool:
+        self.presence_asked += 1
         return commit in self.cut
 
     def commits_here(self, ids: Collection[str]) -> set[str]:
