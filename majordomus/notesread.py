@@ -6,12 +6,11 @@ cache.
 from __future__ import annotations
 
 import contextlib
-import functools
 import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from majordomus import gitobjects, helperparse, notestree
+from majordomus import gitobjects, helperparse, listings, notestree
 from majordomus.blobs import NoteBlobs
 from majordomus.cachefile import FILES as CACHE_FILES
 from majordomus.cachefile import READ_FILE_NAME as CACHE_FILE
@@ -19,7 +18,7 @@ from majordomus.cachefile import RECORDS_FILE_NAME as DOCUMENTS_FILE
 from majordomus.cachefile import VIEWS_FOLDER_NAME
 from majordomus.documentcache import DocumentCache
 from majordomus.errors import RepositoryError
-from majordomus.notes import Note, Shown, could_hold_task, every_note, holds_task, may_name
+from majordomus.notes import Note, Shown, could_hold_task, every_note
 from majordomus.notetoml import MissingObjectError
 from majordomus.objectids import BlobIds, ids, pairs
 from majordomus.partialclone import NOT_ASKED, PartialClone, unsent_objects
@@ -286,9 +285,9 @@ class NotesReader:
         """The notes of these commits of `listing`, as `read_notes` reads them: for a few
         commits of many, each read alone (parsed, not the read cache loaded whole); an
         object not here is counted in `missing`."""
-        held = _held(listing, commits)
+        held = listings.held_notes(listing, commits)
         self.blobs.prefetch([blob for notes in held.values() for blob in notes])
-        return _united_held(self.blobs, listing, held)
+        return listings.united_held(self.blobs, listing, held)
 
     def task_notes(self, prefix: str) -> NoteSet | None:
         """The notes that could hold a record of a task whose id starts with `prefix`, read
@@ -313,33 +312,9 @@ class NotesReader:
         )
         if picked is None:
             return None
-        held = _held(listing, picked)
+        held = listings.held_notes(listing, picked)
         self.blobs.prefetch([blob for notes in held.values() for blob in notes])
-        holds = holds_task(prefix)
-        first = {c: notes for c, notes in held.items() if self.blobs.matching(notes, holds)}
-        parts = [_united_held(self.blobs, listing, first)]
-        handovers = _ids(parts, "handover", prefix)
-        if not handovers:  # no resume can change the answer
-            return parts[0]
-        read = set(first)
-        for kind in ("handover", "resume"):  # resumes naming them, then copies of resumes
-            naming = may_name(handovers if kind == "handover" else _ids(parts, "resume"))
-            more = {
-                c: notes
-                for c, notes in held.items()
-                if c not in read and self.blobs.matching(notes, naming)
-            }
-            read.update(more)
-            if more:
-                parts.append(_united_held(self.blobs, listing, more))
-        if len(parts) == 1:
-            return parts[0]
-        return NoteSet(
-            {c: on for part in parts for c, on in part.commits.items()},
-            tuple(note for part in parts for note in part.unreadable),
-            parts[0].refs,
-            sum(part.missing for part in parts),
-        )
+        return listings.of_task(self.blobs, listing, held, prefix)
 
     def note(self, blobs: Sequence[str]) -> Note:
         """The united note of readable blobs, parsed (once per process). A blob a read
@@ -360,31 +335,6 @@ class NotesReader:
         for commit, blob_id in walk:
             copies.setdefault(commit, []).append(blob_id)
         return copies
-
-
-def _united_held(blobs: NoteBlobs, listing: Listing, held: Mapping[str, dict[str, str]]) -> NoteSet:
-    """The notes of `_held` united per commit, each parsed (the read cache not loaded)."""
-    found: dict[str, NotesOn] = {}
-    unreadable: list[UnreadableNote] = []
-    missing: set[str] = set()
-    entry_of = functools.partial(parsed_entry, blobs)
-    for commit, notes in held.items():
-        on = united(blobs, commit, notes, entry_of, unreadable, missing)
-        if on is not None:
-            found[commit] = on
-    targets = {name: target for name, target, _ in listing.refs}
-    return NoteSet(found, tuple(unreadable), targets, len(missing))
-
-
-def _ids(parts: Iterable[NoteSet], kind: str, prefix: str = "") -> set[str]:
-    """The ids of the records of `kind` these notes hold (of the tasks `prefix` starts)."""
-    return {
-        summary.id
-        for part in parts
-        for on in part.commits.values()
-        for summary in on.summaries
-        if summary.kind == kind and summary.task.startswith(prefix)
-    }
 
 
 class ShownNotes:
@@ -488,14 +438,3 @@ def _uncached() -> Iterator[None]:
         yield
     finally:
         pygit2.settings.enable_caching(True)
-
-
-def _held(listing: Listing, commits: Collection[str]) -> dict[str, dict[str, str]]:
-    """The notes of these commits of `listing`: commit -> {blob: the first ref holding it}."""
-    held: dict[str, dict[str, str]] = {}
-    for name, _, flat in listing.refs:
-        for at in range(0, len(flat), 80):  # no pair made per note: most are not wanted
-            if flat[at : at + 40] in commits:
-                notes = held.setdefault(flat[at : at + 40], {})
-                notes.setdefault(flat[at + 40 : at + 80], name)
-    return held

@@ -58,7 +58,7 @@ def test_a_command_loads_what_it_needs_on_first_use(repo: Repo) -> None:
 OURS_FOR_SHOW = {
     "__init__", "__main__", "blobs", "cachefile", "chains", "commitnotes", "divergence",
     "documentcache", "errors", "front", "gitfiles", "gitobjects", "graph", "helperparse",
-    "history", "index", "interrupt", "invocation", "jsontext", "location",
+    "history", "index", "interrupt", "invocation", "jsontext", "listings", "location",
     "noteforms", "notes", "notesread", "notestree", "notetoml", "objectids",
     "partialclone", "plaintext", "profile", "read", "readcache", "readrefs", "records",
     "remote", "render", "repository", "summaries", "tally", "tasks", "values",
