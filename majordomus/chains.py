@@ -4,10 +4,11 @@ the two revisions, carried along them to the other."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Set
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from typing import NamedTuple
 
 Reach = tuple[dict[str, int], tuple[str, ...]]  # reachable commit -> rank, and checked others
+CHAIN_MAX = 64  # how far back a revision is followed to an answer learned before
 
 
 class Meeting(NamedTuple):
@@ -24,6 +25,30 @@ class Meeting(NamedTuple):
         return cls(
             up, down, kept, {c: n for n, c in enumerate(up)}, {c: n for n, c in enumerate(down)}
         )
+
+
+def chain_of(
+    rev: str,
+    parents: Callable[[str], Sequence[str] | None],
+    known: dict[str, list[str]],
+    meets: Collection[str] = (),
+) -> list[str]:
+    """`rev` and its ancestors down a line of single-parent commits: each is the whole
+    difference between one and the next (at most CHAIN_MAX of them); followed no further
+    than the first commit of `meets` (where it meets another chain). `known`: the chains
+    found before, by their revision (a chain cut at `meets` is not kept)."""
+    chain = known.get(rev)
+    if chain is None:
+        chain = [rev]
+        while len(chain) < CHAIN_MAX:
+            if chain[-1] in meets:
+                return chain  # not kept: a part of the chain
+            up = parents(chain[-1])
+            if up is None or len(up) != 1:
+                break
+            chain.append(up[0])
+        known[rev] = chain
+    return chain
 
 
 def carried_reach(

@@ -15,13 +15,12 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, S
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from majordomus.chains import Meeting, Reach, carried_reach
+from majordomus.chains import Meeting, Reach, carried_reach, chain_of
 from majordomus.divergence import MISSING, Label, carried_label, from_counts, labels_of
 from majordomus.records import Divergence
 from majordomus.tally import Line, counted_walk, tally
 
 FEW_LABELS = 3  # up to this many labels, one bounded git count each beats a whole walk
-CHAIN_MAX = 64  # how far back a revision is followed to an answer learned before
 
 
 class Source(Protocol):
@@ -327,10 +326,10 @@ class CommitGraph:
             self._meeting_cache[rev] = found
             return found
         with self.source.reading():
-            mine = self._chain(rev)
+            mine = chain_of(rev, self.source.parents, self._chains)
             position = {commit: s for s, commit in enumerate(mine)}
             for kept in self.memory.kept():
-                theirs = self._chain(kept, position)
+                theirs = chain_of(kept, self.source.parents, self._chains, position)
                 for t, commit in enumerate(theirs):
                     s = position.get(commit)
                     if s is not None:
@@ -339,23 +338,6 @@ class CommitGraph:
         found.sort(key=lambda m: len(m.up) + len(m.down))
         self._meeting_cache[rev] = found
         return found
-
-    def _chain(self, rev: str, meets: Collection[str] = ()) -> list[str]:
-        """`rev` and its ancestors down a line of single-parent commits: each is the
-        whole difference between one and the next (at most CHAIN_MAX of them); followed
-        no further than the first commit of `meets` (where it meets another chain)."""
-        chain = self._chains.get(rev)
-        if chain is None:
-            chain = [rev]
-            while len(chain) < CHAIN_MAX:
-                if chain[-1] in meets:
-                    return chain  # not kept: a part of the chain
-                parents = self.source.parents(chain[-1])
-                if parents is None or len(parents) != 1:
-                    break
-                chain.append(parents[0])
-            self._chains[rev] = chain
-        return chain
 
     # ---- divergence labels ------------------------------------------------
 
