@@ -3,7 +3,6 @@ records validated and made, the summaries reads index them by. Knows nothing of 
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import re
 import sys
@@ -99,17 +98,58 @@ def is_refused_char(char: str) -> bool:
     return REFUSED.match(char) is not None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Record:
-    """One valid record of a known kind; `table` holds every stored key, unknown ones too."""
+    """One valid record of a known kind; `table` holds every stored key, unknown ones too.
+    Immutable; equal (and hashed) by its six fields, not by `table`. A plain class, not a
+    dataclass: `dataclasses` imports `inspect`, which every command would pay for."""
 
+    __slots__ = ("at", "author", "head", "id", "kind", "table", "task")
     kind: str
     id: str
     task: str
     head: str
     at: datetime.datetime
     author: str
-    table: Mapping[str, Any] = dataclasses.field(compare=False, repr=False)
+    table: Mapping[str, Any]
+
+    def __init__(
+        self,
+        kind: str,
+        id: str,
+        task: str,
+        head: str,
+        at: datetime.datetime,
+        author: str,
+        table: Mapping[str, Any],
+    ) -> None:
+        for name, value in zip(
+            self.__slots__, (at, author, head, id, kind, table, task), strict=True
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a record is immutable: cannot assign {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a record is immutable: cannot delete {name!r}")
+
+    def _key(self) -> tuple[str, str, str, str, datetime.datetime, str]:
+        return (self.kind, self.id, self.task, self.head, self.at, self.author)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Record)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"Record(kind={self.kind!r}, id={self.id!r}, task={self.task!r}, "
+            f"head={self.head!r}, at={self.at!r}, author={self.author!r})"
+        )
 
     @property
     def session(self) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -226,18 +225,18 @@ def task_records(
     return views, resolve_task(views.task_ids, name) if name else None
 
 
-@dataclass(frozen=True)
 class TaskView:
     """One task's view as the view cache holds it for the notes refs as they are: what a
     command on a task named in full reads of it (its records, its open handovers), and the
     view carried to the state a write of the command makes. No other task's view is read,
     no note, no index of every task."""
 
-    jobs: Jobs
-    cache: ViewCache
-    targets: Mapping[str, str]
-    meta: Meta
-    view: View
+    __slots__ = ("cache", "jobs", "meta", "targets", "view")
+
+    def __init__(
+        self, jobs: Jobs, cache: ViewCache, targets: Mapping[str, str], meta: Meta, view: View
+    ) -> None:
+        self.jobs, self.cache, self.targets, self.meta, self.view = jobs, cache, targets, meta, view
 
     def index(self, task: str) -> Index:
         rows, resolved = self.view

@@ -47,6 +47,23 @@ def test_new_record_serialises_exactly_as_the_spec_shows() -> None:
     )
 
 
+def test_a_record_is_immutable_and_equal_by_its_fields_not_its_table() -> None:
+    record = checkpoint()
+    same = Record(
+        record.kind, record.id, record.task, record.head, record.at, record.author, {"x": 1}
+    )
+    assert same == record and hash(same) == hash(record)  # the table is not compared
+    assert record != checkpoint(record_id="c-5be1f07a9d3e4c22")
+    assert checkpoint(body="other") == record  # as before: the body is the table's
+    assert len({record, same, checkpoint(record_id="c-5be1f07a9d3e4c22")}) == 2
+    with pytest.raises(AttributeError):
+        record.id = "c-0000000000000000"
+    with pytest.raises(AttributeError):
+        del record.task
+    assert record.id == "c-5be1f07a9d3e4c21" and "table" not in repr(record)
+    assert record != ("checkpoint", record.id)
+
+
 @pytest.mark.parametrize(
     ("raw", "stored"),
     [

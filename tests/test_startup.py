@@ -359,3 +359,15 @@ def test_a_first_resume_peek_and_context_in_a_fresh_clone_leave_libgit2_unloaded
             command, capture_output=True, text=True, check=True, env=fresh.environ
         )
         assert done.stdout == loaded, argv
+
+
+def test_the_reads_load_neither_dataclasses_nor_inspect(repo: Repo) -> None:
+    """`dataclasses` imports `inspect` (and `ast`, `dis`, `tokenize` with it): about 5 ms
+    that every command would pay. The reads of a session load none of them."""
+    repo.task()
+    assert repo.run("checkpoint", "reproduced under 50 concurrent enqueues").code == 0
+    assert repo.run("history", "--json").code == 0  # the caches of this state are kept
+    for argv in (("history", "--json"), ("check",), ("grep", "reproduced"), ("context",)):
+        answer = ast.literal_eval(_probe("-C", str(repo.path), *argv, environ=repo.environ))
+        assert answer["code"] in (0, 1), answer["err"]
+        assert not {"dataclasses", "inspect", "ast", "dis"} & set(answer["loaded"]), argv
