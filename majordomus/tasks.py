@@ -27,8 +27,8 @@ from majordomus.records import SIGNATURE_KEY, Record, age_s, skew_s, unsigned
 from majordomus.repository import NOTES_REF, Repository
 from majordomus.values import AttachedRecord, CheckResult, Listed, WriteReport
 from majordomus.viewparts import (
+    UNREADABLE,
     Meta,
-    PartMissing,
     View,
     ViewCache,
     state_key,
@@ -266,7 +266,7 @@ def cached_view(jobs: Jobs, task: str, *, new: bool = False) -> TaskView | None:
         if (task in task_ids) == new:
             return None
         view = ((), ()) if new else unpack(cache.part(task_part(task)))
-    except (PartMissing, ValueError, TypeError, EOFError):
+    except UNREADABLE:
         return None
     return TaskView(jobs, cache, targets, (invalid, task_ids), view)
 

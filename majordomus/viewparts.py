@@ -219,7 +219,7 @@ def carried_over(
         }
         parts = ledger.changed_parts()
         _put_views(parts, rows, views, ledger, recheck, unwritten)
-    except (PartMissing, ValueError, TypeError, EOFError):
+    except UNREADABLE:
         return None
     emptied = {task for task, task_rows in rows.items() if not task_rows}
     ids = tuple(t for t in meta[1] if t not in emptied)
@@ -287,14 +287,11 @@ def written(
     record: Record,
     report: WriteReport,
 ) -> None:
-    """The views of the state a write of ours made (`report`) from the state of the notes
-    refs `targets` and `meta`, put in `cache`: `view` (the record's task's, before the
-    write) with the record's row, the ledger's shard of its key, and the views carried over
-    and not written yet (`unwritten`); the rows of the records the note held name its new
-    blob, and the places those after the record moved to. Nothing when a part cannot be
-    read, or when the note held records of another task (their rows, in views this write
-    does not hold, name the note as it was): the next read carries the views over from
-    the note."""
+    """The views of the state a write of ours made (`report`) from `targets` and `meta`,
+    put in `cache`: `view` (the task's, before) with the record's row and the rows of the
+    note's records moved on (`_moved_on`), the ledger's shard, and the views not written
+    yet (`unwritten`). Nothing when a part cannot be read, or when the note held another
+    task's records (views this write does not hold): the next read carries them over."""
     if not report.alone:
         return
     rows = _moved_on(view[0], record.head, report)
@@ -304,7 +301,7 @@ def written(
     ledger = Ledger(cache.part)
     try:
         ledger.record(summary)
-    except (PartMissing, ValueError, TypeError, EOFError):
+    except UNREADABLE:
         return
     resolved = view[1]
     rows = (*rows, (summary, record.head, (report.blob,)))
@@ -347,6 +344,10 @@ def _moved_on(rows: tuple[Row, ...], commit: str, report: WriteReport) -> tuple[
 class PartMissing(Exception):
     """A part the views file names is gone (removed by hand, or by a writer that pruned it
     long after this process read the file): what it held must be read from the notes."""
+
+
+# A part that cannot be read as written: gone, cut short, or no part (marshal, unpacking).
+UNREADABLE = (PartMissing, ValueError, TypeError, EOFError)
 
 
 class ViewCache(CacheFile):

@@ -16,10 +16,10 @@ from majordomus.records import Record
 from majordomus.repository import NOTES_REF
 from majordomus.values import Listed, NoteSet, WriteReport
 from majordomus.viewparts import (
+    UNREADABLE,
     Changed,
     Ledger,
     Meta,
-    PartMissing,
     Row,
     View,
     ViewCache,
@@ -252,7 +252,7 @@ class Views:
                     task_rows, task_resolved = self._view(task)
                     rows += task_rows
                     resolved.update(task_resolved)
-            except (PartMissing, ValueError, TypeError, EOFError):
+            except UNREADABLE:
                 self._read_everything()  # a part lost: read from the notes, and cached again
             else:
                 return Index.of_view(
@@ -283,7 +283,7 @@ class Views:
             return  # rebuilt for this HEAD since (a lost part, and copies): not carried
         try:
             view = self._view(record.task)
-        except (PartMissing, ValueError, TypeError, EOFError):
+        except UNREADABLE:
             return
         written(self._cache, self._targets, self._meta, view, self._unwritten, record, report)
 
