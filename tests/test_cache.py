@@ -38,7 +38,7 @@ from majordomus.viewparts import ViewCache, _shard_of, state_key
 from majordomus.views import Views
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock, doctor_signing_lines
-from tests.support.repo import Repo, clone, seeded, writer_of
+from tests.support.repo import Repo, clone, seeded, shared, writer_of
 
 CACHES = (READ_FILE_NAME, GRAPH_FILE_NAME, RECORDS_FILE_NAME, VIEWS_FILE_NAME, PATCH_FILE_NAME)
 
@@ -473,12 +473,7 @@ def test_a_fetch_carries_the_views_over_and_answers_as_a_fresh_read(
     tmp_path: Path, environ: dict[str, str]
 ) -> None:
     clock = Clock()
-    remote, alice = seeded(tmp_path, environ, clock)
-    task = alice.task("shared")
-    assert alice.run("checkpoint", "alice 1").code == 0
-    assert alice.run("push").code == 0
-    bob = clone(str(remote), tmp_path / "bob", environ, clock)
-    assert bob.run("fetch").code == 0
+    _remote, alice, bob, task = shared(tmp_path, environ, clock)
     assert bob.run("checkpoint", "--task", task, "bob 1").code == 0
     assert bob.run("history", "--json").code == 0  # the views of this state are cached
     clock.advance(60)

@@ -21,7 +21,7 @@ from majordomus.tasks import open_jobs
 from majordomus.viewparts import ViewCache, state_key
 from majordomus.views import Views
 from tests.support.env import Clock
-from tests.support.repo import Repo, clone, seeded
+from tests.support.repo import Repo, clone, seeded, shared
 
 
 def views_built(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -263,12 +263,7 @@ def test_a_clone_behind_a_bare_remote_writes_on_its_fetched_task_without_the_vie
     tmp_path: Path, environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = Clock()
-    remote, alice = seeded(tmp_path, environ, clock)
-    task = alice.task("shared")
-    assert alice.run("checkpoint", "alice 1").code == 0
-    assert alice.run("push").code == 0
-    bob = clone(str(remote), tmp_path / "bob", environ, clock)
-    assert bob.run("fetch").code == 0
+    _remote, alice, bob, task = shared(tmp_path, environ, clock)
     assert bob.run("history", "--json").code == 0
     built = views_built(monkeypatch)
     clock.advance(60)

@@ -136,6 +136,18 @@ def seeded(root: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, Rep
     return remote, first
 
 
+def shared(root: Path, environ: dict[str, str], clock: Clock) -> tuple[Path, Repo, Repo, str]:
+    """A bare remote; Alice, who made a task `shared`, checkpointed on it and pushed; and
+    Bob, a clone of the remote that fetched her records. (remote, alice, bob, task)"""
+    remote, alice = seeded(root, environ, clock)
+    task = alice.task("shared")
+    assert alice.run("checkpoint", "alice 1").code == 0
+    assert alice.run("push").code == 0
+    bob = clone(str(remote), root / "bob", environ, clock)
+    assert bob.run("fetch").code == 0
+    return remote, alice, bob, task
+
+
 def worked(repo: Repo, bodies: Sequence[str]) -> None:
     """A task, a commit and a checkpoint for each body, a handover on the last, then one
     more commit (so the handover reads as `advanced`)."""
