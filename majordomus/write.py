@@ -86,13 +86,10 @@ def _session_of(
 def _recorded_texts(
     inputs: Inputs, texts: Mapping[str, tuple[str, int]], session: str | None, allow_secret: bool
 ) -> tuple[dict[str, str], str | None]:
-    """The texts a record keeps (by field: the text as given, its cap) and the session it
-    is written in (`_session_of`), each passed through `_validated`, in that order."""
-    named = session if session is not None else inputs.environ.get("MAJORDOMUS_SESSION")
-    wanted = {**texts, **({"session": (named, SESSION_MAX)} if named else {})}
-    clean = {key: _validated(key, text, cap, allow_secret) for key, (text, cap) in wanted.items()}
-    written_in = clean.pop("session", None)
-    return clean, written_in
+    """The texts a record keeps (by field: the text as given, its cap), each passed through
+    `_validated` in that order, then the session it is written in (`_session_of`)."""
+    clean = {key: _validated(key, text, cap, allow_secret) for key, (text, cap) in texts.items()}
+    return clean, _session_of(inputs, session, allow_secret)
 
 
 def _new_id(prefix: str, digits: int) -> str:
