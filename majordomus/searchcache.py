@@ -230,7 +230,7 @@ _UNKNOWN = ""  # a record whose JSON text is not known (another encoder made the
 
 
 def _length(text: str | None) -> int:
-    return -1 if text is None else -2 if text is _UNKNOWN else len(text)
+    return -1 if text is None else -2 if text == _UNKNOWN else len(text)
 
 
 class JsonTexts:
