@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from majordomus.notesread import NotesReader
-from majordomus.values import NoteSet
+from tests.support import filtered
 from tests.support.env import Clock, hermetic_environ
 from tests.support.repo import Repo
 
@@ -170,7 +168,7 @@ def test_a_first_read_of_a_task_equals_the_read_from_every_note(data: st.DataObj
         picked = []
         for argv in reads:
             repo.drop_caches()
-            picked.append(_picked(repo, argv))
+            picked.append(filtered.picked(repo, argv))
         repo.drop_caches()
         assert repo.run("history", "--json").code == 0  # every note read, the views kept
         for argv, by_filter in zip(reads, picked, strict=True):
@@ -178,49 +176,13 @@ def test_a_first_read_of_a_task_equals_the_read_from_every_note(data: st.DataObj
             assert (by_filter.code, by_filter.err) == (whole.code, whole.err), argv
             if whole.code:
                 continue
-            filtered, full = json.loads(by_filter.out), json.loads(whole.out)
+            by_bytes, full = json.loads(by_filter.out), json.loads(whole.out)
             if argv[0] != "history":
-                assert by_filter.out == whole.out or _but_invalid(filtered, full), argv
+                assert by_filter.out == whole.out or filtered.but_invalid(by_bytes, full), argv
                 continue
-            assert filtered["records"] == full["records"], argv
-            assert (filtered["rev"], filtered["hidden"]) == (full["rev"], full["hidden"])
-            assert filtered["invalid"] <= full["invalid"]
-
-
-def _but_invalid(filtered: Any, full: Any) -> bool:
-    """Equal answers but for `invalid`, which counts among fewer notes when filtered."""
-    if isinstance(filtered, dict) and isinstance(full, dict):
-        if filtered.keys() != full.keys():
-            return False
-        for name, value in filtered.items():
-            if name == "invalid":
-                if not value <= full[name]:
-                    return False
-            elif not _but_invalid(value, full[name]):
-                return False
-        return True
-    if isinstance(filtered, list) and isinstance(full, list):
-        return len(filtered) == len(full) and all(map(_but_invalid, filtered, full))
-    return bool(filtered == full)
-
-
-def _picked(repo: Repo, argv: tuple[str, ...]) -> Any:
-    """The read of `argv` with no views, checked to have read by the filter."""
-    reads: list[NoteSet | None] = []
-    task_notes = NotesReader.task_notes
-
-    def counted(self: NotesReader, prefix: str) -> NoteSet | None:
-        found = task_notes(self, prefix)
-        reads.append(found)
-        return found
-
-    NotesReader.task_notes = counted  # type: ignore[method-assign]
-    try:
-        result = repo.run(*argv)
-    finally:
-        NotesReader.task_notes = task_notes  # type: ignore[method-assign]
-    assert reads and all(found is not None for found in reads), argv
-    return result
+            assert by_bytes["records"] == full["records"], argv
+            assert (by_bytes["rev"], by_bytes["hidden"]) == (full["rev"], full["hidden"])
+            assert by_bytes["invalid"] <= full["invalid"]
 
 
 def test_a_resume_of_another_task_that_names_the_handover_resolves_it(
@@ -242,7 +204,7 @@ def test_a_resume_of_another_task_that_names_the_handover_resolves_it(
     repo.git("notes", "--ref=majordomus", "add", "-F", "-", first, input=handover)
     repo.git("notes", "--ref=majordomus", "add", "-F", "-", second, input=resume)
     argv = ("history", "--task", "t-aaaa", "--json")
-    picked = json.loads(_picked(repo, argv).out)
+    picked = json.loads(filtered.picked(repo, argv).out)
     assert [(r["id"], r["resolved"]) for r in picked["records"]] == [("h-00000000000000b1", True)]
     repo.drop_caches()
     assert repo.run("history", "--json").code == 0
@@ -282,7 +244,7 @@ def test_a_record_id_another_task_reuses_hides_nothing(repo: Repo) -> None:
     repo.git("notes", "--ref=majordomus", "add", "-F", "-", forged, input=theirs)
     repo.git("notes", "--ref=majordomus", "add", "-m", "not TOML", side)
     argv = ("history", "--task", "t-aaaa", "--json")
-    picked = json.loads(_picked(repo, argv).out)
+    picked = json.loads(filtered.picked(repo, argv).out)
     assert [(r["id"], r["task"], r["commit"]) for r in picked["records"]] == [
         (ident, "t-aaaa00000001", first)
     ]
@@ -312,14 +274,14 @@ def test_the_copy_of_a_resume_a_read_lists_decides_what_it_resolves(repo: Repo) 
     for commit, text in ((first, handover), (second, older), (third, nearer)):
         repo.git("notes", "--ref=majordomus", "add", "-F", "-", commit, input=text)
     argv = ("history", "--task", "t-aaaa", "--json")
-    picked = json.loads(_picked(repo, argv).out)
+    picked = json.loads(filtered.picked(repo, argv).out)
     assert [(r["id"], r["resolved"]) for r in picked["records"]] == [(ident, False)]
     repo.drop_caches()
     assert repo.run("history", "--json").code == 0
     assert json.loads(repo.run(*argv).out) == picked
     peek = ("resume", "--peek", "--task", "t-aaaa", "--json")
     repo.drop_caches()
-    by_filter = _picked(repo, peek)
+    by_filter = filtered.picked(repo, peek)
     repo.drop_caches()
     assert repo.run("history", "--json").code == 0
     assert repo.run(*peek).out == by_filter.out

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.env import Clock
+from tests.support.filtered import but_invalid, picked
 from tests.support.git import bare, git
 from tests.support.repo import Repo, clone
-from tests.test_task_read import _but_invalid, _picked
 
 TRACKING = "refs/notes/remotes/origin/majordomus"
 READS = [
@@ -88,7 +88,7 @@ def _compared(repo: Repo, task: str, filtered: bool = True) -> None:
     first = []
     for argv in reads:
         repo.drop_caches()
-        first.append(_picked(repo, argv) if filtered else repo.run(*argv))
+        first.append(picked(repo, argv) if filtered else repo.run(*argv))
     repo.drop_caches()
     assert repo.run("history", "--all", "--json").code == 0  # every note read, the views kept
     for argv, early in zip(reads, first, strict=True):
@@ -102,7 +102,7 @@ def _compared(repo: Repo, task: str, filtered: bool = True) -> None:
             assert (got["rev"], got["hidden"]) == (want["rev"], want["hidden"]), argv
             assert got["invalid"] <= want["invalid"]
         else:
-            assert early.out == late.out or _but_invalid(got, want), argv
+            assert early.out == late.out or but_invalid(got, want), argv
 
 
 def test_a_clone_behind_a_bare_remote_reads_its_fetched_task_as_a_full_read(
@@ -126,7 +126,7 @@ def test_a_clone_behind_a_bare_remote_reads_its_fetched_task_as_a_full_read(
     bob.git("fetch", "-q", "origin", "main", f"+refs/notes/majordomus:{TRACKING}")
     _compared(bob, task)
     bob.drop_caches()
-    history = json.loads(_picked(bob, ("history", "--task", task[:8], "--all", "--json")).out)
+    history = json.loads(picked(bob, ("history", "--task", task[:8], "--all", "--json")).out)
     bodies = {r.get("body") for r in history["records"]}
     assert {"bob's own", "alice again", "off main", "on the side"} <= bodies
     assert not any(r["id"] == "c-FORGED" for r in history["records"])
