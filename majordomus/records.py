@@ -98,6 +98,9 @@ def is_refused_char(char: str) -> bool:
     return REFUSED.match(char) is not None
 
 
+_SET = object.__setattr__
+
+
 class Record:
     """One valid record of a known kind; `table` holds every stored key, unknown ones too.
     Immutable; equal (and hashed) by its six fields, not by `table`. A plain class, not a
@@ -122,10 +125,14 @@ class Record:
         author: str,
         table: Mapping[str, Any],
     ) -> None:
-        for name, value in zip(
-            self.__slots__, (at, author, head, id, kind, table, task), strict=True
-        ):
-            object.__setattr__(self, name, value)
+        put = _SET  # as a frozen dataclass sets its fields: one call each, no loop
+        put(self, "kind", kind)
+        put(self, "id", id)
+        put(self, "task", task)
+        put(self, "head", head)
+        put(self, "at", at)
+        put(self, "author", author)
+        put(self, "table", table)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"a record is immutable: cannot assign {name!r}")
@@ -140,7 +147,14 @@ class Record:
         if other.__class__ is not self.__class__:
             return NotImplemented
         assert isinstance(other, Record)
-        return self._key() == other._key()
+        return (
+            self.id == other.id
+            and self.kind == other.kind
+            and self.task == other.task
+            and self.head == other.head
+            and self.at == other.at
+            and self.author == other.author
+        )
 
     def __hash__(self) -> int:
         return hash(self._key())
