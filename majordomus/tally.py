@@ -208,11 +208,18 @@ class _BlockWalk:
         the mask handed down it, changed only at the commits `named` (and at the first
         line, when the line before it does not link to it)."""
         offset = self.offset
-        if self.wanted:
-            for commit in self.wanted.intersection(commits):
-                self.ranks[commit] = offset + commits.index(commit)
+        wanted = self.wanted.intersection(commits) if self.wanted else ()
+        named = self.named.intersection(commits) if self.counting else ()
+        # Where a commit lies: asked of the list for a few, of a map for more.
+        where = (
+            commits.index
+            if len(wanted) + len(named) < 4
+            else {commit: n for n, commit in enumerate(commits)}.__getitem__
+        )
+        for commit in wanted:
+            self.ranks[commit] = offset + where(commit)
         if self.counting:
-            visit = sorted(commits.index(commit) for commit in self.named.intersection(commits))
+            visit = sorted(map(where, named))
             if not self.links and (not visit or visit[0]):
                 visit.insert(0, 0)
             bits, owed, masks, listed = self.bits, self.owed, self.masks, self.listed
