@@ -7,7 +7,6 @@ from __future__ import annotations
 import array
 import contextlib
 import os
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -90,6 +89,8 @@ def parse_share(
     read a run of SHARE_RUN notes at a time, the objects unmapped after each: the blob
     ids are in order, so each run reads only its part of the pack index, and the packs'
     pages it read leave this process."""
+    import shutil
+
     import pygit2
 
     # Here: a read its caches answer never loads what a search keeps.

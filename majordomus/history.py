@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import time
 import weakref
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from majordomus import gitfiles, gitobjects
 from majordomus.cachefile import GRAPH_FILE_NAME, CacheFile
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.repository import Repository, check_exit
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 class History:
@@ -131,6 +133,9 @@ class History:
         writes kept in a temporary file: it runs on a CPU the command leaves idle (while
         this process works on one), and `stream` then reads what it wrote rather than
         wait for git's walk. Nothing where git cannot start."""
+
+        import subprocess
+
         if self._started is not None:
             return
         import tempfile

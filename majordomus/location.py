@@ -5,7 +5,6 @@ needs more than its refs (a plain layout is found without libgit2: see `gitfiles
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -36,6 +35,9 @@ def _located_by_environment(path: str, environ: Mapping[str, str]) -> _GitDirs |
     GIT_WORK_TREE makes `path` the top of the work tree, a bare repository has none.
     None when the environment names nothing, and discovery is libgit2's, as git's.
     """
+
+    import subprocess
+
     named = {name: environ[name] for name in _LOCATION_VARIABLES if environ.get(name)}
     if not named:
         return None

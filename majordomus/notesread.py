@@ -6,7 +6,6 @@ cache.
 from __future__ import annotations
 
 import contextlib
-import shutil
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -250,6 +249,8 @@ class NotesReader:
                 dropped = True
         folder = commondir / VIEWS_FOLDER_NAME
         if folder.is_dir():
+            import shutil  # here: only `doctor --drop-cache` removes a folder
+
             shutil.rmtree(folder, ignore_errors=True)
             dropped = True
         self._disk_cache = self.shown.cache = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -20,6 +19,8 @@ from majordomus.errors import RefusedError
 from majordomus.repository import NOTES_REF
 
 if TYPE_CHECKING:
+    import subprocess
+
     from majordomus.repository import Repository
 
 HOOK_TIMEOUT_S = 30.0

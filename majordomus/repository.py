@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +18,8 @@ from majordomus.errors import RefusedError, RepositoryError
 from majordomus.records import REFUSED
 
 if TYPE_CHECKING:
+    import subprocess
+
     import pygit2
 
 # A warm read reads a few objects through `git cat-file` rather than load libgit2; past
@@ -123,6 +124,9 @@ class Repository:
     ) -> subprocess.CompletedProcess[str]:
         """Run the user's own git on this repository; arguments never pass through a shell.
         `stored`: on the history as stored (`stored_environ`)."""
+
+        import subprocess
+
         command = self.git_argv(args)
         try:
             result = subprocess.run(
@@ -155,6 +159,9 @@ class Repository:
     def buffered_git(self, args: Sequence[str]) -> subprocess.Popen[str]:
         """git with its output buffered: GIT_FLUSH=0, since into a pipe git would flush
         every line of a walk, a write per commit."""
+
+        import subprocess
+
         try:
             return subprocess.Popen(
                 self.git_argv(args),
@@ -172,6 +179,9 @@ class Repository:
     def binary_git(self, args: Sequence[str]) -> subprocess.Popen[bytes]:
         """`buffered_git` given its standard input, its output as bytes (a walk's tips in,
         its lines out)."""
+
+        import subprocess
+
         try:
             return subprocess.Popen(
                 self.git_argv(args),

@@ -371,3 +371,20 @@ def test_the_reads_load_neither_dataclasses_nor_inspect(repo: Repo) -> None:
         answer = ast.literal_eval(_probe("-C", str(repo.path), *argv, environ=repo.environ))
         assert answer["code"] in (0, 1), answer["err"]
         assert not {"dataclasses", "inspect", "ast", "dis"} & set(answer["loaded"]), argv
+
+
+def test_a_warm_grep_loads_neither_subprocess_nor_shutil(repo: Repo) -> None:
+    """`subprocess` (with `threading`, `selectors`, `locale`) and `shutil` (with `bz2`,
+    `lzma`) cost a few milliseconds to import. A search its caches answer runs no git, so
+    a warm `grep` loads none of them, in text or JSON; a command that runs git loads them
+    then (`show` in a fresh clone, above)."""
+    repo.task()
+    assert repo.run("checkpoint", "reproduced under 50 concurrent enqueues").code == 0
+    assert repo.run("history", "--json").code == 0  # the caches of this state are kept
+    assert repo.run("grep", "--json", "reproduced").code == 0
+    for argv in (("grep", "reproduced"), ("grep", "--json", "-i", "REPRODUCED")):
+        answer = ast.literal_eval(_probe("-C", str(repo.path), *argv, environ=repo.environ))
+        assert (answer["code"], answer["err"]) == (0, ""), argv
+        assert "50 concurrent" in answer["out"], argv
+        heavy = {"subprocess", "shutil", "bz2", "lzma", "threading"} & set(answer["loaded"])
+        assert heavy == set(), argv
