@@ -527,8 +527,9 @@ def test_a_fixed_string_folded_matches_where_ignore_case_does() -> None:
 def test_a_search_cache_of_another_layout_or_cut_short_is_read_afresh(
     repo: Repo, tmp_path: Path
 ) -> None:
-    """A search cache file another release wrote, one cut anywhere, or garbage (a length
-    larger than the file): ignored, the answer as from no cache, the file rewritten."""
+    """A search cache file another release wrote, one cut anywhere, garbage (a length
+    larger than the file), or JSON texts that are not UTF-8: ignored, the answer as from
+    no cache, the file rewritten."""
     repo.task()
     assert repo.run("checkpoint", "a needle in the body\nand a Needle again").code == 0
     assert repo.run("checkpoint", "no such thing").code == 0
@@ -545,6 +546,7 @@ def test_a_search_cache_of_another_layout_or_cut_short_is_read_afresh(
         whole[:-1],
         b"\x00" * 8 + whole[8:],
         (2**62).to_bytes(8, "little") + whole[8:],
+        whole[:-1] + b"\xff",  # the last JSON text's last byte
     ]
     for n, data in enumerate(spoiled):
         for argv, out in want.items():
