@@ -134,12 +134,15 @@ class Ledger:
     @staticmethod
     def built(summaries: Sequence[tuple[Any, ...]]) -> dict[str, bytes | None]:
         """Every shard of the ledger of these records (their summaries)."""
-        # Keys by shard number first (one set per shard, not one per key made and dropped).
+        # Keys by shard number first (one set per shard, not one per key made and dropped;
+        # each key and its shard as `_record_key` and `_shard_number` make them, inline).
         numbered: dict[int, set[str]] = collections.defaultdict(set)
-        for key in (_record_key(summary) for summary in summaries):
-            numbered[_shard_number(key)].add(key)
+        crc32 = zlib.crc32
+        for key in [f"{summary[0]} {summary[1]}" for summary in summaries]:
+            numbered[crc32(key.encode()) % LEDGER_SHARDS].add(key)
         shards = {_shard_name(n): (k, collections.Counter[str]()) for n, k in numbered.items()}
-        for handover in (h for summary in summaries for h in resolving(summary)):
+        resumes = [summary for summary in summaries if summary[0] == "resume"]
+        for handover in (h for summary in resumes for h in resolving(summary)):
             name = _shard_of(_handover_key(handover))
             if name not in shards:
                 shards[name] = (set(), collections.Counter())

@@ -34,7 +34,7 @@ from majordomus.notetoml import NoteError
 from majordomus.readcache import ReadCache
 from majordomus.records import new_record
 from majordomus.tasks import open_jobs
-from majordomus.viewparts import ViewCache, _shard_of, state_key
+from majordomus.viewparts import Ledger, ViewCache, _shard_of, state_key
 from majordomus.views import Views
 from majordomus.write import _write
 from tests.support.env import AUTHOR, Clock, doctor_signing_lines
@@ -1342,3 +1342,25 @@ def test_history_of_every_task_is_read_from_the_views_and_answers_as_a_fresh_rea
         out, summarised = warm(argv)
         assert bool(summarised) == (argv[1] == "main"), argv  # from main: every note is read
         assert out == fresh(argv), argv
+
+
+def test_the_ledger_a_first_read_builds_is_the_one_its_records_make_one_by_one() -> None:
+    """`Ledger.built` (every shard at once, as a first read writes them) holds what adding
+    each record in turn holds: every key in its shard, and each handover a resume resolves
+    (its own and those it supersedes) counted as often as resumes name it; ids with
+    spaces, quotes, invisible characters and a forged kind included."""
+    rng = random.Random(7)
+    odd = ["h-1 2", 'h-"x"', "h-\u200bzw", "h-\n", "c-\u202e"]
+    summaries: list[tuple[Any, ...]] = []
+    for n in range(3000):
+        kind = rng.choice(["task", "checkpoint", "handover", "resume", "forged kind"])
+        record = rng.choice(odd) if n % 97 == 0 else f"c-{n:016x}"
+        handover = rng.choice([*odd, f"h-{rng.randrange(50)}"]) if kind == "resume" else ""
+        supersedes = tuple(f"h-{rng.randrange(50)}" for _ in range(rng.randrange(3)))
+        summaries.append((kind, record, "t-1", float(n), 0, handover, supersedes))
+    one_by_one = Ledger(lambda name: None)
+    for summary in summaries:
+        one_by_one.record(summary)
+    built = Ledger.built(summaries)
+    assert built == one_by_one.changed_parts()
+    assert len(built) == 16 and all(isinstance(data, bytes) for data in built.values())
