@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from majordomus import patches
 from majordomus.errors import ExitCode, RefusedError
@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     from majordomus.writer import Writer
 else:
     adopttext = OnFirstUse("majordomus.adopttext")
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 SLACK_S = 86400  # clocks of the writer and of the host may disagree by this much
 

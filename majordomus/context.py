@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from majordomus import plaintext
 from majordomus.errors import ExitCode, RefusedError, RepositoryError
@@ -39,6 +39,11 @@ if TYPE_CHECKING:
     from majordomus.profile import Profile
 else:
     jsontext = OnFirstUse("majordomus.jsontext")
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 QUOTE = "> "
 OTHERS_MAX = 20  # other open handovers read to be named; more are counted

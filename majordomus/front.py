@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from majordomus.invocation import Invocation, OnFirstUse
 
@@ -24,6 +24,11 @@ else:
     search = OnFirstUse("majordomus.search")
     sharing = OnFirstUse("majordomus.sharing")
     write = OnFirstUse("majordomus.write")
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 
 class Grammar(NamedTuple):

@@ -11,7 +11,7 @@ import time
 import weakref
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING
 
 from majordomus import gitfiles, gitobjects
 from majordomus.cachefile import GRAPH_FILE_NAME, CacheFile
@@ -21,6 +21,11 @@ from majordomus.repository import Repository, check_exit
 
 if TYPE_CHECKING:
     import subprocess
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 
 class History:

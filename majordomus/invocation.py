@@ -10,7 +10,7 @@ import importlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
 from majordomus.errors import RefusedError
 from majordomus.records import TEXT_CEILING
@@ -18,6 +18,11 @@ from majordomus.records import TEXT_CEILING
 if TYPE_CHECKING:
     from majordomus import plaintext
     from majordomus.values import StaleLock
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 INPUT_MAX_BYTES = 64 * 1024  # no cap is near this: larger input is refused unread
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from majordomus.notetoml import NoteError, NotTomlError, is_bare, load_document, readable_tables
 from majordomus.records import (
@@ -18,6 +18,11 @@ from majordomus.records import (
     summary_of,
     validate,
 )
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 
 class Entry(NamedTuple):

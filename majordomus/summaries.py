@@ -7,13 +7,18 @@ notes over every ref united into one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from majordomus.notes import Note, summarise, union
 from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.objectids import pairs
 from majordomus.records import Summarised
 from majordomus.values import NotesOn, UnreadableNote
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 FRAME_ENTRIES = 2000  # blobs read in one go, and sent in one frame by a helper
 

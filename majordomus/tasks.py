@@ -12,7 +12,7 @@ import datetime
 import re
 from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from majordomus import profile as profiles
 from majordomus import remote
@@ -40,6 +40,11 @@ from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus.verifying import Verifier
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 TASK_ID_LENGTH = len("t-") + 12
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from majordomus.cachefile import SIGNATURES_FILE_NAME, CacheFile
 from majordomus.notes import canonical
@@ -30,6 +30,11 @@ from majordomus.records import (
 from majordomus.repository import Repository
 from majordomus.signconfig import SignConfig, read, run
 from majordomus.values import AttachedRecord
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:
+    from majordomus.tuples import NamedTuple
 
 SSH_ARMOUR = "-----BEGIN SSH SIGNATURE-----"
 PGP_ARMOUR = "-----BEGIN PGP SIGNATURE-----"

@@ -61,7 +61,7 @@ OURS_FOR_SHOW = {
     "history", "index", "interrupt", "invocation", "jsontext", "listings", "location",
     "noteforms", "notes", "notesread", "notestree", "notetoml", "objectids",
     "partialclone", "plaintext", "profile", "read", "readcache", "readrefs", "records",
-    "remote", "render", "repository", "summaries", "tally", "tasks", "values",
+    "remote", "render", "repository", "summaries", "tally", "tasks", "tuples", "values",
     "viewparts", "views",
 }  # fmt: skip
 OTHERS_FOR_SHOW = {
