@@ -200,7 +200,7 @@ _ESCAPES = {
 }
 # Escaped in every string majordomus writes: what TOML requires, plus C1 controls
 # and bidi overrides, so that `git log --notes` never prints them raw.
-_STRING_ESCAPE = re.compile(f'["\\\\\t\n{REFUSED_RANGE}]')
+_STRING_ESCAPE = f'["\\\\\t\n{REFUSED_RANGE}]'  # compiled by the first write (a read needs none)
 
 
 def _string(text: str) -> str:
@@ -209,7 +209,7 @@ def _string(text: str) -> str:
         code = ord(char)
         return _ESCAPES.get(char) or (f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
 
-    return '"' + _STRING_ESCAPE.sub(escape, text) + '"'
+    return '"' + re.sub(_STRING_ESCAPE, escape, text) + '"'
 
 
 def _key(key: str) -> str:

@@ -79,7 +79,7 @@ def shown(remote: str) -> str:
 
 
 # What git --progress prints, and the refs a fetch lists: no reason for anything.
-_CHATTER = re.compile(
+_CHATTER = (  # compiled when git fails (the first `re.match` of it)
     r"(remote: )?(Enumerating|Counting|Compressing|Writing|Receiving|Resolving|Total|Unpacking"
     r"|Delta compression|Checking connectivity)\b"
     r"|From |To | [-+*!= t] |\s*\[|\s+[0-9a-f]+\.\.|.*\d+% \("
@@ -91,7 +91,7 @@ def git_reason(stderr: str, fallback: str) -> str:
     lines = [
         line.strip()
         for line in stderr.replace("\r", "\n").splitlines()
-        if line.strip() and not _CHATTER.match(line)
+        if line.strip() and not re.match(_CHATTER, line)
     ]
     for prefix in ("fatal: ", "error: "):
         for line in lines:
