@@ -602,3 +602,26 @@ def test_the_json_texts_kept_outlive_a_record_added(repo: Repo) -> None:
     assert warm != first and "needle 4" in warm
     repo.drop_caches()
     assert repo.run("grep", "--json", "needle").out == warm
+
+
+def test_json_texts_of_many_bytes_a_character_are_cut_where_each_record_ends(repo: Repo) -> None:
+    """The search cache keeps the JSON texts as UTF-8, end to end: a warm `grep --json`
+    of records holding two-, three- and four-byte characters answers as a search from no
+    cache does, record by record."""
+    repo.task("d\u00e9j\u00e0 vu \u65e5\u672c")
+    bodies = ["needle \u00e9t\u00e9", "needle \U0001f600 then \u65e5", "needle plain", "none"]
+    for body in bodies:
+        assert repo.run("checkpoint", body).code == 0
+    repo.commit("later")
+    assert repo.run("checkpoint", "needle \U0001f9ea last").code == 0
+    first = repo.run("grep", "--json", "needle")
+    warm = [repo.run("grep", "--json", "needle") for _ in range(2)]
+    repo.drop_caches()
+    cold = repo.run("grep", "--json", "needle")
+    assert (cold.code, cold.err) == (0, "")
+    assert first.out == warm[0].out == warm[1].out == cold.out
+    shown = json.loads(cold.out)["records"]
+    assert [r["body"] for r in shown] == [
+        "needle \U0001f9ea last", "needle plain", "needle \U0001f600 then \u65e5",
+        "needle \u00e9t\u00e9",
+    ]  # fmt: skip
