@@ -210,10 +210,11 @@ class _BlockWalk:
         offset = self.offset
         wanted = self.wanted.intersection(commits) if self.wanted else ()
         named = self.named.intersection(commits) if self.counting else ()
-        # Where a commit lies: asked of the list for a few, of a map for more.
+        # Where a commit lies: asked of the list for a few (each look scans half a window,
+        # a map of the window costs some twelve looks), of a map for more.
         where = (
             commits.index
-            if len(wanted) + len(named) < 4
+            if len(wanted) + len(named) < 12
             else {commit: n for n, commit in enumerate(commits)}.__getitem__
         )
         for commit in wanted:
