@@ -68,6 +68,16 @@ class Jobs:
         return reader
 
     @cached_property
+    def profile(self) -> profiles.Profile:
+        """The profile the command runs under: the one it names, else the environment's,
+        the repository's or the user's (refused, each time it is asked, when it cannot be
+        read)."""
+        inputs = self._inputs
+        if inputs is None:
+            return profiles.load(self.repository.workdir, None, self.repository.environ)
+        return profiles.load(self.repository.workdir, inputs.profile_name, inputs.environ)
+
+    @cached_property
     def verifier(self) -> Verifier:
         from majordomus.verifying import Verifier  # loaded once a signed record is shown
 
@@ -98,15 +108,12 @@ def open_here(inputs: Inputs) -> Jobs:
     return Jobs(open_repository(inputs.cwd, inputs.environ), inputs)
 
 
-def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
-    return profiles.load(jobs.repository.workdir, inputs.profile_name, inputs.environ)
-
-
 def marks_unsigned(inputs: Inputs, jobs: Jobs) -> bool:
     """Whether a listing marks unsigned records too: under `trust = "signed"`, or when the
-    profile cannot be read (a listing is not refused for it, and says more, not less)."""
+    profile cannot be read (a listing is not refused for it, and says more, not less).
+    `inputs`: those `jobs` were opened with (`open_here`)."""
     try:
-        return load_profile(inputs, jobs).trust == "signed"
+        return jobs.profile.trust == "signed"
     except RefusedError:
         return True
 
@@ -218,10 +225,7 @@ def task_records(
         view = cached_view(jobs, task)
         if view is not None:
             return view, task
-    if writing:
-        views = Views(jobs.reader, jobs.history, writing=True)
-    else:
-        views = Views(jobs.reader, jobs.history, task=task)
+    views = Views(jobs.reader, jobs.history, writing=writing, task=None if writing else task)
     return views, resolve_task(views.task_ids, name) if name else None
 
 

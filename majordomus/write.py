@@ -20,7 +20,6 @@ from majordomus.tasks import (
     cached_view,
     counted_checkpoint,
     implied_task,
-    load_profile,
     marks_unsigned,
     no_task,
     open_here,
@@ -121,6 +120,9 @@ def _write(
     head = jobs.history.head()
     author = jobs.repository.identity()
     landing = _landing_facts(jobs, kind, head)
+    from majordomus import signconfig  # what git signs with: a write asks
+
+    config = signconfig.read(jobs.repository)
     record = new_record(
         kind,
         record_id=record_id or _new_id(kind[0], 16),
@@ -131,9 +133,6 @@ def _write(
         session=session,
         fields={**fields, **landing},
     )
-    from majordomus import signconfig  # what git signs with: a write asks
-
-    config = signconfig.read(jobs.repository)
     if config.signs:
         from majordomus.signing import signed  # only a clone that signs loads it
 
@@ -277,7 +276,7 @@ def checkpoint(
     allow_secret: bool = False,
 ) -> CheckpointResult:
     jobs = open_here(inputs)
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     texts = {"checkpoint body": (text, prof.checkpoint_max)}
     clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
     writer, views, task_id = _prepare_write(inputs, jobs, task)
@@ -324,6 +323,12 @@ def parse_handover_file(text: str, source: str) -> dict[str, str]:
     return fields
 
 
+def _handover_fields(invocation: Invocation, file: str) -> dict[str, str | None]:
+    """The fields of `handover -F FILE` (`-` for standard input)."""
+    source = "standard input" if file == "-" else file
+    return dict(parse_handover_file(invocation.read_file(file, "handover file"), source))
+
+
 def handover(
     inputs: Inputs,
     fields: Mapping[str, str | None],
@@ -332,7 +337,7 @@ def handover(
     allow_secret: bool = False,
 ) -> HandoverResult:
     jobs = open_here(inputs)
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     cap = prof.handover_max
     missing = [key for key in HANDOVER_FIELDS if fields.get(key) is None]
     if missing:
@@ -363,10 +368,14 @@ def checkpoint_command(
 ) -> int:
     if (text is None) == (file is None):
         raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
-    if file is not None:
-        text = invocation.read_file(file, "checkpoint body")
-    assert text is not None
-    result = checkpoint(invocation.inputs(), text, task, session_name, allow_secret)
+    # The invocation read once, in the call: `-F`'s text, then what the verb takes.
+    result = checkpoint(
+        invocation.inputs(),
+        invocation.read_file(file, "checkpoint body") if file is not None else text or "",
+        task,
+        session_name,
+        allow_secret,
+    )
     invocation.locks(result.stale_locks)
     invocation.out(render.checkpoint(result, as_json))
     return ExitCode.OK
@@ -384,14 +393,17 @@ def handover_command(
     as_json: bool = False,
 ) -> int:
     fields: dict[str, str | None] = {"objective": objective, "state": state, "next": next_action}
-    if file is not None:
-        if any(value is not None for value in fields.values()):
-            raise RefusedError(
-                "give the handover either with -F FILE or with the three flags, not both."
-            )
-        source = "standard input" if file == "-" else file
-        fields = dict(parse_handover_file(invocation.read_file(file, "handover file"), source))
-    result = handover(invocation.inputs(), fields, task, session_name, allow_secret)
+    if file is not None and any(value is not None for value in fields.values()):
+        raise RefusedError(
+            "give the handover either with -F FILE or with the three flags, not both."
+        )
+    result = handover(
+        invocation.inputs(),
+        _handover_fields(invocation, file) if file is not None else fields,
+        task,
+        session_name,
+        allow_secret,
+    )
     invocation.locks(result.stale_locks)
     if result.dirty:
         invocation.warn(
@@ -429,7 +441,7 @@ def resume(
     head = jobs.history.head()
     writer = None if peek else _writer(jobs)
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
-    strict = load_profile(inputs, jobs).trust == "signed"
+    strict = jobs.profile.trust == "signed"
     views, task_id = task_records(inputs, jobs, task)
     implied = task_id is None
     if task_id is None:
