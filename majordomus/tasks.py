@@ -69,12 +69,8 @@ class Jobs:
 
     @cached_property
     def profile(self) -> profiles.Profile:
-        """The profile the command runs under: the one it names, else the environment's,
-        the repository's or the user's (refused, each time it is asked, when it cannot be
-        read)."""
-        inputs = self._inputs
-        if inputs is None:
-            return profiles.load(self.repository.workdir, None, self.repository.environ)
+        """The profile the command runs under (refused, each time asked, if unreadable)."""
+        inputs = self._inputs or Inputs(".", self.repository.environ)  # none: no profile named
         return profiles.load(self.repository.workdir, inputs.profile_name, inputs.environ)
 
     @cached_property

@@ -323,12 +323,6 @@ def parse_handover_file(text: str, source: str) -> dict[str, str]:
     return fields
 
 
-def _handover_fields(invocation: Invocation, file: str) -> dict[str, str | None]:
-    """The fields of `handover -F FILE` (`-` for standard input)."""
-    source = "standard input" if file == "-" else file
-    return dict(parse_handover_file(invocation.read_file(file, "handover file"), source))
-
-
 def handover(
     inputs: Inputs,
     fields: Mapping[str, str | None],
@@ -393,17 +387,14 @@ def handover_command(
     as_json: bool = False,
 ) -> int:
     fields: dict[str, str | None] = {"objective": objective, "state": state, "next": next_action}
-    if file is not None and any(value is not None for value in fields.values()):
-        raise RefusedError(
-            "give the handover either with -F FILE or with the three flags, not both."
-        )
-    result = handover(
-        invocation.inputs(),
-        _handover_fields(invocation, file) if file is not None else fields,
-        task,
-        session_name,
-        allow_secret,
-    )
+    if file is not None:
+        if any(value is not None for value in fields.values()):
+            raise RefusedError(
+                "give the handover either with -F FILE or with the three flags, not both."
+            )
+        source = "standard input" if file == "-" else file
+        fields = dict(parse_handover_file(invocation.read_file(file, "handover file"), source))
+    result = handover(invocation.inputs(), fields, task, session_name, allow_secret)
     invocation.locks(result.stale_locks)
     if result.dirty:
         invocation.warn(
