@@ -231,8 +231,12 @@ def resume_nothing_open(result: ResumeResult) -> str:
 
 
 def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
+    """What resume answers: its JSON, the task's checkpoints when no handover is open, or the
+    handover it takes."""
     if as_json:
         return resume_json(result)
+    if result.handover is None:
+        return resume_nothing_open(result)
     assert result.handover is not None and result.divergence is not None
     loc = result.handover
     record = loc.record

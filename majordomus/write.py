@@ -486,15 +486,10 @@ def resume_command(
             f"majordomus: no current task: took {plaintext.safe(result.task)}, the one task with "
             f"an open handover reachable from HEAD{made}.\n"
         )
-    if result.handover is None:
-        if as_json:
-            invocation.out(render.resume_json(result))
-        else:
-            invocation.terminal.stderr.write(
-                f"majordomus: no open handover for {plaintext.safe(result.task)}; "
-                "nothing to resume.\n"
-            )
-            invocation.out(render.resume_nothing_open(result))
-        return ExitCode.NEGATIVE
-    invocation.out(render.resume(result, invocation.now(), as_json))
-    return ExitCode.OK
+    shown = render.resume(result, invocation.now(), as_json)
+    if result.handover is None and not as_json:
+        invocation.terminal.stderr.write(
+            f"majordomus: no open handover for {plaintext.safe(result.task)}; nothing to resume.\n"
+        )
+    invocation.out(shown)
+    return ExitCode.OK if result.handover is not None else ExitCode.NEGATIVE
