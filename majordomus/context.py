@@ -21,7 +21,6 @@ from majordomus.tasks import (
     NoTaskError,
     check_task,
     current_task,
-    load_profile,
     open_here,
     task_views,
 )
@@ -74,7 +73,7 @@ def session(inputs: Inputs, task: str | None = None, checkpoints: int = 0) -> Se
     `checkpoints`, the task's checkpoints come with it, newest first."""
     jobs = open_here(inputs)
     head = jobs.history.head()
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     views = task_views(inputs, jobs, task)
     strict = prof.trust == "signed"
     task_id, implied = current_task(inputs, jobs, views, task, imply=True, strict=strict)

@@ -14,7 +14,7 @@ from majordomus.errors import ExitCode, RefusedError, RepositoryError
 from majordomus.index import Index
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.plaintext import one_line
-from majordomus.tasks import Jobs, load_profile, missing_note_objects, open_here
+from majordomus.tasks import Jobs, missing_note_objects, open_here
 from majordomus.values import Finding, NoteSet
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def _setup_findings(inputs: Inputs, jobs: Jobs, drop_cache: bool) -> list[Findin
             Finding("cache", True, "read caches dropped" if dropped else "no read caches to drop")
         )
     try:
-        prof = load_profile(inputs, jobs)
+        prof = jobs.profile
         findings.append(Finding("profile", True, f"{prof.name} ({_profile_line(prof)})"))
     except RefusedError as error:
         findings.append(Finding("profile", False, error.message))
@@ -319,7 +319,7 @@ def _profile_line(prof: profiles.Profile) -> str:
 
 def profile_info(inputs: Inputs) -> profiles.Profile:
     jobs = open_here(inputs)
-    return load_profile(inputs, jobs)
+    return jobs.profile
 
 
 def doctor_command(invocation: Invocation, drop_cache: bool = False, as_json: bool = False) -> int:

@@ -21,7 +21,6 @@ from majordomus.tasks import (
     check_task,
     check_tasks,
     current_task,
-    load_profile,
     open_here,
     task_views,
 )
@@ -35,7 +34,7 @@ else:
 
 def check(inputs: Inputs, task: str | None = None, all_tasks: bool = False) -> list[CheckResult]:
     jobs = open_here(inputs)
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     now = inputs.now()
     if all_tasks:
         index = Index(jobs.reader.read_notes(), jobs.reader, jobs.history)
@@ -73,7 +72,7 @@ def watch(
     if not every_s <= 86400:  # NaN too: time.sleep refuses NaN and overflows on inf
         raise RefusedError(f"--every must be at most 86400 seconds (a day), not {every_s:g}.")
     jobs = open_here(inputs)
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     start = monotonic()
     last_key: tuple[object, ...] | None = None
     reports = 0

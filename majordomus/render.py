@@ -167,13 +167,12 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
 def checkpoint(result: CheckpointResult, as_json: bool) -> str:
     if as_json:
         skew = result.previous_skew_s
-        return dumps(
-            {
-                "record": record_json(result.record),
-                "previous_age_s": result.previous_age_s,
-                **({"skew_s": skew} if skew is not None else {}),
-            }
-        )
+        document = {
+            "record": record_json(result.record),
+            "previous_age_s": result.previous_age_s,
+            **({"skew_s": skew} if skew is not None else {}),
+        }
+        return dumps(document)
     previous = (
         f"previous checkpoint of this task: {age(result.previous_age_s)} before this one"
         if result.previous_age_s is not None
@@ -189,29 +188,29 @@ def checkpoint(result: CheckpointResult, as_json: bool) -> str:
 
 def handover(result: HandoverResult, as_json: bool) -> str:
     if as_json:
-        return dumps({"record": record_json(result.record), "dirty": result.dirty})
+        document = {"record": record_json(result.record), "dirty": result.dirty}
+        return dumps(document)
     return record_block(result.record)
 
 
 def resume_json(result: ResumeResult) -> str:
     div = result.divergence
-    return dumps(
-        {
-            "handover": record_json(result.handover) if result.handover else None,
-            "label": div.label if div else None,
-            "ahead": div.ahead if div else None,
-            "behind": div.behind if div else None,
-            "recorded": result.recorded is not None,
-            "open_handovers": result.open_handovers,
-            "superseded": list(result.superseded),
-            "untrusted": len(result.untrusted),
-            **(
-                {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
-                if result.handover is None
-                else {}
-            ),
-        }
-    )
+    document = {
+        "handover": record_json(result.handover) if result.handover else None,
+        "label": div.label if div else None,
+        "ahead": div.ahead if div else None,
+        "behind": div.behind if div else None,
+        "recorded": result.recorded is not None,
+        "open_handovers": result.open_handovers,
+        "superseded": list(result.superseded),
+        "untrusted": len(result.untrusted),
+        **(
+            {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
+            if result.handover is None
+            else {}
+        ),
+    }
+    return dumps(document)
 
 
 def resume_nothing_open(result: ResumeResult) -> str:
@@ -232,8 +231,12 @@ def resume_nothing_open(result: ResumeResult) -> str:
 
 
 def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
+    """What resume answers: its JSON, the task's checkpoints when no handover is open, or the
+    handover it takes."""
     if as_json:
         return resume_json(result)
+    if result.handover is None:
+        return resume_nothing_open(result)
     assert result.handover is not None and result.divergence is not None
     loc = result.handover
     record = loc.record

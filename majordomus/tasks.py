@@ -73,6 +73,12 @@ class Jobs:
         return reader
 
     @cached_property
+    def profile(self) -> profiles.Profile:
+        """The profile the command runs under (refused, each time asked, if unreadable)."""
+        inputs = self._inputs or Inputs(".", self.repository.environ)  # none: no profile named
+        return profiles.load(self.repository.workdir, inputs.profile_name, inputs.environ)
+
+    @cached_property
     def verifier(self) -> Verifier:
         from majordomus.verifying import Verifier  # loaded once a signed record is shown
 
@@ -103,15 +109,12 @@ def open_here(inputs: Inputs) -> Jobs:
     return Jobs(open_repository(inputs.cwd, inputs.environ), inputs)
 
 
-def load_profile(inputs: Inputs, jobs: Jobs) -> profiles.Profile:
-    return profiles.load(jobs.repository.workdir, inputs.profile_name, inputs.environ)
-
-
 def marks_unsigned(inputs: Inputs, jobs: Jobs) -> bool:
     """Whether a listing marks unsigned records too: under `trust = "signed"`, or when the
-    profile cannot be read (a listing is not refused for it, and says more, not less)."""
+    profile cannot be read (a listing is not refused for it, and says more, not less).
+    `inputs`: those `jobs` were opened with (`open_here`)."""
     try:
-        return load_profile(inputs, jobs).trust == "signed"
+        return jobs.profile.trust == "signed"
     except RefusedError:
         return True
 
@@ -223,10 +226,7 @@ def task_records(
         view = cached_view(jobs, task)
         if view is not None:
             return view, task
-    if writing:
-        views = Views(jobs.reader, jobs.history, writing=True)
-    else:
-        views = Views(jobs.reader, jobs.history, task=task)
+    views = Views(jobs.reader, jobs.history, writing=writing, task=None if writing else task)
     return views, resolve_task(views.task_ids, name) if name else None
 
 
@@ -234,16 +234,31 @@ class TaskView:
     """One task's view as the view cache holds it for the notes refs as they are: what a
     command on a task named in full reads of it (its records, its open handovers), and the
     view carried to the state a write of the command makes. No other task's view is read,
-    no note, no index of every task."""
+    no note, no index of every task. `view` is None where the cache cannot say (it
+    describes another state, or does not hold the task; `new`: a task about to be made,
+    which it holds not)."""
 
     __slots__ = ("cache", "jobs", "meta", "targets", "view")
 
-    def __init__(
-        self, jobs: Jobs, cache: ViewCache, targets: Mapping[str, str], meta: Meta, view: View
-    ) -> None:
-        self.jobs, self.cache, self.targets, self.meta, self.view = jobs, cache, targets, meta, view
+    def __init__(self, jobs: Jobs, task: str, *, new: bool = False) -> None:
+        reader = jobs.reader
+        self.jobs, self.cache = jobs, ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
+        self.targets = reader.refs.ref_targets()
+        meta = self.cache.get(state_key(self.targets))
+        self.meta: Meta = (0, ())
+        self.view: View | None = None
+        if meta is None:
+            return
+        try:
+            invalid, task_ids = meta
+            if (task in task_ids) != new:
+                self.meta = (invalid, task_ids)
+                self.view = ((), ()) if new else unpack(self.cache.part(task_part(task)))
+        except UNREADABLE:
+            self.view = None
 
     def index(self, task: str) -> Index:
+        assert self.view is not None  # `cached_view` hands out only a view the cache holds
         rows, resolved = self.view
         invalid, task_ids = self.meta
         reader, history = self.jobs.reader, self.jobs.history
@@ -252,28 +267,16 @@ class TaskView:
     def recorded(self, report: WriteReport, record: Record) -> None:
         """The view carried over to the state a write of ours just made, when nothing else
         moved the ref in between (else the next read carries it over, or rebuilds it)."""
-        if report.parent == self.targets.get(NOTES_REF):
+        if self.view is not None and report.parent == self.targets.get(NOTES_REF):
             written(self.cache, self.targets, self.meta, self.view, {}, record, report)
 
 
 def cached_view(jobs: Jobs, task: str, *, new: bool = False) -> TaskView | None:
     """The view of `task` (an id in full) when the view cache describes the notes refs as
-    they are and holds the task (`new`: a task about to be made, which it does not hold);
-    None when it does not (then `Views` carries the cache over, or reads every note)."""
-    reader = jobs.reader
-    cache = ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
-    targets = reader.refs.ref_targets()
-    meta = cache.get(state_key(targets))
-    if meta is None:
-        return None
-    try:
-        invalid, task_ids = meta
-        if (task in task_ids) == new:
-            return None
-        view = ((), ()) if new else unpack(cache.part(task_part(task)))
-    except UNREADABLE:
-        return None
-    return TaskView(jobs, cache, targets, (invalid, task_ids), view)
+    they are and holds the task (`new`: does not); None when it does not (then `Views`
+    carries the cache over, or reads every note)."""
+    view = TaskView(jobs, task, new=new)
+    return None if view.view is None else view
 
 
 def tasks_with_open_handover(jobs: Jobs, views: Views, strict: bool = False) -> list[str]:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from majordomus.readrefs import ReadRefs
     from majordomus.repository import Repository
 
-# Where a views key names the tasks read alone (`Views._read_task`): no ref name holds it.
+# Where a views key names the tasks read alone (`Views._read`): no ref name holds it.
 TASKS_READ = " tasks:"
 CARRY_MAX = 256  # changed notes to re-read before a full read is the cheaper way
 
@@ -106,21 +106,43 @@ class Views:
             meta = self._task_views(task)
         if meta is None:
             meta = self._carried_over()
-        if meta is None and task is not None:
-            meta = self._read_task(task)
-        self._meta: Meta = meta or self._read_everything()
+        self._meta: Meta = meta or self._read(task)
         self.dependent_on_head = self._cache.key.partition(TASKS_READ)[0] != self._key
 
-    def _read_everything(self) -> Meta:
-        """Every note read, and the views of this state built from them and cached."""
-        self.full_read = True
-        noteset = self._noteset = self._reader.read_notes(shown=self._shown, search=self._search)
+    def _task_views(self, prefix: str) -> Meta | None:
+        """The views a read of the tasks of a shorter or equal prefix cached for this
+        state (see `_read`): what they hold of the tasks `prefix` names is whole."""
+        key, _, read = self._cache.key.partition(TASKS_READ)
+        if key != self._key or not read or not prefix.startswith(read):
+            return None
+        meta: Meta = self._cache.meta
+        return meta
+
+    def _read(self, prefix: str | None = None) -> Meta:
+        """Notes read into an index (`full`), and the views of this state built from them
+        and cached: with `prefix`, the notes that could hold a record of the tasks it names
+        where they can be picked, their views cached under the prefix (the views of every
+        task, when they are built, take their place; of any other task the index may hold
+        a part only); else, or where they cannot be picked, every note."""
+        noteset = None if prefix is None else self._reader.task_notes(prefix)
+        self.full_read = noteset is None
+        if noteset is None:
+            prefix = None
+            noteset = self._reader.read_notes(shown=self._shown, search=self._search)
+        self._noteset = noteset
         if noteset.refs != self._targets:
             # A write landed since the refs were read: these views are of the state read.
             self._targets = dict(noteset.refs)
             self._key = state_key(self._targets)
         full = self.full = Index(noteset, self._reader, self._history)
-        meta = (full.invalid, tuple(dict.fromkeys(item.summary.task for item in full.records)))
+        named = tuple(dict.fromkeys(item.summary.task for item in full.records))
+        if prefix is not None:
+            meta = (full.invalid, tuple(task for task in named if task.startswith(prefix)))
+            if not noteset.missing and not full.has_copies:
+                parts = _task_parts(full, meta[1], full.resolved_handovers())
+                self._cache.put(f"{self._key}{TASKS_READ}{prefix}", meta, parts, base=False)
+            return meta
+        meta = (full.invalid, named)
         # Nothing remembered while objects are still to arrive, nor a choice of copies
         # where HEAD does not name its history for good (a shallow or replaced graph).
         kept = not noteset.missing and not (full.has_copies and not self._history.graph().lasting)
@@ -131,36 +153,6 @@ class Views:
                 # reads it, and every record of every task is let go (at 100,000 notes,
                 # ~90 MiB no longer held while the graph is walked).
                 self.full = self._noteset = None
-        return meta
-
-    def _task_views(self, prefix: str) -> Meta | None:
-        """The views a read of the tasks of a shorter or equal prefix cached for this
-        state (see `_read_task`): what they hold of the tasks `prefix` names is whole."""
-        key, _, read = self._cache.key.partition(TASKS_READ)
-        if key != self._key or not read or not prefix.startswith(read):
-            return None
-        meta: Meta = self._cache.meta
-        return meta
-
-    def _read_task(self, prefix: str) -> Meta | None:
-        """The notes that could hold a record of the tasks `prefix` names, read into an
-        index of them (`full`), and their views cached for this state under the prefix
-        (the views of every task, when they are built, take their place); None where the
-        notes cannot be picked. Of any other task the index may hold a part only."""
-        noteset = self._reader.task_notes(prefix)
-        if noteset is None:
-            return None
-        self._noteset = noteset
-        if noteset.refs != self._targets:
-            self._targets = dict(noteset.refs)
-            self._key = state_key(self._targets)
-        full = self.full = Index(noteset, self._reader, self._history)
-        named = dict.fromkeys(item.summary.task for item in full.records)
-        tasks = tuple(task for task in named if task.startswith(prefix))
-        meta = (full.invalid, tasks)
-        if not noteset.missing and not full.has_copies:
-            parts = _task_parts(full, tasks, full.resolved_handovers())
-            self._cache.put(f"{self._key}{TASKS_READ}{prefix}", meta, parts, base=False)
         return meta
 
     def _carried_over(self) -> Meta | None:
@@ -253,7 +245,7 @@ class Views:
                     rows += task_rows
                     resolved.update(task_resolved)
             except UNREADABLE:
-                self._read_everything()  # a part lost: read from the notes, and cached again
+                self._read()  # a part lost: read from the notes, and cached again
             else:
                 return Index.of_view(
                     self._reader, self._history, rows, resolved, self.task_ids, self.invalid, rev

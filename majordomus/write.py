@@ -20,7 +20,6 @@ from majordomus.tasks import (
     cached_view,
     counted_checkpoint,
     implied_task,
-    load_profile,
     marks_unsigned,
     no_task,
     open_here,
@@ -121,6 +120,9 @@ def _write(
     head = jobs.history.head()
     author = jobs.repository.identity()
     landing = _landing_facts(jobs, kind, head)
+    from majordomus import signconfig  # what git signs with: a write asks
+
+    config = signconfig.read(jobs.repository)
     record = new_record(
         kind,
         record_id=record_id or _new_id(kind[0], 16),
@@ -131,9 +133,6 @@ def _write(
         session=session,
         fields={**fields, **landing},
     )
-    from majordomus import signconfig  # what git signs with: a write asks
-
-    config = signconfig.read(jobs.repository)
     if config.signs:
         from majordomus.signing import signed  # only a clone that signs loads it
 
@@ -277,7 +276,7 @@ def checkpoint(
     allow_secret: bool = False,
 ) -> CheckpointResult:
     jobs = open_here(inputs)
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     texts = {"checkpoint body": (text, prof.checkpoint_max)}
     clean, sess = _recorded_texts(inputs, texts, session, allow_secret)
     writer, views, task_id = _prepare_write(inputs, jobs, task)
@@ -332,7 +331,7 @@ def handover(
     allow_secret: bool = False,
 ) -> HandoverResult:
     jobs = open_here(inputs)
-    prof = load_profile(inputs, jobs)
+    prof = jobs.profile
     cap = prof.handover_max
     missing = [key for key in HANDOVER_FIELDS if fields.get(key) is None]
     if missing:
@@ -363,10 +362,14 @@ def checkpoint_command(
 ) -> int:
     if (text is None) == (file is None):
         raise RefusedError("give the checkpoint text as an argument or with -F FILE (- for stdin).")
-    if file is not None:
-        text = invocation.read_file(file, "checkpoint body")
-    assert text is not None
-    result = checkpoint(invocation.inputs(), text, task, session_name, allow_secret)
+    # The invocation read once, in the call: `-F`'s text, then what the verb takes.
+    result = checkpoint(
+        invocation.inputs(),
+        invocation.read_file(file, "checkpoint body") if file is not None else text or "",
+        task,
+        session_name,
+        allow_secret,
+    )
     invocation.locks(result.stale_locks)
     invocation.out(render.checkpoint(result, as_json))
     return ExitCode.OK
@@ -429,7 +432,7 @@ def resume(
     head = jobs.history.head()
     writer = None if peek else _writer(jobs)
     # Under trust = "signed" only verified handovers are taken, superseded or shown.
-    strict = load_profile(inputs, jobs).trust == "signed"
+    strict = jobs.profile.trust == "signed"
     views, task_id = task_records(inputs, jobs, task)
     implied = task_id is None
     if task_id is None:
@@ -483,15 +486,10 @@ def resume_command(
             f"majordomus: no current task: took {plaintext.safe(result.task)}, the one task with "
             f"an open handover reachable from HEAD{made}.\n"
         )
-    if result.handover is None:
-        if as_json:
-            invocation.out(render.resume_json(result))
-        else:
-            invocation.terminal.stderr.write(
-                f"majordomus: no open handover for {plaintext.safe(result.task)}; "
-                "nothing to resume.\n"
-            )
-            invocation.out(render.resume_nothing_open(result))
-        return ExitCode.NEGATIVE
-    invocation.out(render.resume(result, invocation.now(), as_json))
-    return ExitCode.OK
+    shown = render.resume(result, invocation.now(), as_json)
+    if result.handover is None and not as_json:
+        invocation.terminal.stderr.write(
+            f"majordomus: no open handover for {plaintext.safe(result.task)}; nothing to resume.\n"
+        )
+    invocation.out(shown)
+    return ExitCode.OK if result.handover is not None else ExitCode.NEGATIVE

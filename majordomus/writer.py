@@ -60,12 +60,12 @@ class Writer:
         timeout_s: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
-        author: str | None = None,
+        author: str,
     ) -> WriteReport:
-        """Append records to the note on `commit`, all or nothing, by compare-and-swap."""
+        """Append records to the note on `commit`, all or nothing, by compare-and-swap,
+        written by `author` (the records' author, as git names the committer)."""
         import pygit2
 
-        author = author or self.repository.identity()
         name, _, email = author.rpartition(" <")
         repo, reader = self.repository.repo, self.reader
 

@@ -385,7 +385,7 @@ def test_views_are_not_carried_over_a_write_someone_else_slipped_in(repo: Repo) 
         session=None,
         fields={"body": "theirs"},
     )
-    writer_of(foreign).append(repo.head(), [record], "another writer")
+    writer_of(foreign).append(repo.head(), [record], "another writer", author=AUTHOR)
     before = views_key(repo)
     inputs = Inputs(str(repo.path), repo.environ, now=repo.clock)
     _write(inputs, jobs, writer_of(jobs), "checkpoint", task, {"body": "ours"}, None, views)
