@@ -28,6 +28,7 @@ from majordomus.index import Index, newest_copy
 from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import Record
 from majordomus.tasks import Jobs, open_here
+from majordomus.tuples import NamedTuple
 from majordomus.values import (
     DEFAULT_DAYS,
     Adoption,
@@ -45,11 +46,6 @@ if TYPE_CHECKING:
     from majordomus.writer import Writer
 else:
     adopttext = OnFirstUse("majordomus.adopttext")
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 SLACK_S = 86400  # clocks of the writer and of the host may disagree by this much
 

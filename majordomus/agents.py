@@ -17,15 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from majordomus.errors import RefusedError, RepositoryError
+from majordomus.tuples import NamedTuple
 from majordomus.values import Change
 
 if TYPE_CHECKING:  # the hook answerer imports the tables below: it must not load git
     from majordomus.repository import Repository
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 AGENTS = ("claude", "codex", "gemini")
 SCOPES = ("local", "project", "user")

@@ -24,6 +24,7 @@ from majordomus.tasks import (
     open_here,
     task_views,
 )
+from majordomus.tuples import NamedTuple
 from majordomus.values import (
     CONTEXT_DEFAULT_CHARS,
     CONTEXT_MAX_CHARS,
@@ -38,11 +39,6 @@ if TYPE_CHECKING:
     from majordomus.profile import Profile
 else:
     jsontext = OnFirstUse("majordomus.jsontext")
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 QUOTE = "> "
 OTHERS_MAX = 20  # other open handovers read to be named; more are counted

@@ -18,17 +18,12 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from majordomus.errors import RepositoryError
 from majordomus.partialclone import PartialClone
 from majordomus.repository import Repository, check_exit
+from majordomus.tuples import NamedTuple
 from majordomus.values import DrawnLine
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 REFS = "refs/majordomus-graph/"
 MARK = "\x01"  # around a commit's id on its own line: nothing git draws is a control character

@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from majordomus import gitobjects
 from majordomus.blobs import NoteBlobs
 from majordomus.notes import Note
 from majordomus.notestree import NAMELESS, is_note_path
 from majordomus.notetoml import NOTE_MAX_BYTES, NoteError
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
+from majordomus.tuples import NamedTuple
 
 Differing = dict[str, tuple[list[str], list[str]]]  # object -> (its blobs in one, in other)
 WALK_MAX = 256  # notes commits walked from theirs to find ours; past it, libgit2 walks

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from majordomus.invocation import Invocation, OnFirstUse
+from majordomus.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from majordomus import context, freshness, read, search, sharing, write
@@ -24,11 +25,6 @@ else:
     search = OnFirstUse("majordomus.search")
     sharing = OnFirstUse("majordomus.sharing")
     write = OnFirstUse("majordomus.write")
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 
 class Grammar(NamedTuple):

@@ -18,14 +18,10 @@ from majordomus.cachefile import GRAPH_FILE_NAME, CacheFile
 from majordomus.errors import RepositoryError
 from majordomus.graph import CommitGraph
 from majordomus.repository import Repository, check_exit
+from majordomus.tuples import NamedTuple
 
 if TYPE_CHECKING:
     import subprocess
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 
 class History:

@@ -15,16 +15,12 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from majordomus.agents import AGENTS, EVENTS
+from majordomus.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from majordomus.invocation import Inputs, Invocation
     from majordomus.tasks import Jobs
     from majordomus.values import CheckResult
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 INPUT_MAX_BYTES = 1024 * 1024  # hook inputs are small; anything larger is not one
 HOOK_CONTEXT_CHARS = 4000  # Codex cuts hook text past about 2,500 tokens

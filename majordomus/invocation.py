@@ -14,15 +14,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from majordomus.errors import RefusedError
 from majordomus.records import TEXT_CEILING
+from majordomus.tuples import NamedTuple
 
 if TYPE_CHECKING:
     from majordomus import plaintext
     from majordomus.values import StaleLock
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 INPUT_MAX_BYTES = 64 * 1024  # no cap is near this: larger input is refused unread
 

@@ -12,14 +12,10 @@ from typing import TYPE_CHECKING
 from majordomus import gitfiles
 from majordomus.errors import RepositoryError
 from majordomus.repository import Repository, unopenable
+from majordomus.tuples import NamedTuple
 
 if TYPE_CHECKING:
     import pygit2
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 _LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")
 

@@ -10,16 +10,11 @@ import functools
 import itertools
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from majordomus.errors import RefusedError
 from majordomus.searchcache import SEARCHED, Searched
+from majordomus.tuples import NamedTuple
 from majordomus.values import MatchedField, MatchedLine
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 
 def compile_pattern(pattern: str, ignore_case: bool, fixed: bool) -> re.Pattern[str]:

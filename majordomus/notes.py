@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from majordomus.notetoml import NoteError, NotTomlError, is_bare, load_document, readable_tables
 from majordomus.records import (
@@ -18,11 +18,7 @@ from majordomus.records import (
     summary_of,
     validate,
 )
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
+from majordomus.tuples import NamedTuple
 
 
 class Entry(NamedTuple):

@@ -12,14 +12,10 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from majordomus.notetoml import MissingObjectError
+from majordomus.tuples import NamedTuple
 
 if TYPE_CHECKING:
     import pygit2
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 TREE = 0o040000  # pygit2.enums.FileMode.TREE: git's modes, fixed by its tree format
 BLOB = 0o100644  # pygit2.enums.FileMode.BLOB

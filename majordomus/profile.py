@@ -6,15 +6,10 @@ import re
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from majordomus.errors import RefusedError
 from majordomus.records import TEXT_CEILING
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
+from majordomus.tuples import NamedTuple
 
 DEFAULT_NAME = "default"
 BUILT_IN: Mapping[str, int | str] = {

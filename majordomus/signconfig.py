@@ -11,14 +11,9 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from majordomus.repository import Repository
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
+from majordomus.tuples import NamedTuple
 
 # What one `git config` read brings: every gpg.* key and the few others signing needs.
 _KEYS = r"^(gpg\..*|user\.signingkey|commit\.gpgsign|majordomus\.sign.*)$"

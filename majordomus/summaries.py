@@ -7,18 +7,14 @@ notes over every ref united into one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from majordomus.notes import Note, summarise, union
 from majordomus.notetoml import MissingObjectError, NoteError
 from majordomus.objectids import pairs
 from majordomus.records import Summarised
+from majordomus.tuples import NamedTuple
 from majordomus.values import NotesOn, UnreadableNote
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 FRAME_ENTRIES = 2000  # blobs read in one go, and sent in one frame by a helper
 

@@ -25,6 +25,7 @@ from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
 from majordomus.records import SIGNATURE_KEY, Record, age_s, skew_s, unsigned
 from majordomus.repository import NOTES_REF, Repository
+from majordomus.tuples import NamedTuple
 from majordomus.values import AttachedRecord, CheckResult, Listed, WriteReport
 from majordomus.viewparts import (
     UNREADABLE,
@@ -40,11 +41,6 @@ from majordomus.views import Views
 
 if TYPE_CHECKING:
     from majordomus.verifying import Verifier
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 TASK_ID_LENGTH = len("t-") + 12
 _TASK_PREFIX = re.compile(r"(?:t-)?([0-9a-f]{4,12})")

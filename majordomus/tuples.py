@@ -2,13 +2,9 @@
 
 Under `from __future__ import annotations` every field's annotation is a string, and
 `typing.NamedTuple` compiles each one into a `ForwardRef` that nothing here ever reads:
-about 0.1 ms a class, 8 ms of the imports of a read. Modules import `NamedTuple` from
-here at run time and from `typing` for the type checker, which reads the same class:
-
-    if TYPE_CHECKING:
-        from typing import NamedTuple
-    else:
-        from majordomus.tuples import NamedTuple
+about 0.1 ms a class, several milliseconds of a read's imports. Modules import
+`NamedTuple` from here (`from majordomus.tuples import NamedTuple`); the type checker
+reads it as typing's, which declares the same class.
 
 The class made is the one `typing.NamedTuple` makes (fields, defaults, methods and
 properties of the body, docstring, `_make`, `_replace`, `_asdict`), its annotations kept
@@ -18,7 +14,9 @@ as written (strings) rather than as `ForwardRef`s.
 from __future__ import annotations
 
 import collections
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["NamedTuple"]
 
 # As `typing.NamedTuple` treats a class body: what it refuses, what it leaves out.
 _PROHIBITED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields",
@@ -53,9 +51,12 @@ class _Made(type):
 _Base = type.__new__(_Made, "NamedTuple", (), {})
 
 
-def NamedTuple(typename: str, fields: Any = None, /) -> Any:
-    """Only the class syntax is supported (`class Point(NamedTuple): x: int`)."""
-    raise TypeError("use the class syntax: class Name(NamedTuple): ...")
+if TYPE_CHECKING:
+    from typing import NamedTuple  # what the type checker reads
+else:
 
+    def NamedTuple(typename: str, fields: Any = None, /) -> Any:
+        """Only the class syntax is supported (`class Point(NamedTuple): x: int`)."""
+        raise TypeError("use the class syntax: class Name(NamedTuple): ...")
 
-NamedTuple.__mro_entries__ = lambda bases: (_Base,)  # type: ignore[attr-defined]
+    NamedTuple.__mro_entries__ = lambda bases: (_Base,)

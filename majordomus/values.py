@@ -6,14 +6,10 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import Generic, TypeVar, overload
 
 from majordomus.records import UNSIGNED, Divergence, Record, Signature, Summary
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
+from majordomus.tuples import NamedTuple
 
 # ---- Notes as a read finds them, and what a write did ------------------------------------
 

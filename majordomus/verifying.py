@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from majordomus.cachefile import SIGNATURES_FILE_NAME, CacheFile
 from majordomus.notes import canonical
@@ -29,12 +29,8 @@ from majordomus.records import (
 )
 from majordomus.repository import Repository
 from majordomus.signconfig import SignConfig, read, run
+from majordomus.tuples import NamedTuple
 from majordomus.values import AttachedRecord
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:
-    from majordomus.tuples import NamedTuple
 
 SSH_ARMOUR = "-----BEGIN SSH SIGNATURE-----"
 PGP_ARMOUR = "-----BEGIN PGP SIGNATURE-----"
