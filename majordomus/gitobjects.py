@@ -62,7 +62,6 @@ def cat_file(gitdir: str, environ: Mapping[str, str], ids: Sequence[str]) -> Obj
     a few note blobs. Each is (type, content), or None when it is not in the repository;
     None for all when git cannot run or answers otherwise. Only for a plain layout (see
     `discover`): in a partial clone git would fetch what is missing, one at a time."""
-
     import subprocess
 
     if not all(is_object_id(oid) for oid in ids):
@@ -138,7 +137,6 @@ class Batch:
 
     def __init__(self, gitdir: str, environ: Mapping[str, str]) -> None:
         """OSError when git cannot run."""
-
         import subprocess
 
         command, env = _as_libgit2(gitdir, environ, "cat-file", "--batch")
@@ -315,7 +313,6 @@ def tree_notes(gitdir: str, environ: Mapping[str, str], tree_id: str) -> str | N
     None: ask libgit2 (git cannot run, or cannot read the tree: an object missing, a tree
     it finds malformed), and for a tree that holds anything else (a symlink, a gitlink, a
     tree that is not entered, a name that is no commit id): the walk says what each is."""
-
     import subprocess
 
     if not is_object_id(tree_id):
@@ -350,7 +347,6 @@ def notes_matching(
     out. None: git cannot run or cannot read a tree (an object missing: ask libgit2).
     Only for a plain layout that is no partial clone: there git would fetch every blob
     it lacks, one at a time."""
-
     import subprocess
 
     if not tree_ids or not all(is_object_id(tree) for tree in tree_ids):

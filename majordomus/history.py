@@ -134,7 +134,6 @@ class History:
         writes kept in a temporary file: it runs on a CPU the command leaves idle (while
         this process works on one), and `stream` then reads what it wrote rather than
         wait for git's walk. Nothing where git cannot start."""
-
         import subprocess
 
         if self._started is not None:

@@ -36,7 +36,6 @@ def _located_by_environment(path: str, environ: Mapping[str, str]) -> _GitDirs |
     GIT_WORK_TREE makes `path` the top of the work tree, a bare repository has none.
     None when the environment names nothing, and discovery is libgit2's, as git's.
     """
-
     import subprocess
 
     named = {name: environ[name] for name in _LOCATION_VARIABLES if environ.get(name)}

@@ -124,7 +124,6 @@ class Repository:
     ) -> subprocess.CompletedProcess[str]:
         """Run the user's own git on this repository; arguments never pass through a shell.
         `stored`: on the history as stored (`stored_environ`)."""
-
         import subprocess
 
         command = self.git_argv(args)
@@ -159,7 +158,6 @@ class Repository:
     def buffered_git(self, args: Sequence[str]) -> subprocess.Popen[str]:
         """git with its output buffered: GIT_FLUSH=0, since into a pipe git would flush
         every line of a walk, a write per commit."""
-
         import subprocess
 
         try:
@@ -179,7 +177,6 @@ class Repository:
     def binary_git(self, args: Sequence[str]) -> subprocess.Popen[bytes]:
         """`buffered_git` given its standard input, its output as bytes (a walk's tips in,
         its lines out)."""
-
         import subprocess
 
         try:
