@@ -16,36 +16,32 @@ from majordomus import tuples, values
 _OURS: Any = tuples.NamedTuple
 
 
-class Theirs(typing.NamedTuple):
-    """A line that matched."""
+def _made(name: str, base: Any) -> Any:
+    """One class body, made by `base`; the class put at this module's top level, where
+    pickle finds it."""
 
-    number: int
-    text: str
-    spans: tuple[tuple[int, int], ...] = ()
-    tag: str | None = None
+    class Seen(base):  # type: ignore[misc]
+        """A line that matched."""
 
-    @property
-    def width(self) -> int:
-        return len(self.text)
+        number: int
+        text: str
+        spans: tuple[tuple[int, int], ...] = ()
+        tag: str | None = None
 
-    def shown(self, prefix: str = "") -> str:
-        return f"{prefix}{self.number}: {self.text}"
+        @property
+        def width(self) -> int:
+            return len(self.text)
+
+        def shown(self, prefix: str = "") -> str:
+            return f"{prefix}{self.number}: {self.text}"
+
+    Seen.__name__ = Seen.__qualname__ = name
+    globals()[name] = Seen
+    return Seen
 
 
-class Ours(tuples.NamedTuple):  # the type checker reads typing's, as in the modules
-    """A line that matched."""
-
-    number: int
-    text: str
-    spans: tuple[tuple[int, int], ...] = ()
-    tag: str | None = None
-
-    @property
-    def width(self) -> int:
-        return len(self.text)
-
-    def shown(self, prefix: str = "") -> str:
-        return f"{prefix}{self.number}: {self.text}"
+Ours = _made("Ours", _OURS)
+Theirs = _made("Theirs", typing.NamedTuple)
 
 
 def test_the_class_made_behaves_as_typing_makes_it() -> None:
