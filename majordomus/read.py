@@ -68,7 +68,7 @@ def history(
         index.preload(selected)
     handovers = [item.commit for item in selected if item.summary.kind == "handover"]
     labels = jobs.history.graph().labels(commit, handovers)
-    strict = not as_json and marks_unsigned(inputs, jobs)
+    strict = not as_json and marks_unsigned(jobs)
 
     def made(items: Sequence[Listed]) -> list[HistoryEntry]:
         """The entries of a part of the records shown; their notes let go once made."""
@@ -238,12 +238,12 @@ def show(inputs: Inputs, rev: str | None = None) -> ShowResult:
         one = CommitNotes(jobs.repository, jobs.reader.refs, jobs.reader.blobs).notes_on(commit)
         if one is not None:
             blobs, unread = one
-            return _shown(jobs, commit, blobs, unread, False, marks_unsigned(inputs, jobs))
+            return _shown(jobs, commit, blobs, unread, False, marks_unsigned(jobs))
         noteset = jobs.reader.read_notes()
     annotated = noteset.commits.get(commit)
     unreadable = sum(1 for u in noteset.unreadable if u.commit == commit)
     blobs = annotated.blobs if annotated else ()
-    return _shown(jobs, commit, blobs, unreadable, missing, marks_unsigned(inputs, jobs))
+    return _shown(jobs, commit, blobs, unreadable, missing, marks_unsigned(jobs))
 
 
 def _shown(

@@ -73,7 +73,7 @@ def grep(
     jobs.history.graph().start_order(head, worth=lambda: bool(jobs.reader.refs.ref_targets()))
     task_id, index = _index_searched(jobs, head, task, as_json)
     chosen = index.records if task_id is None else index.of_task(task_id)
-    strict = marks_unsigned(inputs, jobs)
+    strict = marks_unsigned(jobs)
     verified_only = trusted and strict
     cache = SearchCache(jobs.repository.commondir / SEARCH_FILE_NAME)
     keys = [

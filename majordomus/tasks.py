@@ -105,10 +105,9 @@ def open_here(inputs: Inputs) -> Jobs:
     return Jobs(open_repository(inputs.cwd, inputs.environ), inputs)
 
 
-def marks_unsigned(inputs: Inputs, jobs: Jobs) -> bool:
+def marks_unsigned(jobs: Jobs) -> bool:
     """Whether a listing marks unsigned records too: under `trust = "signed"`, or when the
-    profile cannot be read (a listing is not refused for it, and says more, not less).
-    `inputs`: those `jobs` were opened with (`open_here`)."""
+    profile cannot be read (a listing is not refused for it, and says more, not less)."""
     try:
         return jobs.profile.trust == "signed"
     except RefusedError:

@@ -210,7 +210,7 @@ def task_list(inputs: Inputs) -> list[TaskSummary]:
     # process (or libgit2 loaded) for the first of them.
     shown = [*filter(None, tasks.values()), *(p[0] for p in open_handovers.values() if p)]
     index.preload(shown)
-    strict = marks_unsigned(inputs, jobs)
+    strict = marks_unsigned(jobs)
     handovers = {
         task: jobs.attach_one(index.locate(pending[0]), strict)
         for task, pending in open_handovers.items()
