@@ -167,12 +167,13 @@ def task_list(tasks: Sequence[TaskSummary], now: datetime.datetime, as_json: boo
 def checkpoint(result: CheckpointResult, as_json: bool) -> str:
     if as_json:
         skew = result.previous_skew_s
-        document = {
-            "record": record_json(result.record),
-            "previous_age_s": result.previous_age_s,
-            **({"skew_s": skew} if skew is not None else {}),
-        }
-        return dumps(document)
+        return dumps(
+            {
+                "record": record_json(result.record),
+                "previous_age_s": result.previous_age_s,
+                **({"skew_s": skew} if skew is not None else {}),
+            }
+        )
     previous = (
         f"previous checkpoint of this task: {age(result.previous_age_s)} before this one"
         if result.previous_age_s is not None
@@ -188,29 +189,29 @@ def checkpoint(result: CheckpointResult, as_json: bool) -> str:
 
 def handover(result: HandoverResult, as_json: bool) -> str:
     if as_json:
-        document = {"record": record_json(result.record), "dirty": result.dirty}
-        return dumps(document)
+        return dumps({"record": record_json(result.record), "dirty": result.dirty})
     return record_block(result.record)
 
 
 def resume_json(result: ResumeResult) -> str:
     div = result.divergence
-    document = {
-        "handover": record_json(result.handover) if result.handover else None,
-        "label": div.label if div else None,
-        "ahead": div.ahead if div else None,
-        "behind": div.behind if div else None,
-        "recorded": result.recorded is not None,
-        "open_handovers": result.open_handovers,
-        "superseded": list(result.superseded),
-        "untrusted": len(result.untrusted),
-        **(
-            {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
-            if result.handover is None
-            else {}
-        ),
-    }
-    return dumps(document)
+    return dumps(
+        {
+            "handover": record_json(result.handover) if result.handover else None,
+            "label": div.label if div else None,
+            "ahead": div.ahead if div else None,
+            "behind": div.behind if div else None,
+            "recorded": result.recorded is not None,
+            "open_handovers": result.open_handovers,
+            "superseded": list(result.superseded),
+            "untrusted": len(result.untrusted),
+            **(
+                {"checkpoints_since": [record_json(loc) for loc in result.checkpoints_since]}
+                if result.handover is None
+                else {}
+            ),
+        }
+    )
 
 
 def resume_nothing_open(result: ResumeResult) -> str:
@@ -237,7 +238,7 @@ def resume(result: ResumeResult, now: datetime.datetime, as_json: bool) -> str:
         return resume_json(result)
     if result.handover is None:
         return resume_nothing_open(result)
-    assert result.handover is not None and result.divergence is not None
+    assert result.divergence is not None  # a handover taken is placed against HEAD
     loc = result.handover
     record = loc.record
     written = max(0, int((now - record.at).total_seconds()))
