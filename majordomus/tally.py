@@ -223,21 +223,14 @@ class _BlockWalk:
             visit = sorted(map(where, named))
             if not self.links and (not visit or visit[0]):
                 visit.insert(0, 0)
-            bits, owed, masks, listed = self.bits, self.owed, self.masks, self.listed
+            masks, visited = self.masks, self._visited
             current = self.carried if self.links else 0
             last = -1
             for i in visit:
                 between = i - last - 1  # linked lines between two visits: each hands its mask on
                 if between:
                     masks[current] = masks.get(current, 0) + between
-                commit = commits[i]
-                mask = current | owed.pop(commit, 0)
-                bit = bits.get(commit)
-                if bit is not None:
-                    mask |= bit
-                    listed.add(commit)
-                masks[mask] = masks.get(mask, 0) + 1
-                current, last = mask, i
+                current, last = visited(commits[i], current), i
             between = len(commits) - last - 1
             if between:
                 masks[current] = masks.get(current, 0) + between
@@ -276,20 +269,14 @@ class _BlockWalk:
             for i, commit in enumerate(commits)
             if commit in named or not links[i] or (not links[i - 1] if i else not self.links)
         ]
-        bits, owed, masks, listed = self.bits, self.owed, self.masks, self.listed
+        owed, masks, visited = self.owed, self.masks, self._visited
         current = self.carried if self.links else 0
         last = -1
         for i in visit:
             between = i - last - 1  # linked lines between two visits: each hands its mask on
             if between:
                 masks[current] = masks.get(current, 0) + between
-            commit = commits[i]
-            mask = (current if (links[i - 1] if i else self.links) else 0) | owed.pop(commit, 0)
-            bit = bits.get(commit)
-            if bit is not None:
-                mask |= bit
-                listed.add(commit)
-            masks[mask] = masks.get(mask, 0) + 1
+            mask = visited(commits[i], current if (links[i - 1] if i else self.links) else 0)
             if not links[i]:
                 for parent in split[i][2].split():
                     owed[parent] = owed.get(parent, 0) | mask
@@ -298,3 +285,14 @@ class _BlockWalk:
         if between:
             masks[current] = masks.get(current, 0) + between
         self.carried, self.links = current, links[-1]
+
+    def _visited(self, commit: bytes, reached: int) -> int:
+        """The mask of a line visited: what reached it from the line before, what its
+        children owe it, and its own bit (a target listed); counted once."""
+        mask = reached | self.owed.pop(commit, 0)
+        bit = self.bits.get(commit)
+        if bit is not None:
+            mask |= bit
+            self.listed.add(commit)
+        self.masks[mask] = self.masks.get(mask, 0) + 1
+        return mask
