@@ -64,6 +64,23 @@ def test_read_commands_stay_up_and_print_nothing_raw(
         strict_json(result.out)
 
 
+def test_a_warm_grep_json_shows_hostile_records_as_a_search_from_no_cache(
+    hostile: Hostile,
+) -> None:
+    """The JSON texts a search cache keeps of hostile records (invisible characters,
+    escapes, forged members) come back from the mapped file byte for byte as they were
+    encoded: the third search, which reads them there, answers as the first and as one
+    from no cache, escaped."""
+    argv = ("grep", "--json", "-i", "--all", "E")
+    answers = [run_cli(hostile.path, hostile.environ, *argv) for _ in range(3)]
+    assert run_cli(hostile.path, hostile.environ, "doctor", "--drop-cache").code in (0, 1)
+    cold = run_cli(hostile.path, hostile.environ, *argv)
+    assert cold.code == 0 and json.loads(cold.out)["records"], cold.err
+    assert [a.out for a in answers] == [cold.out] * 3
+    assert terminal_problems(cold.out) == []
+    strict_json(cold.out)
+
+
 def test_history_counts_what_it_skipped_and_lists_the_rest(hostile: Hostile) -> None:
     shown = json.loads(run_cli(hostile.path, hostile.environ, "history", "--json").out)
     assert (shown["invalid"], shown["hidden"]) == (hostile.invalid, hostile.hidden)
