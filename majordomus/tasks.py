@@ -16,27 +16,16 @@ from typing import TYPE_CHECKING
 
 from majordomus import profile as profiles
 from majordomus import remote
-from majordomus.cachefile import VIEWS_FILE_NAME
 from majordomus.errors import RefusedError
 from majordomus.history import History
 from majordomus.index import Index
 from majordomus.invocation import Inputs
 from majordomus.location import open_repository
 from majordomus.notesread import NotesReader
-from majordomus.records import SIGNATURE_KEY, Record, age_s, skew_s, unsigned
-from majordomus.repository import NOTES_REF, Repository
+from majordomus.records import SIGNATURE_KEY, age_s, skew_s, unsigned
+from majordomus.repository import Repository
 from majordomus.tuples import NamedTuple
-from majordomus.values import AttachedRecord, CheckResult, Listed, WriteReport
-from majordomus.viewparts import (
-    UNREADABLE,
-    Meta,
-    View,
-    ViewCache,
-    state_key,
-    task_part,
-    unpack,
-    written,
-)
+from majordomus.values import AttachedRecord, CheckResult, Listed
 from majordomus.views import Views
 
 if TYPE_CHECKING:
@@ -208,70 +197,21 @@ def no_task() -> NoTaskError:
 
 def task_records(
     inputs: Inputs, jobs: Jobs, explicit: str | None, *, writing: bool = False
-) -> tuple[TaskView | Views, str | None]:
+) -> tuple[Views, str | None]:
     """The records of the task a command works on, and the task when a name names one
     (`task_name`; else None: see `implied_task`). A task named by its id in full: its view
-    alone, as the view cache holds it for the notes refs as they are (`cached_view`);
+    alone, as the view cache holds it for the notes refs as they are (`Views.cached`);
     else, or when the cache describes another state, the views of every task (`writing`:
     see `Views`), or for a read those of the notes that could hold the task's records
     (`task_views`)."""
     name = task_name(inputs, jobs, explicit)
     task = task_prefix(name) if name else None
     if task is not None and len(task) == TASK_ID_LENGTH:
-        view = cached_view(jobs, task)
+        view = Views.cached(jobs.reader, jobs.history, task)
         if view is not None:
             return view, task
     views = Views(jobs.reader, jobs.history, writing=writing, task=None if writing else task)
     return views, resolve_task(views.task_ids, name) if name else None
-
-
-class TaskView:
-    """One task's view as the view cache holds it for the notes refs as they are: what a
-    command on a task named in full reads of it (its records, its open handovers), and the
-    view carried to the state a write of the command makes. No other task's view is read,
-    no note, no index of every task. `view` is None where the cache cannot say (it
-    describes another state, or does not hold the task; `new`: a task about to be made,
-    which it holds not)."""
-
-    __slots__ = ("cache", "jobs", "meta", "targets", "view")
-
-    def __init__(self, jobs: Jobs, task: str, *, new: bool = False) -> None:
-        reader = jobs.reader
-        self.jobs, self.cache = jobs, ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
-        self.targets = reader.refs.ref_targets()
-        meta = self.cache.get(state_key(self.targets))
-        self.meta: Meta = (0, ())
-        self.view: View | None = None
-        if meta is None:
-            return
-        try:
-            invalid, task_ids = meta
-            if (task in task_ids) != new:
-                self.meta = (invalid, task_ids)
-                self.view = ((), ()) if new else unpack(self.cache.part(task_part(task)))
-        except UNREADABLE:
-            self.view = None
-
-    def index(self, task: str) -> Index:
-        assert self.view is not None  # `cached_view` hands out only a view the cache holds
-        rows, resolved = self.view
-        invalid, task_ids = self.meta
-        reader, history = self.jobs.reader, self.jobs.history
-        return Index.of_view(reader, history, rows, set(resolved), task_ids, invalid)
-
-    def recorded(self, report: WriteReport, record: Record) -> None:
-        """The view carried over to the state a write of ours just made, when nothing else
-        moved the ref in between (else the next read carries it over, or rebuilds it)."""
-        if self.view is not None and report.parent == self.targets.get(NOTES_REF):
-            written(self.cache, self.targets, self.meta, self.view, {}, record, report)
-
-
-def cached_view(jobs: Jobs, task: str, *, new: bool = False) -> TaskView | None:
-    """The view of `task` (an id in full) when the view cache describes the notes refs as
-    they are and holds the task (`new`: does not); None when it does not (then `Views`
-    carries the cache over, or reads every note)."""
-    view = TaskView(jobs, task, new=new)
-    return None if view.view is None else view
 
 
 def tasks_with_open_handover(jobs: Jobs, views: Views, strict: bool = False) -> list[str]:

@@ -5,6 +5,7 @@ the views over to the state it makes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol
 
@@ -66,6 +67,7 @@ class Views:
         every: bool = False,
         task: str | None = None,
         search: bool | None = None,
+        alone: bool = False,
     ) -> None:
         """`writing`: a record is about to be written, and `recorded` will write the views
         of the state it makes: views carried over to the current state are only staged.
@@ -77,7 +79,8 @@ class Views:
         records are read (`NotesReader.task_notes`), not every note, and nothing is
         cached; `invalid` then counts the unreadable parts among those notes. `search`:
         unless None, every record is searched next: a full read keeps what a search keeps
-        of the notes it parses (`NotesReader.searched`; with JSON texts when true)."""
+        of the notes it parses (`NotesReader.searched`; with JSON texts when true).
+        `alone`: built by `cached` for that one task (nothing looked up here)."""
         self._reader, self._history = reader, history
         self._shown = shown
         self._search = search
@@ -85,18 +88,18 @@ class Views:
         self._every = every
         # Task views carried over and not written yet (`writing`): `recorded` packs them.
         self._unwritten: dict[str, View] = {}
+        self._last: tuple[str, View] | None = None  # the task view last read from the cache
         self._cache = ViewCache(reader.repository.commondir / VIEWS_FILE_NAME)
         self._targets = reader.refs.ref_targets()
         self._key = state_key(self._targets)
-        try:
-            head: str | None = history.head()
-        except RepositoryError:
-            head = None
-        self._head = head
         self.full: Index | None = None  # the index of every task, while it is kept
         self.full_read = False  # whether this state's views were built from every note
         self._noteset: NoteSet | None = None
         self._at_rev: tuple[str | None, Index] | None = None  # every note, read from a REV
+        self.dependent_on_head = False
+        if alone:
+            return  # `cached`: the meta is looked up there
+        head = self._head
         meta = self._cache.get(self._key)
         if meta is None and head is not None and history.graph().lasting:
             # Built where copies exist: which copy a read lists depends on HEAD's history,
@@ -108,6 +111,35 @@ class Views:
             meta = self._carried_over()
         self._meta: Meta = meta or self._read(task)
         self.dependent_on_head = self._cache.key.partition(TASKS_READ)[0] != self._key
+
+    @classmethod
+    def cached(
+        cls, reader: Notes, history: Ordering, task: str, *, new: bool = False
+    ) -> Views | None:
+        """The views of the notes refs as they are, for a command on one task named by its
+        id in full, when the view cache describes this state and holds the task (`new`: a
+        task about to be made, which it holds not); its view is read when asked for, no
+        note, no other task's view, no index of every task. None when the cache cannot
+        say: then `Views` carries the cache over, or reads."""
+        views = cls(reader, history, alone=True)
+        meta = views._cache.get(views._key)
+        try:
+            invalid, task_ids = meta
+            if (task in task_ids) == new:
+                return None
+        except UNREADABLE:  # none, or not a meta
+            return None
+        views._meta = (invalid, task_ids)
+        if new:
+            views._unwritten[task] = ((), ())
+        return views
+
+    @functools.cached_property
+    def _head(self) -> str | None:
+        try:
+            return self._history.head()
+        except RepositoryError:
+            return None
 
     def _task_views(self, prefix: str) -> Meta | None:
         """The views a read of the tasks of a shorter or equal prefix cached for this
@@ -124,6 +156,7 @@ class Views:
         where they can be picked, their views cached under the prefix (the views of every
         task, when they are built, take their place; of any other task the index may hold
         a part only); else, or where they cannot be picked, every note."""
+        self._last = None
         noteset = None if prefix is None else self._reader.task_notes(prefix)
         self.full_read = noteset is None
         if noteset is None:
@@ -261,7 +294,13 @@ class Views:
 
     def _view(self, task: str) -> View:
         unwritten = self._unwritten.get(task)
-        return unwritten or unpack(self._cache.part(task_part(task)))
+        if unwritten:
+            return unwritten
+        if self._last is None or self._last[0] != task:
+            # The last one read is kept: a write's `recorded` carries over the view its
+            # `index` read, not unpacked twice (and a read of every task holds one).
+            self._last = (task, unpack(self._cache.part(task_part(task))))
+        return self._last[1]
 
     def recorded(self, report: WriteReport, record: Record) -> None:
         """Carry the views over to the state a write of ours just made, when nothing else

@@ -16,8 +16,6 @@ from majordomus.invocation import Inputs, Invocation, OnFirstUse
 from majordomus.records import HANDOVER_FIELDS, age_s, new_record, skew_s
 from majordomus.tasks import (
     Jobs,
-    TaskView,
-    cached_view,
     counted_checkpoint,
     implied_task,
     marks_unsigned,
@@ -110,7 +108,7 @@ def _write(
     task: str,
     fields: Mapping[str, Any],
     session: str | None,
-    views: Views | TaskView | None = None,
+    views: Views | None = None,
     record_id: str | None = None,
     strict: bool = False,
 ) -> tuple[AttachedRecord, tuple[StaleLock, ...]]:
@@ -163,9 +161,7 @@ def _landing_facts(jobs: Jobs, kind: str, head: str) -> dict[str, Any]:
         return {}
 
 
-def _prepare_write(
-    inputs: Inputs, jobs: Jobs, task: str | None
-) -> tuple[Writer, TaskView | Views, str]:
+def _prepare_write(inputs: Inputs, jobs: Jobs, task: str | None) -> tuple[Writer, Views, str]:
     """Before a record is built: a commit to attach it to, a notes ref a write will not
     destroy (and its writer), the task it belongs to and its records."""
     jobs.history.head()
@@ -193,7 +189,9 @@ def task_new(
     writer = _writer(jobs)
     task = _new_id("t", 12)
     sess = _session_of(inputs, session, allow_secret)
-    views = cached_view(jobs, task, new=True) or Views(jobs.reader, jobs.history, writing=True)
+    views = Views.cached(jobs.reader, jobs.history, task, new=True) or Views(
+        jobs.reader, jobs.history, writing=True
+    )
     located, locks = _write(inputs, jobs, writer, "task", task, {"title": text}, sess, views, task)
     jobs.repository.set_current_task(task)
     return TaskCreated(located, locks)

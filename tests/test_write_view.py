@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from majordomus import write
-from majordomus.cachefile import VIEWS_FILE_NAME
+from majordomus.cachefile import VIEWS_FILE_NAME, VIEWS_FOLDER_NAME
 from majordomus.tasks import open_jobs
 from majordomus.viewparts import ViewCache, state_key
 from majordomus.views import Views
@@ -25,12 +25,14 @@ from tests.support.repo import Repo, clone, seeded, shared
 
 
 def views_built(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Each `Views` a command builds (whether it was built to write), as commands run."""
+    """Each `Views` a command builds (whether it was built to write), as commands run; not
+    those `Views.cached` builds for one task's view, which read no other view and no note."""
     built: list[bool] = []
     init = Views.__init__
 
     def counted(views: Views, *args: Any, **options: Any) -> None:
-        built.append(bool(options.get("writing")))
+        if not options.get("alone"):
+            built.append(bool(options.get("writing")))
         init(views, *args, **options)
 
     monkeypatch.setattr(Views, "__init__", counted)
@@ -278,6 +280,28 @@ def test_a_clone_behind_a_bare_remote_writes_on_its_fetched_task_without_the_vie
         cached = reads(repo, task)
         assert cached == fresh_reads(repo, task)
         assert [r["body"] for r in cached[0]["records"][:2]] == ["bob 1", "alice 1"]
+
+
+@pytest.mark.parametrize("verb", [["checkpoint", "after the loss"], ["resume"]])
+def test_a_write_on_a_task_named_in_full_whose_view_part_is_lost_reads_every_note(
+    repo: Repo, verb: list[str]
+) -> None:
+    """The view cache describes the notes refs as they are, but the parts of its views are
+    gone (a disk cleaner, a person): a write on a task named in full reads every note
+    instead, lands, and every read after it answers as a fresh read."""
+    task, other = worked(repo)
+    task = other if verb == ["resume"] else task  # the task with the open handover
+    parts = sorted((repo.path / ".git" / VIEWS_FOLDER_NAME).glob("*"))
+    assert parts and cache_is_current(repo)
+    for part in parts:
+        part.unlink()
+    repo.clock.advance(30)
+    repo.commit("after the loss")
+    result = repo.run(*verb, "--task", task)
+    assert result.code == 0, result.err
+    cached = reads(repo, task)
+    assert cached == fresh_reads(repo, task)
+    assert cached[0]["records"][0]["kind"] == verb[0]
 
 
 def test_a_copy_of_a_record_sends_the_write_to_the_views_of_every_task(
