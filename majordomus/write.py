@@ -434,7 +434,6 @@ def resume(
     views, task_id = task_records(inputs, jobs, task)
     implied = task_id is None
     if task_id is None:
-        assert isinstance(views, Views)  # one task's view alone is read when it is named
         task_id = implied_task(jobs, views, strict)
     index = views.index(task_id)
     pending, untrusted = trusted(
