@@ -131,7 +131,7 @@ class Views:
             return None
         views._meta = (invalid, task_ids)
         if new:
-            views._unwritten[task] = ((), ())
+            views._last = (task, ((), ()))  # no record yet: its view is known, not read
         return views
 
     @functools.cached_property
